@@ -1,0 +1,159 @@
+/**
+ * The coded error catalogue: every error the server returns is an OjsError
+ * whose `code` maps to one HTTP status and one retryability default, so the
+ * binding never invents a status on its own (http-binding digest §6).
+ */
+
+export type ErrorCode =
+  | 'invalid_payload'
+  | 'invalid_request'
+  | 'validation_error'
+  | 'schema_validation'
+  | 'not_found'
+  | 'conflict'
+  | 'duplicate'
+  | 'payload_too_large'
+  | 'metadata_too_large'
+  | 'unsupported_media_type'
+  | 'queue_paused'
+  | 'rate_limited'
+  | 'unsupported'
+  | 'unauthenticated'
+  | 'permission_denied'
+  | 'backend_error'
+  | 'backend_unavailable'
+  | 'internal_error';
+
+interface CatalogueEntry {
+  readonly status: number;
+  readonly retryable: boolean;
+  readonly hint: string;
+}
+
+export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, CatalogueEntry>> = {
+  invalid_payload: {
+    status: 400,
+    retryable: false,
+    hint: 'Send a JSON object body that follows the OJS job envelope.',
+  },
+  invalid_request: {
+    status: 400,
+    retryable: false,
+    hint: 'Check the request fields against the OJS HTTP binding.',
+  },
+  validation_error: {
+    status: 422,
+    retryable: false,
+    hint: 'Correct the field named in the message and resend.',
+  },
+  schema_validation: {
+    status: 422,
+    retryable: false,
+    hint: 'The job args do not match the schema registered for this job type.',
+  },
+  not_found: {
+    status: 404,
+    retryable: false,
+    hint: 'Check the identifier; the resource may have been deleted or never existed.',
+  },
+  conflict: {
+    status: 409,
+    retryable: false,
+    hint: 'The resource is not in a state that allows this operation; read it and retry if appropriate.',
+  },
+  duplicate: {
+    status: 409,
+    retryable: false,
+    hint: 'A job with the same id or unique key already exists.',
+  },
+  payload_too_large: {
+    status: 413,
+    retryable: false,
+    hint: 'Reduce the request size or store large data externally and pass a reference.',
+  },
+  metadata_too_large: {
+    status: 413,
+    retryable: false,
+    hint: 'Keep meta under 64 KiB.',
+  },
+  unsupported_media_type: {
+    status: 400,
+    retryable: false,
+    hint: 'Send Content-Type: application/openjobspec+json or application/json.',
+  },
+  queue_paused: { status: 422, retryable: true, hint: 'Resume the queue or retry later.' },
+  rate_limited: { status: 429, retryable: true, hint: 'Wait for Retry-After seconds.' },
+  unsupported: {
+    status: 422,
+    retryable: false,
+    hint: 'This server does not support the requested feature or version.',
+  },
+  unauthenticated: { status: 401, retryable: false, hint: 'Send Authorization: Bearer <key>.' },
+  permission_denied: {
+    status: 403,
+    retryable: false,
+    hint: 'The credential does not grant this operation.',
+  },
+  backend_error: {
+    status: 500,
+    retryable: true,
+    hint: 'The store failed; the operation was not applied. Retry with backoff.',
+  },
+  backend_unavailable: {
+    status: 503,
+    retryable: true,
+    hint: 'The store is unreachable; retry with backoff.',
+  },
+  internal_error: { status: 500, retryable: true, hint: 'Unexpected server error; retry later.' },
+};
+
+export const DOCS_BASE_URL = 'https://openjobspec.org/spec/errors#';
+
+export class OjsError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+  readonly retryable: boolean;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = 'OjsError';
+    this.code = code;
+    this.details = details;
+    this.retryable = ERROR_CATALOGUE[code].retryable;
+  }
+
+  get status(): number {
+    return ERROR_CATALOGUE[this.code].status;
+  }
+
+  /** The wire body of HB §16.1 plus `type`, `hint` and `docs_url`. */
+  toBody(requestId: string): { error: Record<string, unknown> } {
+    const entry = ERROR_CATALOGUE[this.code];
+    const error: Record<string, unknown> = {
+      code: this.code,
+      type: this.code,
+      message: this.message,
+      retryable: this.retryable,
+      hint: entry.hint,
+      docs_url: DOCS_BASE_URL + this.code,
+      request_id: requestId,
+    };
+    if (this.details !== undefined) error.details = this.details;
+    return { error };
+  }
+}
+
+export const invalidPayload = (message: string, details?: Record<string, unknown>) =>
+  new OjsError('invalid_payload', message, details);
+export const invalidRequest = (message: string, details?: Record<string, unknown>) =>
+  new OjsError('invalid_request', message, details);
+export const validationError = (message: string, details?: Record<string, unknown>) =>
+  new OjsError('validation_error', message, details);
+export const notFound = (resourceType: string, id: string) =>
+  new OjsError(
+    'not_found',
+    `${resourceType[0]!.toUpperCase()}${resourceType.slice(1).replaceAll('_', ' ')} '${id}' not found.`,
+    { resource_type: resourceType, resource_id: id },
+  );
+export const conflict = (message: string, details?: Record<string, unknown>) =>
+  new OjsError('conflict', message, details);
