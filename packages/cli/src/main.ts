@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+/**
+ * The `ojs` command: serve, conformance, and the tools that grow around them.
+ */
+import { parseArgs } from 'node:util';
+import { conformanceMain } from '@ojs/conformance';
+import { startServer } from '@ojs/server';
+import { optionsFromEnv } from '@ojs/server/serve';
+
+const USAGE = `Usage: ojs <command> [options]
+
+Commands:
+  serve         Start the OJS server (default store: SQLite file ./data/ojs.db)
+  conformance   Run conformance suites against a server
+
+ojs serve options (environment variables in brackets):
+  --host HOST             Address to bind [OJS_HOST] (default 127.0.0.1)
+  --port PORT             Port [OJS_PORT] (default 8080)
+  --store SPEC            sqlite:PATH | PATH | :memory: [OJS_STORE] (default sqlite:./data/ojs.db)
+  --test-mode             Enable the reset endpoint and test directives [OJS_TEST_MODE=1]; loopback only
+  --api-keys LIST         role:key,... with roles producer|worker|admin [OJS_API_KEYS]
+  --allow-insecure        Allow a non-loopback bind without API keys
+  --visibility-timeout-ms N  Default lease of a fetched job [OJS_VISIBILITY_TIMEOUT_MS] (default 300000)
+  --log                   Log requests (JSON lines on stdout)
+`;
+
+async function serve(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      store: { type: 'string' },
+      'test-mode': { type: 'boolean' },
+      'api-keys': { type: 'string' },
+      'allow-insecure': { type: 'boolean' },
+      'visibility-timeout-ms': { type: 'string' },
+      log: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const options = optionsFromEnv();
+  if (values.host !== undefined) options.host = values.host;
+  if (values.port !== undefined) options.port = Number(values.port);
+  if (values.store !== undefined) options.store = values.store;
+  if (values['test-mode']) options.testMode = true;
+  if (values['api-keys'] !== undefined) options.apiKeys = values['api-keys'];
+  if (values['allow-insecure']) options.allowInsecure = true;
+  if (values['visibility-timeout-ms'] !== undefined) {
+    options.visibilityTimeoutMs = Number(values['visibility-timeout-ms']);
+  }
+  options.logger = values.log ?? false;
+  options.handleSignals = true;
+  const server = await startServer(options);
+  process.stdout.write(
+    `OJS server listening on ${server.url} (manifest: ${server.url}/ojs/manifest)\n`,
+  );
+  return -1;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'conformance':
+      return conformanceMain(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`ojs: unknown command '${command}'\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // serve keeps running; other commands exit with their code.
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`ojs: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

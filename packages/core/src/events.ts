@@ -1,0 +1,54 @@
+/**
+ * Event envelopes (EV §2) and the per-type data of the job events (EV §3).
+ * Events are built by the engine next to the transition they describe and
+ * committed with it, so a recorded event always matches a stored state.
+ */
+import type { JobRecord } from './job.ts';
+import type { OjsEvent } from './store.ts';
+import { toIso } from './time.ts';
+import { uuidv7 } from './uuid.ts';
+
+export const EVENT_SOURCE = 'ojs://ojs-ts/server';
+
+export function makeEvent(
+  type: string,
+  subject: string | undefined,
+  data: Record<string, unknown>,
+  now: number,
+): OjsEvent {
+  const event: OjsEvent = {
+    specversion: '1.0',
+    id: `evt_${uuidv7(now)}`,
+    type,
+    source: EVENT_SOURCE,
+    time: toIso(now),
+    datacontenttype: 'application/json',
+    data,
+  };
+  if (subject !== undefined) event.subject = subject;
+  return event;
+}
+
+/** A job event; carries trace_id when the job's meta has one (EV §8). */
+export function jobEvent(
+  type: string,
+  job: JobRecord,
+  data: Record<string, unknown>,
+  now: number,
+): OjsEvent {
+  const payload: Record<string, unknown> = {
+    job_id: job.id,
+    job_type: job.type,
+    queue: job.queue,
+    state: job.state,
+    ...data,
+  };
+  const traceId = job.meta.trace_id ?? job.meta.traceparent;
+  if (traceId !== undefined) payload.trace_id = traceId;
+  return makeEvent(type, job.id, payload, now);
+}
+
+/** Milliseconds between the job's start and `now`, for job.completed / job.failed. */
+export function durationSinceStart(job: JobRecord, now: number): number {
+  return job.started_at === undefined ? 0 : Math.max(0, now - Date.parse(job.started_at));
+}

@@ -1,0 +1,122 @@
+/**
+ * The job as the server keeps it (JobRecord) and as it goes on the wire.
+ * The record uses the wire's field names so `toWire` is a projection, not a
+ * translation; fields that only drive scheduling are plain numbers (epoch ms).
+ */
+import type { RetryPolicy } from './retry.ts';
+import type { JobState } from './states.ts';
+
+/** One entry of `errors[]`; `error` is the latest entry (core §8, ER §6.1). */
+export interface JobError {
+  code: string;
+  type: string;
+  message: string;
+  retryable?: boolean;
+  details?: Record<string, unknown>;
+  backtrace?: string[];
+  attempt: number;
+  occurred_at: string;
+}
+
+export interface UniquePolicy {
+  keys: string[];
+  args_keys?: string[];
+  meta_keys?: string[];
+  period_ms?: number;
+  period?: string;
+  states: JobState[];
+  on_conflict: 'reject' | 'ignore' | 'replace' | 'replace_except_schedule';
+}
+
+export interface RateLimitPolicy {
+  max_per_second: number;
+}
+
+export interface JobRecord {
+  id: string;
+  type: string;
+  queue: string;
+  args: unknown[];
+  meta: Record<string, unknown>;
+  state: JobState;
+  priority: number;
+  /** Number of times the job has been claimed; 0 until the first fetch. */
+  attempt: number;
+  retry: RetryPolicy;
+  timeout_ms?: number;
+  visibility_timeout_ms: number;
+  tags?: string[];
+  schema?: string;
+  created_at: string;
+  enqueued_at: string;
+  scheduled_at?: string;
+  expires_at?: string;
+  started_at?: string;
+  completed_at?: string;
+  cancelled_at?: string;
+  discarded_at?: string;
+  result?: unknown;
+  error?: JobError;
+  errors: JobError[];
+  worker_id?: string;
+  /** Backoff that preceded the current attempt (suite reads it on fetched jobs). */
+  retry_delay_ms?: number;
+  next_attempt_at?: string;
+  parent_results?: unknown[];
+  workflow_id?: string;
+  workflow_step?: number;
+  unique?: UniquePolicy;
+  unique_key?: string;
+  rate_limit?: RateLimitPolicy;
+  /** Discarded into the dead letter queue (on_exhaustion dead_letter). */
+  dead_letter?: boolean;
+  /** Unknown top-level envelope fields, preserved and echoed (JF §9.2). */
+  extensions: Record<string, unknown>;
+  /** Due time (ms) while scheduled or retryable. */
+  run_at?: number;
+  /** Visibility deadline (ms) while active. */
+  lease_until?: number;
+  /** Execution deadline (ms) while active, from timeout_ms. */
+  timeout_at?: number;
+  /** expires_at in ms. */
+  expires_at_ms?: number;
+  /** Set when an active job was cancelled, so its worker's BEAT learns it. */
+  cancel_requested?: boolean;
+  /** Monotonic enqueue order assigned by the store (FIFO within a priority). */
+  seq?: number;
+  /** Incremented on every write: part of the guard of the next write. */
+  rev: number;
+}
+
+const INTERNAL_FIELDS = new Set([
+  'extensions',
+  'run_at',
+  'lease_until',
+  'timeout_at',
+  'expires_at_ms',
+  'cancel_requested',
+  'seq',
+  'rev',
+  'unique_key',
+  'retry',
+  'dead_letter',
+]);
+
+/** The wire form of a job (http-binding digest §5.1): absent fields are omitted. */
+export function toWire(job: JobRecord): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...job.extensions, specversion: '1.0' };
+  for (const [key, value] of Object.entries(job)) {
+    if (value === undefined || INTERNAL_FIELDS.has(key)) continue;
+    out[key] = value;
+  }
+  out.max_attempts = job.retry.max_attempts;
+  out.retry = job.retry;
+  if (job.errors.length === 0) delete out.errors;
+  if (job.unique_key !== undefined) out.unique_key = job.unique_key;
+  return out;
+}
+
+/** Deep copy for records handed across the store seam (stores must not share objects). */
+export function cloneJob(job: JobRecord): JobRecord {
+  return structuredClone(job);
+}

@@ -1,0 +1,591 @@
+/**
+ * The OJS operations (PUSH, FETCH, ACK, FAIL, BEAT, CANCEL, INFO, ACTIVATE,
+ * dead letter, queues, events) over a Store. Each state change follows the
+ * same shape: read the job, let core decide the next record, commit it with
+ * a guard on the rev that was read; if the guard fails, someone else moved
+ * the job first, so read again and decide again.
+ */
+import {
+  activate,
+  assertLeaseHolder,
+  type Clock,
+  cancel,
+  complete,
+  conflict,
+  durationSinceStart,
+  type EventFilter,
+  expireLease,
+  extendLease,
+  type FailureReport,
+  fail,
+  invalidRequest,
+  type JobRecord,
+  jobEvent,
+  makeEvent,
+  notFound,
+  OjsError,
+  type OjsEvent,
+  parseEnqueueRequest,
+  reviveDeadLetter,
+  type Store,
+  systemClock,
+  toIso,
+  validateQueueName,
+} from '@ojs/core';
+import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
+import { Notifier } from './notifier.ts';
+import { BackgroundServices, type ServiceIntervals } from './services.ts';
+
+export interface EngineOptions {
+  store: Store;
+  clock?: Clock;
+  /** Default visibility timeout; must exceed ~70 s (a cron test holds a job 65 s). */
+  visibilityTimeoutMs?: number;
+  /** Upper bound of a fetch's long-poll wait. */
+  maxFetchWaitMs?: number;
+  /** Largest `count` a single fetch may claim. */
+  maxFetchCount?: number;
+  /** Largest number of jobs in one batch enqueue. */
+  maxBatchSize?: number;
+  /** Events kept by the pruner. */
+  eventRetention?: number;
+  intervals?: Partial<ServiceIntervals>;
+  /** Enables the reset operation and the suite's heartbeat test directives. */
+  testMode?: boolean;
+  random?: () => number;
+}
+
+export interface FetchRequest {
+  queues: string[];
+  count?: number;
+  workerId?: string;
+  visibilityTimeoutMs?: number;
+  /** Long poll: wait up to this long for a job when none is available now. */
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface AckRequest {
+  jobId: string;
+  result?: unknown;
+  workerId?: string;
+  attempt?: number;
+}
+
+export interface NackRequest {
+  jobId: string;
+  error: FailureReport & { backtrace?: unknown };
+  requeue?: boolean;
+  workerId?: string;
+  attempt?: number;
+}
+
+export interface HeartbeatRequest {
+  workerId?: string;
+  jobIds: string[];
+  visibilityTimeoutMs?: number;
+}
+
+export type WorkerDirective = 'running' | 'quiet' | 'terminate';
+
+export interface HeartbeatResult {
+  state: WorkerDirective;
+  jobsExtended: string[];
+  jobsCancelled: string[];
+  serverTime: string;
+}
+
+export type EnqueueResult =
+  | { status: 'created'; job: JobRecord }
+  | { status: 'existing'; job: JobRecord }
+  | { status: 'dropped' };
+
+const MAX_GUARD_RETRIES = 20;
+
+export class Engine {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly testMode: boolean;
+  readonly visibilityTimeoutMs: number;
+  readonly maxFetchWaitMs: number;
+  readonly maxFetchCount: number;
+  readonly maxBatchSize: number;
+  readonly enqueueMiddleware = new MiddlewareChain<EnqueueMiddleware>();
+  readonly notifier = new Notifier();
+  readonly #random: () => number;
+  readonly #services: BackgroundServices;
+  #lastPromotion = 0;
+
+  constructor(options: EngineOptions) {
+    this.store = options.store;
+    this.clock = options.clock ?? options.store.clock ?? systemClock;
+    this.testMode = options.testMode ?? false;
+    this.visibilityTimeoutMs = options.visibilityTimeoutMs ?? 300_000;
+    this.maxFetchWaitMs = options.maxFetchWaitMs ?? 30_000;
+    this.maxFetchCount = options.maxFetchCount ?? 1000;
+    this.maxBatchSize = options.maxBatchSize ?? 10_000;
+    this.#random = options.random ?? Math.random;
+    this.#services = new BackgroundServices(
+      this,
+      options.intervals,
+      options.eventRetention ?? 100_000,
+    );
+  }
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** Starts the promoter, lease reaper and event pruner. */
+  start(): void {
+    this.#services.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.#services.stop();
+    this.notifier.notify();
+  }
+
+  // ---------------------------------------------------------------- PUSH
+
+  /** Validates, runs the enqueue middleware chain and stores one job. */
+  async enqueue(body: unknown): Promise<EnqueueResult> {
+    const now = this.now();
+    const parsed = parseEnqueueRequest(body, now, {
+      visibilityTimeoutMs: this.visibilityTimeoutMs,
+    });
+    const job = await runEnqueueChain(this.enqueueMiddleware, parsed);
+    if (job === null) return { status: 'dropped' };
+    const [result] = await this.store.insertJobs([job], this.#enqueueEvents(job, now), now);
+    switch (result!.status) {
+      case 'inserted':
+        if (result!.job.state === 'available') this.notifier.notify();
+        return { status: 'created', job: result!.job };
+      case 'existing':
+        return { status: 'existing', job: result!.existing };
+      case 'duplicate_id':
+        throw new OjsError('duplicate', `A job with id '${job.id}' already exists.`, {
+          existing_job_id: job.id,
+        });
+      case 'rejected':
+        throw new OjsError(
+          'duplicate',
+          `A job with the same unique key already exists (job '${result!.existing.id}').`,
+          {
+            existing_job_id: result!.existing.id,
+            unique_key: job.unique_key,
+          },
+        );
+    }
+  }
+
+  /**
+   * Atomic batch enqueue: every job is validated first; one invalid job
+   * rejects the batch and nothing is stored.
+   */
+  async enqueueBatch(bodies: unknown): Promise<JobRecord[]> {
+    if (!Array.isArray(bodies) || bodies.length === 0) {
+      throw new OjsError('invalid_payload', 'jobs must be a non-empty array of job envelopes.', {
+        field: 'jobs',
+      });
+    }
+    if (bodies.length > this.maxBatchSize) {
+      throw new OjsError(
+        'invalid_request',
+        `A batch may hold at most ${this.maxBatchSize} jobs (got ${bodies.length}).`,
+        {
+          field: 'jobs',
+          max: this.maxBatchSize,
+          actual: bodies.length,
+        },
+      );
+    }
+    const now = this.now();
+    const jobs: JobRecord[] = [];
+    for (const [index, body] of bodies.entries()) {
+      try {
+        const job = await runEnqueueChain(
+          this.enqueueMiddleware,
+          parseEnqueueRequest(body, now, { visibilityTimeoutMs: this.visibilityTimeoutMs }),
+        );
+        // A dropped job is left out of the batch; the rest proceeds (documented choice).
+        if (job !== null) jobs.push(job);
+      } catch (error) {
+        if (error instanceof OjsError) {
+          throw new OjsError(error.code, `jobs[${index}]: ${error.message}`, {
+            index,
+            ...error.details,
+          });
+        }
+        throw error;
+      }
+    }
+    const ids = new Set<string>();
+    for (const job of jobs) {
+      if (ids.has(job.id))
+        throw new OjsError('duplicate', `The batch contains id '${job.id}' twice.`);
+      ids.add(job.id);
+    }
+    const events = jobs.flatMap((job) => this.#enqueueEvents(job, now));
+    const results = await this.store.insertJobs(jobs, events, now);
+    const refused = results.find((r) => r.status === 'duplicate_id' || r.status === 'rejected');
+    if (
+      refused !== undefined &&
+      (refused.status === 'duplicate_id' || refused.status === 'rejected')
+    ) {
+      throw new OjsError(
+        'duplicate',
+        `The batch was not stored: job '${refused.existing.id}' already exists or holds a unique key.`,
+        {
+          existing_job_id: refused.existing.id,
+        },
+      );
+    }
+    this.notifier.notify();
+    return results.map((r) =>
+      r.status === 'inserted' ? r.job : (r as { existing: JobRecord }).existing,
+    );
+  }
+
+  #enqueueEvents(job: JobRecord, now: number): OjsEvent[] {
+    const data: Record<string, unknown> = { priority: job.priority };
+    if (job.scheduled_at !== undefined) data.scheduled_at = job.scheduled_at;
+    if (job.unique_key !== undefined) data.unique_key = job.unique_key;
+    const events = [jobEvent('job.enqueued', job, data, now)];
+    if (job.state === 'scheduled') {
+      events.push(jobEvent('job.scheduled', job, { scheduled_at: job.scheduled_at }, now));
+    }
+    return events;
+  }
+
+  // ---------------------------------------------------------------- INFO / CANCEL / ACTIVATE
+
+  async getJob(id: string): Promise<JobRecord> {
+    const job = await this.store.getJob(id);
+    if (job === null) throw notFound('job', id);
+    return job;
+  }
+
+  /**
+   * Reads a job, lets `decide` compute the write, commits it guarded on the
+   * rev read. Retries when another writer got there first.
+   */
+  async #transition(
+    id: string,
+    decide: (job: JobRecord, now: number) => { job: JobRecord; events: OjsEvent[] },
+  ): Promise<{ before: JobRecord; after: JobRecord }> {
+    for (let tries = 0; tries < MAX_GUARD_RETRIES; tries++) {
+      const before = await this.getJob(id);
+      const now = this.now();
+      const { job, events } = decide(before, now);
+      if (await this.store.commit({ updates: [{ job, expectRev: before.rev }], events })) {
+        return { before, after: job };
+      }
+    }
+    throw new OjsError('conflict', `Job '${id}' is changing too fast to update; retry.`, {
+      job_id: id,
+    });
+  }
+
+  async cancel(id: string): Promise<JobRecord> {
+    const { after } = await this.#transition(id, (job, now) => {
+      const cancelled = cancel(job, now);
+      return {
+        job: cancelled,
+        events: [jobEvent('job.cancelled', cancelled, { previous_state: job.state }, now)],
+      };
+    });
+    return after;
+  }
+
+  async activate(id: string): Promise<JobRecord> {
+    const { after } = await this.#transition(id, (job, now) => ({
+      job: activate(job, now),
+      events: [],
+    }));
+    this.notifier.notify();
+    return after;
+  }
+
+  // ---------------------------------------------------------------- FETCH
+
+  async fetch(request: FetchRequest): Promise<JobRecord[]> {
+    if (!Array.isArray(request.queues) || request.queues.length === 0) {
+      throw invalidRequest('queues must be a non-empty array of queue names.', { field: 'queues' });
+    }
+    for (const queue of request.queues) validateQueueName(queue, 'queues[]');
+    const count = request.count ?? 1;
+    if (!Number.isInteger(count) || count < 1 || count > this.maxFetchCount) {
+      throw invalidRequest(`count must be an integer between 1 and ${this.maxFetchCount}.`, {
+        field: 'count',
+      });
+    }
+    const waitMs = Math.min(Math.max(request.waitMs ?? 0, 0), this.maxFetchWaitMs);
+    const deadline = this.now() + waitMs;
+    for (;;) {
+      const now = this.now();
+      // Promote lazily too, so a due job never waits for the next promoter tick.
+      if (now - this.#lastPromotion >= 50) {
+        this.#lastPromotion = now;
+        await this.store.promoteDueJobs(now);
+      }
+      const jobs = await this.store.claimJobs({
+        queues: request.queues,
+        count,
+        workerId: request.workerId,
+        visibilityTimeoutMs: request.visibilityTimeoutMs,
+        now,
+      });
+      const remaining = deadline - this.now();
+      if (jobs.length > 0 || remaining <= 0 || request.signal?.aborted) return jobs;
+      // Bounded slices: a job promoted by time (not by a notify) is still picked up.
+      await this.notifier.wait(Math.min(remaining, 250), request.signal);
+    }
+  }
+
+  // ---------------------------------------------------------------- ACK / FAIL
+
+  async ack(request: AckRequest): Promise<JobRecord> {
+    const { after } = await this.#transition(request.jobId, (job, now) => {
+      assertLeaseHolder(job, request, 'ack');
+      const completed = complete(job, request.result, now);
+      const data: Record<string, unknown> = {
+        attempt: job.attempt,
+        duration_ms: durationSinceStart(job, now),
+      };
+      if (request.result !== undefined) data.result = request.result;
+      return { job: completed, events: [jobEvent('job.completed', completed, data, now)] };
+    });
+    return after;
+  }
+
+  async nack(request: NackRequest): Promise<JobRecord> {
+    const { after } = await this.#transition(request.jobId, (job, now) => {
+      assertLeaseHolder(job, request, 'nack');
+      const failed = fail(job, request.error, now, {
+        requeue: request.requeue,
+        random: this.#random,
+      });
+      return { job: failed, events: this.#failureEvents(job, failed, now) };
+    });
+    if (after.state === 'available') this.notifier.notify();
+    return after;
+  }
+
+  #failureEvents(before: JobRecord, after: JobRecord, now: number): OjsEvent[] {
+    if (after.state === 'available' && after.error === before.error) return [];
+    const error = after.error;
+    const errorData = error && {
+      code: error.code,
+      message: error.message,
+      retryable: error.retryable ?? true,
+    };
+    const events = [
+      jobEvent(
+        'job.failed',
+        after,
+        { attempt: before.attempt, error: errorData, duration_ms: durationSinceStart(before, now) },
+        now,
+      ),
+    ];
+    if (after.state === 'retryable') {
+      events.push(
+        jobEvent(
+          'job.retrying',
+          after,
+          {
+            attempt: before.attempt,
+            max_attempts: after.retry.max_attempts,
+            next_retry_at: after.next_attempt_at,
+            error: errorData,
+          },
+          now,
+        ),
+      );
+    } else if (after.state === 'discarded') {
+      events.push(
+        jobEvent(
+          'job.discarded',
+          after,
+          { total_attempts: before.attempt, last_error: errorData },
+          now,
+        ),
+      );
+      if (after.dead_letter)
+        events.push(jobEvent('dead_letter.added', after, { reason: 'exhausted' }, now));
+    }
+    return events;
+  }
+
+  /** Lease reaper step: expired visibility or execution deadline. */
+  async expireLeases(limit = 500): Promise<number> {
+    const now = this.now();
+    const expired = await this.store.findExpiredLeases(now, limit);
+    let madeAvailable = 0;
+    for (const job of expired) {
+      const next = expireLease(job, now, this.#random);
+      if (
+        await this.store.commit({
+          updates: [{ job: next, expectRev: job.rev }],
+          events: this.#failureEvents(job, next, now),
+        })
+      ) {
+        if (next.state === 'available') madeAvailable++;
+      }
+    }
+    if (madeAvailable > 0) this.notifier.notify();
+    return expired.length;
+  }
+
+  async promoteDueJobs(): Promise<number> {
+    const now = this.now();
+    this.#lastPromotion = now;
+    const promoted = await this.store.promoteDueJobs(now);
+    if (promoted > 0) this.notifier.notify();
+    return promoted;
+  }
+
+  // ---------------------------------------------------------------- BEAT
+
+  async heartbeat(request: HeartbeatRequest): Promise<HeartbeatResult> {
+    const jobsExtended: string[] = [];
+    const jobsCancelled: string[] = [];
+    let directive: WorkerDirective = 'running';
+    for (const id of request.jobIds) {
+      for (let tries = 0; tries < MAX_GUARD_RETRIES; tries++) {
+        const job = await this.store.getJob(id);
+        if (job === null) break;
+        if (job.state === 'cancelled' && job.cancel_requested) {
+          jobsCancelled.push(id);
+          break;
+        }
+        if (job.state !== 'active') break;
+        if (
+          request.workerId !== undefined &&
+          job.worker_id !== undefined &&
+          job.worker_id !== request.workerId
+        )
+          break;
+        if (this.testMode) directive = strongerDirective(directive, testDirective(job));
+        const now = this.now();
+        const extended = extendLease(job, now, request.visibilityTimeoutMs);
+        const event = jobEvent(
+          'job.heartbeat',
+          extended,
+          {
+            worker_id: request.workerId ?? job.worker_id ?? null,
+            attempt: job.attempt,
+            visible_until: toIso(extended.lease_until!),
+          },
+          now,
+        );
+        if (
+          await this.store.commit({
+            updates: [{ job: extended, expectRev: job.rev }],
+            events: [event],
+          })
+        ) {
+          jobsExtended.push(id);
+          break;
+        }
+      }
+    }
+    return { state: directive, jobsExtended, jobsCancelled, serverTime: toIso(this.now()) };
+  }
+
+  // ---------------------------------------------------------------- DEAD LETTER
+
+  async listDeadLetter(queue: string | undefined, limit: number, offset: number) {
+    return this.store.listDeadLetter(queue, limit, offset);
+  }
+
+  async #deadLetterJob(id: string): Promise<JobRecord> {
+    const job = await this.store.getJob(id);
+    if (job === null || job.state !== 'discarded' || !job.dead_letter)
+      throw notFound('dead_letter_job', id);
+    return job;
+  }
+
+  async retryDeadLetter(id: string): Promise<JobRecord> {
+    await this.#deadLetterJob(id);
+    const { after } = await this.#transition(id, (job, now) => {
+      if (!job.dead_letter) throw notFound('dead_letter_job', id);
+      const revived = reviveDeadLetter(job, now);
+      return { job: revived, events: [jobEvent('dead_letter.retried', revived, {}, now)] };
+    });
+    this.notifier.notify();
+    return after;
+  }
+
+  async deleteDeadLetter(id: string): Promise<void> {
+    for (let tries = 0; tries < MAX_GUARD_RETRIES; tries++) {
+      const job = await this.#deadLetterJob(id);
+      const event = jobEvent('dead_letter.deleted', job, {}, this.now());
+      if (await this.store.commit({ deletes: [{ id, expectRev: job.rev }], events: [event] }))
+        return;
+    }
+    throw conflict(`Dead letter job '${id}' is changing too fast to delete; retry.`);
+  }
+
+  // ---------------------------------------------------------------- QUEUES / EVENTS
+
+  async listQueues() {
+    const queues = await this.store.listQueues();
+    // The `default` queue always exists (Level 0).
+    if (!queues.some((q) => q.name === 'default'))
+      queues.unshift({ name: 'default', paused: false });
+    return queues;
+  }
+
+  async queueStats(name: string) {
+    validateQueueName(name, 'queue');
+    return this.store.queueStats(name, this.now());
+  }
+
+  async setQueuePaused(name: string, paused: boolean) {
+    validateQueueName(name, 'queue');
+    const now = this.now();
+    const info = await this.store.setQueuePaused(name, paused, now);
+    await this.store.appendEvents([
+      makeEvent(paused ? 'queue.paused' : 'queue.resumed', name, { queue: name }, now),
+    ]);
+    if (!paused) this.notifier.notify();
+    return info;
+  }
+
+  async listEvents(filter: EventFilter): Promise<OjsEvent[]> {
+    return this.store.listEvents(filter);
+  }
+
+  async health(): Promise<{ ok: boolean; latencyMs: number; error?: string }> {
+    const started = performance.now();
+    try {
+      await this.store.ping();
+      return { ok: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
+    } catch (error) {
+      return {
+        ok: false,
+        latencyMs: Math.round(performance.now() - started),
+        error: String(error),
+      };
+    }
+  }
+
+  /** Wipes the store. Test mode only: the suite calls it before every test. */
+  async reset(): Promise<void> {
+    if (!this.testMode) throw new OjsError('not_found', 'Reset is only available in test mode.');
+    await this.store.reset();
+  }
+}
+
+const DIRECTIVE_RANK: Record<WorkerDirective, number> = { running: 0, quiet: 1, terminate: 2 };
+
+function strongerDirective(a: WorkerDirective, b: WorkerDirective): WorkerDirective {
+  return DIRECTIVE_RANK[b] > DIRECTIVE_RANK[a] ? b : a;
+}
+
+/** Suite hook (test mode only): meta.test_directive steers the heartbeat answer. */
+function testDirective(job: JobRecord): WorkerDirective {
+  const value = job.meta.test_directive;
+  return value === 'quiet' || value === 'terminate' ? value : 'running';
+}

@@ -1,0 +1,4 @@
+export * from './engine.ts';
+export * from './middleware.ts';
+export { Notifier } from './notifier.ts';
+export type { ServiceIntervals } from './services.ts';

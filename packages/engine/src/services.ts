@@ -1,0 +1,97 @@
+/**
+ * Background services with start/stop: the promoter (due scheduled and
+ * retryable jobs, expiry), the lease reaper (visibility and execution
+ * timeouts) and the event pruner. Each runs on its own timer, never
+ * overlapping itself, and a failing tick is logged and retried on the next
+ * one: a store outage must not crash the server.
+ */
+import type { Engine } from './engine.ts';
+
+export interface ServiceIntervals {
+  promoteMs: number;
+  reapMs: number;
+  pruneMs: number;
+}
+
+const DEFAULT_INTERVALS: ServiceIntervals = { promoteMs: 100, reapMs: 100, pruneMs: 60_000 };
+
+export type ServiceErrorHandler = (service: string, error: unknown) => void;
+
+class Ticker {
+  readonly #name: string;
+  readonly #intervalMs: number;
+  readonly #tick: () => Promise<unknown>;
+  readonly #onError: ServiceErrorHandler;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<unknown> | undefined;
+  #stopped = true;
+
+  constructor(
+    name: string,
+    intervalMs: number,
+    tick: () => Promise<unknown>,
+    onError: ServiceErrorHandler,
+  ) {
+    this.#name = name;
+    this.#intervalMs = intervalMs;
+    this.#tick = tick;
+    this.#onError = onError;
+  }
+
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#running = this.#tick()
+        .catch((error: unknown) => this.#onError(this.#name, error))
+        .finally(() => {
+          this.#running = undefined;
+          this.#schedule();
+        });
+    }, this.#intervalMs);
+    this.#timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#running;
+  }
+}
+
+export class BackgroundServices {
+  readonly #tickers: Ticker[];
+
+  constructor(
+    engine: Engine,
+    intervals: Partial<ServiceIntervals> = {},
+    eventRetention: number,
+    onError: ServiceErrorHandler = (service, error) =>
+      process.emitWarning(`ojs ${service} tick failed: ${String(error)}`),
+  ) {
+    const every = { ...DEFAULT_INTERVALS, ...intervals };
+    this.#tickers = [
+      new Ticker('promoter', every.promoteMs, () => engine.promoteDueJobs(), onError),
+      new Ticker('lease-reaper', every.reapMs, () => engine.expireLeases(), onError),
+      new Ticker(
+        'event-pruner',
+        every.pruneMs,
+        () => engine.store.pruneEvents(eventRetention),
+        onError,
+      ),
+    ];
+  }
+
+  start(): void {
+    for (const ticker of this.#tickers) ticker.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.#tickers.map((t) => t.stop()));
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * API-key authentication (SEC §15): `Authorization: Bearer <key>`, each key
+ * bound to a role. Off when no keys are configured; main() refuses to bind
+ * a non-loopback address without keys.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { OjsError } from '@ojs/core';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+
+export type Role = 'producer' | 'worker' | 'admin';
+
+export interface AuthConfig {
+  keys: { key: string; role: Role }[];
+}
+
+/** Which roles may call a route: producers enqueue and read, workers run jobs, admin does all. */
+function rolesFor(request: FastifyRequest): Role[] {
+  const path = request.url.split('?')[0]!;
+  if (path === '/ojs/manifest' || path === '/ojs/v1/health') return ['producer', 'worker', 'admin'];
+  if (path.startsWith('/ojs/v1/workers/') || /^\/ojs\/v1\/jobs\/[^/]+\/(ack|nack)$/.test(path)) {
+    return ['worker', 'admin'];
+  }
+  if (path.startsWith('/ojs/v1/jobs')) return ['producer', 'admin'];
+  return ['admin'];
+}
+
+function same(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export function parseApiKeys(spec: string): AuthConfig {
+  const keys = spec
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      const [role, key] = entry.includes(':')
+        ? (entry.split(/:(.*)/s) as [string, string])
+        : ['admin', entry];
+      if (role !== 'producer' && role !== 'worker' && role !== 'admin') {
+        throw new Error(`Unknown API key role '${role}' (use producer, worker or admin).`);
+      }
+      if (key.length < 16) throw new Error('API keys must be at least 16 characters.');
+      return { role: role as Role, key };
+    });
+  return { keys };
+}
+
+export function registerAuth(app: FastifyInstance, config: AuthConfig): void {
+  if (config.keys.length === 0) return;
+  app.addHook('onRequest', async (request) => {
+    const header = request.headers.authorization;
+    const token =
+      typeof header === 'string' && header.startsWith('Bearer ')
+        ? header.slice(7).trim()
+        : undefined;
+    if (token === undefined)
+      throw new OjsError('unauthenticated', 'Missing Authorization: Bearer <api key>.');
+    const match = config.keys.find((k) => same(k.key, token));
+    if (match === undefined) throw new OjsError('unauthenticated', 'The API key is not valid.');
+    if (!rolesFor(request).includes(match.role)) {
+      throw new OjsError(
+        'permission_denied',
+        `The '${match.role}' role may not call ${request.method} ${request.url.split('?')[0]}.`,
+      );
+    }
+  });
+}

@@ -1,0 +1,52 @@
+/**
+ * GET /ojs/manifest (HB §21, CONF §4). The declared level is the level this
+ * server passes in CI, not the level it aims for.
+ */
+import type { Engine } from '@ojs/engine';
+import type { AppConfig } from './app.ts';
+import { DEFAULT_BODY_LIMIT } from './wire.ts';
+
+/** Highest conformance level whose suites pass on every store in CI. */
+export const DECLARED_CONFORMANCE_LEVEL = 1;
+
+export function buildManifest(engine: Engine, config: AppConfig): Record<string, unknown> {
+  const level = DECLARED_CONFORMANCE_LEVEL;
+  return {
+    specversion: '1.0',
+    ojs_version: '1.0',
+    implementation: {
+      name: 'ojs-ts',
+      version: config.implementationVersion ?? '0.1.0',
+      language: 'typescript',
+      backend: engine.store.backend,
+    },
+    conformance_level: level,
+    conformance_tier: 'runtime',
+    protocols: ['http'],
+    backend: engine.store.backend,
+    capabilities: {
+      dead_letter: true,
+      delayed_jobs: level >= 2,
+      job_ttl: level >= 2,
+      cron_jobs: level >= 2,
+      workflows: level >= 3,
+      batch_enqueue: level >= 4,
+      priority_queues: level >= 4,
+      unique_jobs: level >= 4,
+      pause_resume: level >= 4,
+      rate_limiting: level >= 4,
+      schema_validation: false,
+      long_poll_fetch: true,
+    },
+    extensions: { official: [], experimental: [] },
+    endpoints: { base_url: '/ojs/v1', manifest: '/ojs/manifest', health: '/ojs/v1/health' },
+    limits: {
+      max_body_bytes: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
+      max_meta_bytes: 65536,
+      max_batch_size: engine.maxBatchSize,
+      max_fetch_count: engine.maxFetchCount,
+      max_fetch_wait_ms: engine.maxFetchWaitMs,
+    },
+    unique_job_strength: 'strong',
+  };
+}

@@ -1,0 +1,28 @@
+/**
+ * Event polling (EV §6.4): GET /ojs/v1/events with type, queue and job type
+ * filters and an `after` cursor.
+ */
+import type { FastifyInstance } from 'fastify';
+import { csv, pageParams } from '../wire.ts';
+
+export async function eventRoutes(app: FastifyInstance): Promise<void> {
+  const { engine } = app;
+
+  app.get('/ojs/v1/events', async (request) => {
+    const query = request.query as Record<string, unknown>;
+    const { limit } = pageParams(query, 100, 1000);
+    const events = await engine.listEvents({
+      types: csv(query.types ?? query.event_types),
+      queues: csv(query.queues),
+      jobTypes: csv(query.job_types),
+      after: typeof query.after === 'string' && query.after !== '' ? query.after : undefined,
+      limit: limit + 1,
+    });
+    const page = events.slice(0, limit);
+    return {
+      events: page,
+      cursor: page.length > 0 ? page[page.length - 1]!.id : (query.after ?? null),
+      has_more: events.length > limit,
+    };
+  });
+}

@@ -1,0 +1,48 @@
+/**
+ * PUSH, batch PUSH, INFO, CANCEL and ACTIVATE under /ojs/v1/jobs.
+ */
+import { toWire } from '@ojs/core';
+import type { FastifyInstance } from 'fastify';
+import { objectBody } from '../wire.ts';
+
+export async function jobRoutes(app: FastifyInstance): Promise<void> {
+  const { engine } = app;
+
+  app.post('/ojs/v1/jobs', async (request, reply) => {
+    const body = objectBody(request.body);
+    const result = await engine.enqueue(body);
+    switch (result.status) {
+      case 'created':
+        reply.code(201).header('Location', `/ojs/v1/jobs/${result.job.id}`);
+        return { job: toWire(result.job) };
+      case 'existing':
+        // unique on_conflict ignore: the job that already holds the key (L4-UNIQ-004).
+        reply.code(200).header('Location', `/ojs/v1/jobs/${result.job.id}`);
+        return { job: toWire(result.job), duplicate: true };
+      case 'dropped':
+        // An enqueue middleware dropped the job: not an error, nothing stored.
+        return { job: null, enqueued: false };
+    }
+  });
+
+  app.post('/ojs/v1/jobs/batch', async (request, reply) => {
+    const body = objectBody(request.body);
+    const jobs = await engine.enqueueBatch(body.jobs);
+    reply.code(201);
+    return { jobs: jobs.map(toWire), count: jobs.length };
+  });
+
+  app.get<{ Params: { id: string } }>('/ojs/v1/jobs/:id', async (request) => {
+    return { job: toWire(await engine.getJob(request.params.id)) };
+  });
+
+  app.delete<{ Params: { id: string } }>('/ojs/v1/jobs/:id', async (request) => {
+    return { job: toWire(await engine.cancel(request.params.id)) };
+  });
+
+  app.post<{ Params: { id: string } }>('/ojs/v1/jobs/:id/activate', async (request) => {
+    objectBody(request.body, { allowEmpty: true });
+    const job = await engine.activate(request.params.id);
+    return { job: { ...toWire(job), activated_at: job.enqueued_at, previous_state: 'pending' } };
+  });
+}

@@ -1,0 +1,159 @@
+/**
+ * The worker protocol: FETCH, ACK, FAIL (nack) and BEAT under /ojs/v1/workers.
+ * ACK and NACK answer flat objects (the suite reads `$.state`, `$.attempt`),
+ * with the job itself under `job` for clients that want it.
+ */
+import { type FailureReport, invalidRequest, type JobRecord, toWire } from '@ojs/core';
+import type { FastifyInstance } from 'fastify';
+import { objectBody, optionalInt, optionalString, requiredString } from '../wire.ts';
+
+type Obj = Record<string, unknown>;
+
+function ackResponse(job: JobRecord): Obj {
+  return {
+    acknowledged: true,
+    id: job.id,
+    job_id: job.id,
+    state: job.state,
+    completed_at: job.completed_at,
+    job: toWire(job),
+  };
+}
+
+/** `attempt` is the attempt that failed: FAIL never changes the counter (FETCH does). */
+function nackResponse(job: JobRecord): Obj {
+  const out: Obj = {
+    id: job.id,
+    job_id: job.id,
+    state: job.state,
+    attempt: job.attempt,
+    max_attempts: job.retry.max_attempts,
+    job: toWire(job),
+  };
+  if (job.state === 'retryable') {
+    out.next_attempt_at = job.next_attempt_at;
+    out.retry_delay_ms = job.retry_delay_ms;
+  }
+  if (job.state === 'discarded') {
+    out.discarded_at = job.discarded_at;
+    out.completed_at = job.completed_at;
+  }
+  return out;
+}
+
+function failureReport(value: unknown): FailureReport & { backtrace?: unknown } {
+  if (value === undefined || value === null) return { code: 'handler_error', message: '' };
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidRequest('error must be an object with code and message.', { field: 'error' });
+  }
+  const error = value as Obj;
+  const report: FailureReport & { backtrace?: unknown } = {};
+  if (typeof error.code === 'string') report.code = error.code;
+  if (typeof error.type === 'string') report.type = error.type;
+  if (typeof error.message === 'string') report.message = error.message;
+  if (typeof error.retryable === 'boolean') report.retryable = error.retryable;
+  if (
+    typeof error.details === 'object' &&
+    error.details !== null &&
+    !Array.isArray(error.details)
+  ) {
+    report.details = error.details as Obj;
+  }
+  if (error.backtrace !== undefined) report.backtrace = error.backtrace;
+  return report;
+}
+
+/** HB sends `active_jobs: [ids]`, WP `active_job_ids`, OA a single `job_id`: accept all. */
+function heartbeatJobIds(body: Obj): string[] {
+  const list = Array.isArray(body.active_jobs)
+    ? body.active_jobs
+    : Array.isArray(body.active_job_ids)
+      ? body.active_job_ids
+      : typeof body.job_id === 'string'
+        ? [body.job_id]
+        : [];
+  if (!list.every((id) => typeof id === 'string')) {
+    throw invalidRequest('active_jobs must be an array of job ids.', { field: 'active_jobs' });
+  }
+  return list as string[];
+}
+
+export async function workerRoutes(app: FastifyInstance): Promise<void> {
+  const { engine } = app;
+
+  app.post('/ojs/v1/workers/fetch', async (request) => {
+    const body = objectBody(request.body);
+    if (!Array.isArray(body.queues) || !body.queues.every((q) => typeof q === 'string')) {
+      throw invalidRequest('queues is required and must be an array of queue names.', {
+        field: 'queues',
+      });
+    }
+    const controller = new AbortController();
+    request.raw.once('close', () => controller.abort());
+    const jobs = await engine.fetch({
+      queues: body.queues as string[],
+      count: optionalInt(body, 'count', 1),
+      workerId: optionalString(body, 'worker_id'),
+      visibilityTimeoutMs: optionalInt(body, 'visibility_timeout_ms', 1),
+      waitMs: optionalInt(body, 'wait_ms', 0),
+      signal: controller.signal,
+    });
+    const wire = jobs.map(toWire);
+    return wire.length > 0 ? { jobs: wire, job: wire[0] } : { jobs: [] };
+  });
+
+  const ack = async (jobId: string, body: Obj) =>
+    ackResponse(
+      await engine.ack({
+        jobId,
+        result: body.result,
+        workerId: optionalString(body, 'worker_id'),
+        attempt: optionalInt(body, 'attempt', 1),
+      }),
+    );
+
+  const nack = async (jobId: string, body: Obj) => {
+    const job = await engine.nack({
+      jobId,
+      error: failureReport(body.error),
+      requeue: body.requeue === true,
+      workerId: optionalString(body, 'worker_id'),
+      attempt: optionalInt(body, 'attempt', 1),
+    });
+    return nackResponse(job);
+  };
+
+  app.post('/ojs/v1/workers/ack', async (request) => {
+    const body = objectBody(request.body);
+    return ack(requiredString(body, 'job_id'), body);
+  });
+
+  app.post('/ojs/v1/workers/nack', async (request) => {
+    const body = objectBody(request.body);
+    return nack(requiredString(body, 'job_id'), body);
+  });
+
+  // Per-job forms used by some clients and extension suites (OA).
+  app.post<{ Params: { id: string } }>('/ojs/v1/jobs/:id/ack', async (request) =>
+    ack(request.params.id, objectBody(request.body, { allowEmpty: true })),
+  );
+  app.post<{ Params: { id: string } }>('/ojs/v1/jobs/:id/nack', async (request) =>
+    nack(request.params.id, objectBody(request.body, { allowEmpty: true })),
+  );
+
+  app.post('/ojs/v1/workers/heartbeat', async (request) => {
+    const body = objectBody(request.body);
+    const result = await engine.heartbeat({
+      workerId: optionalString(body, 'worker_id'),
+      jobIds: heartbeatJobIds(body),
+      visibilityTimeoutMs: optionalInt(body, 'visibility_timeout_ms', 1),
+    });
+    return {
+      state: result.state,
+      directive: result.state === 'running' ? '' : result.state,
+      jobs_extended: result.jobsExtended,
+      jobs_cancelled: result.jobsCancelled,
+      server_time: result.serverTime,
+    };
+  });
+}

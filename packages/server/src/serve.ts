@@ -1,0 +1,114 @@
+/**
+ * Starting and stopping a server process: store, engine, HTTP listener,
+ * background services, and a graceful shutdown on SIGTERM/SIGINT that stops
+ * accepting requests, lets in-flight ones finish and closes the store.
+ */
+import { isIP } from 'node:net';
+import { Engine } from '@ojs/engine';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.ts';
+import { parseApiKeys } from './auth.ts';
+import { createStore, DEFAULT_STORE, describeStore } from './stores.ts';
+
+export interface ServeOptions {
+  host?: string;
+  port?: number;
+  store?: string;
+  testMode?: boolean;
+  apiKeys?: string;
+  /** Required to bind a non-loopback address without API keys. */
+  allowInsecure?: boolean;
+  visibilityTimeoutMs?: number;
+  sqliteSynchronous?: 'FULL' | 'NORMAL';
+  logger?: boolean;
+  handleSignals?: boolean;
+}
+
+export interface RunningServer {
+  app: FastifyInstance;
+  engine: Engine;
+  url: string;
+  close(): Promise<void>;
+}
+
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1';
+}
+
+export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptions {
+  const options: ServeOptions = {};
+  if (env.OJS_HOST) options.host = env.OJS_HOST;
+  if (env.OJS_PORT) options.port = Number(env.OJS_PORT);
+  if (env.OJS_STORE) options.store = env.OJS_STORE;
+  if (env.OJS_TEST_MODE === '1' || env.OJS_TEST_MODE === 'true') options.testMode = true;
+  if (env.OJS_API_KEYS) options.apiKeys = env.OJS_API_KEYS;
+  if (env.OJS_VISIBILITY_TIMEOUT_MS)
+    options.visibilityTimeoutMs = Number(env.OJS_VISIBILITY_TIMEOUT_MS);
+  if (env.OJS_SQLITE_SYNCHRONOUS === 'NORMAL' || env.OJS_SQLITE_SYNCHRONOUS === 'FULL') {
+    options.sqliteSynchronous = env.OJS_SQLITE_SYNCHRONOUS;
+  }
+  return options;
+}
+
+export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const host = options.host ?? '127.0.0.1';
+  const port = options.port ?? 8080;
+  const auth = options.apiKeys ? parseApiKeys(options.apiKeys) : undefined;
+  if (options.testMode && !isLoopback(host)) {
+    throw new Error(
+      `Test mode wipes all data on request and is refused on ${host}; bind 127.0.0.1 or turn test mode off.`,
+    );
+  }
+  if (!isLoopback(host) && auth === undefined && !options.allowInsecure) {
+    throw new Error(
+      `Binding ${host} exposes the server beyond this machine: set OJS_API_KEYS (e.g. "admin:<key>,worker:<key>") or pass --allow-insecure.`,
+    );
+  }
+  const storeSpec = options.store ?? DEFAULT_STORE;
+  const store = await createStore(storeSpec, { sqliteSynchronous: options.sqliteSynchronous });
+  await store.init();
+  const engine = new Engine({
+    store,
+    testMode: options.testMode,
+    visibilityTimeoutMs: options.visibilityTimeoutMs,
+  });
+  const app = await buildApp(
+    { testMode: options.testMode, auth, logger: options.logger ?? false },
+    engine,
+  );
+  engine.start();
+  await app.listen({ host, port });
+  const address = app.server.address();
+  const boundPort = typeof address === 'object' && address !== null ? address.port : port;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      await app.close();
+      await engine.stop();
+      await store.close();
+    })();
+    return closing;
+  };
+  if (options.handleSignals) {
+    const onSignal = (signal: NodeJS.Signals) => {
+      process.stderr.write(`ojs: ${signal} received, shutting down\n`);
+      close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          process.stderr.write(`ojs: shutdown failed: ${String(error)}\n`);
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  }
+  process.stderr.write(
+    `ojs: store ${describeStore(storeSpec)}${options.testMode ? ' (TEST MODE: reset endpoint enabled)' : ''}\n`,
+  );
+  return { app, engine, url, close };
+}

@@ -1,0 +1,46 @@
+/**
+ * Store selection from one string (`--store` / OJS_STORE):
+ *   sqlite:PATH | PATH.db | :memory:   embedded SQLite (default ./data/ojs.db)
+ * Shared stores are loaded on demand so the default install stays small.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Store } from '@ojs/core';
+import { SqliteStore } from '@ojs/store-sqlite';
+
+export const DEFAULT_STORE = 'sqlite:./data/ojs.db';
+
+export interface StoreOptions {
+  sqliteSynchronous?: 'FULL' | 'NORMAL';
+}
+
+export async function createStore(spec: string, options: StoreOptions = {}): Promise<Store> {
+  if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
+    const moduleName = '@ojs/store-postgres';
+    const { PostgresStore } = (await import(moduleName)) as {
+      PostgresStore: new (options: { connectionString: string }) => Store;
+    };
+    return new PostgresStore({ connectionString: spec });
+  }
+  if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
+    const moduleName = '@ojs/store-redis';
+    const { RedisStore } = (await import(moduleName)) as {
+      RedisStore: new (options: { url: string }) => Store;
+    };
+    return new RedisStore({ url: spec });
+  }
+  const path = spec.startsWith('sqlite:') ? spec.slice('sqlite:'.length) : spec;
+  if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
+  return new SqliteStore({ path, synchronous: options.sqliteSynchronous });
+}
+
+/** A printable form of the store spec with credentials removed. */
+export function describeStore(spec: string): string {
+  try {
+    const url = new URL(spec);
+    if (url.password) url.password = '***';
+    return url.protocol === 'sqlite:' ? spec : url.toString();
+  } catch {
+    return spec;
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Wire conventions of the HTTP binding: the exact media type, the version
+ * header, request ids, and body parsing that turns every malformed input
+ * into a spec-shaped error instead of a framework default.
+ */
+import { invalidPayload, invalidRequest, OjsError, uuidv7 } from '@ojs/core';
+
+export const OJS_MEDIA_TYPE = 'application/openjobspec+json';
+export const OJS_VERSION = '1.0';
+export const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;
+
+const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
+
+/** Honour a client X-Request-Id (HB §19.3 SHOULD) when it is sane; else `req_<uuidv7>`. */
+export function requestIdFrom(header: string | string[] | undefined): string {
+  if (typeof header === 'string' && REQUEST_ID_PATTERN.test(header)) return header;
+  return `req_${uuidv7()}`;
+}
+
+/** JSON request media types: the OJS type and its application/json alias, with any parameters. */
+export function isJsonMediaType(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false;
+  const type = contentType.split(';')[0]!.trim().toLowerCase();
+  return type === OJS_MEDIA_TYPE || type === 'application/json';
+}
+
+/** Parses a JSON body; an empty body is `undefined` (the route decides if that is allowed). */
+export function parseJsonBody(text: string): unknown {
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw invalidPayload(`The request body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+type Obj = Record<string, unknown>;
+
+/** A POST body that must be a JSON object (empty means `{}` for body-less commands). */
+export function objectBody(body: unknown, options: { allowEmpty?: boolean } = {}): Obj {
+  if (body === undefined && options.allowEmpty) return {};
+  if (body === undefined) throw invalidPayload('The request body is empty; send a JSON object.');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw invalidPayload('The request body must be a JSON object.');
+  }
+  return body as Obj;
+}
+
+export function requiredString(body: Obj, field: string): string {
+  const value = body[field];
+  if (typeof value !== 'string' || value === '') {
+    throw invalidRequest(`${field} is required and must be a non-empty string.`, { field });
+  }
+  return value;
+}
+
+export function optionalString(body: Obj, field: string): string | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw invalidRequest(`${field} must be a string.`, { field });
+  return value;
+}
+
+export function optionalInt(body: Obj, field: string, min: number): number | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw invalidRequest(`${field} must be an integer >= ${min}.`, { field });
+  }
+  return value;
+}
+
+/** Query parameters `limit`/`offset` with the binding's defaults and caps (HB §17). */
+export function pageParams(
+  query: Obj,
+  defaultLimit = 50,
+  maxLimit = 200,
+): { limit: number; offset: number } {
+  const parse = (name: string, fallback: number, min: number) => {
+    const raw = query[name];
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min) {
+      throw invalidRequest(`${name} must be an integer >= ${min}.`, { field: name });
+    }
+    return value;
+  };
+  return {
+    limit: Math.min(parse('limit', defaultLimit, 1), maxLimit),
+    offset: parse('offset', 0, 0),
+  };
+}
+
+export function csv(value: unknown): string[] | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+export { OjsError };

@@ -1,0 +1,2 @@
+export { loadMigrations, migrate } from './migrate.ts';
+export { SqliteStore, type SqliteStoreOptions } from './sqlite-store.ts';

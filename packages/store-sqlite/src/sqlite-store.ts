@@ -1,0 +1,478 @@
+/**
+ * The embedded default store: one SQLite file (or :memory:) through
+ * node:sqlite. node:sqlite is synchronous, so each operation below runs in
+ * one BEGIN IMMEDIATE transaction within one turn of the event loop: no
+ * other request of this process can interleave, and other processes sharing
+ * the file wait on SQLite's write lock (busy_timeout).
+ */
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import {
+  type ClaimRequest,
+  type Commit,
+  cancel,
+  claim,
+  type EventFilter,
+  expire,
+  type InsertResult,
+  isTerminal,
+  JOB_STATES,
+  type JobRecord,
+  jobEvent,
+  type OjsEvent,
+  type Page,
+  promote,
+  type QueueInfo,
+  type QueueStats,
+  type StateCounts,
+  type Store,
+  toIso,
+  uniqueConflicts,
+} from '@ojs/core';
+import { migrate } from './migrate.ts';
+
+export interface SqliteStoreOptions {
+  /** File path or ':memory:'. */
+  path: string;
+  /** 'FULL' (default, durable on power loss) or 'NORMAL' (faster, WAL-safe on crash). */
+  synchronous?: 'FULL' | 'NORMAL';
+  busyTimeoutMs?: number;
+}
+
+type Row = Record<string, unknown>;
+
+const INSERT_JOB = `INSERT INTO ojs_jobs
+  (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at, finished_at,
+   dead_letter, unique_key, workflow_id, doc)
+  VALUES (:id, :seq, :queue, :type, :state, :priority, :attempt, :rev, :run_at, :deadline,
+   :expires_at, :finished_at, :dead_letter, :unique_key, :workflow_id, :doc)`;
+
+const UPDATE_JOB = `UPDATE ojs_jobs SET queue = :queue, type = :type, state = :state,
+  priority = :priority, attempt = :attempt, rev = :rev, run_at = :run_at, deadline = :deadline,
+  expires_at = :expires_at, finished_at = :finished_at, dead_letter = :dead_letter,
+  unique_key = :unique_key, workflow_id = :workflow_id, doc = :doc
+  WHERE id = :id AND rev = :expect_rev`;
+
+function finishedAt(job: JobRecord): number | null {
+  const stamp =
+    job.state === 'completed'
+      ? job.completed_at
+      : job.state === 'discarded'
+        ? job.discarded_at
+        : undefined;
+  return stamp === undefined ? null : Date.parse(stamp);
+}
+
+/** Columns derived from the document; `doc` stays the source of truth. */
+function columns(job: JobRecord): Record<string, string | number | null> {
+  const deadlines = [job.lease_until, job.timeout_at].filter((v): v is number => v !== undefined);
+  return {
+    id: job.id,
+    queue: job.queue,
+    type: job.type,
+    state: job.state,
+    priority: job.priority,
+    attempt: job.attempt,
+    rev: job.rev,
+    run_at: job.run_at ?? null,
+    deadline: job.state === 'active' && deadlines.length > 0 ? Math.min(...deadlines) : null,
+    expires_at: job.expires_at_ms ?? null,
+    finished_at: finishedAt(job),
+    dead_letter: job.state === 'discarded' && job.dead_letter ? 1 : 0,
+    unique_key: job.unique_key ?? null,
+    workflow_id: job.workflow_id ?? null,
+    doc: JSON.stringify(job),
+  };
+}
+
+const parseJob = (row: Row | undefined): JobRecord | null =>
+  row === undefined ? null : (JSON.parse(row.doc as string) as JobRecord);
+
+export class SqliteStore implements Store {
+  readonly backend = 'sqlite';
+  readonly #options: SqliteStoreOptions;
+  #db: DatabaseSync | undefined;
+  readonly #statements = new Map<string, StatementSync>();
+
+  constructor(options: SqliteStoreOptions) {
+    this.#options = options;
+  }
+
+  async init(): Promise<void> {
+    const db = new DatabaseSync(this.#options.path);
+    db.exec(`PRAGMA busy_timeout = ${this.#options.busyTimeoutMs ?? 5000}`);
+    if (this.#options.path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
+    db.exec(`PRAGMA synchronous = ${this.#options.synchronous ?? 'FULL'}`);
+    db.exec('PRAGMA foreign_keys = ON');
+    migrate(db);
+    this.#db = db;
+  }
+
+  async close(): Promise<void> {
+    this.#statements.clear();
+    this.#db?.close();
+    this.#db = undefined;
+  }
+
+  async ping(): Promise<void> {
+    this.#stmt('SELECT 1').get();
+  }
+
+  #stmt(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      if (this.#db === undefined) throw new Error('SqliteStore is not initialised (call init()).');
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** One write transaction; rolls back on any throw. */
+  #write<T>(fn: () => T): T {
+    const db = this.#db;
+    if (db === undefined) throw new Error('SqliteStore is not initialised (call init()).');
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = fn();
+      db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  #nextSeq(): number {
+    const row = this.#stmt(
+      "UPDATE ojs_counters SET value = value + 1 WHERE name = 'job_seq' RETURNING value",
+    ).get() as Row;
+    return row.value as number;
+  }
+
+  #ensureQueue(name: string, now: number): void {
+    this.#stmt('INSERT OR IGNORE INTO ojs_queues (name, paused, created_at) VALUES (?, 0, ?)').run(
+      name,
+      toIso(now),
+    );
+  }
+
+  #getJob(id: string): JobRecord | null {
+    return parseJob(this.#stmt('SELECT doc FROM ojs_jobs WHERE id = ?').get(id) as Row | undefined);
+  }
+
+  #insertJob(job: JobRecord, now: number): JobRecord {
+    const stored: JobRecord = { ...job, seq: this.#nextSeq() };
+    this.#stmt(INSERT_JOB).run({ ...columns(stored), seq: stored.seq! });
+    this.#ensureQueue(job.queue, now);
+    if (stored.unique_key !== undefined) {
+      this.#stmt(
+        'INSERT INTO ojs_unique_locks (key, job_id, locked_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, locked_at = excluded.locked_at',
+      ).run(stored.unique_key, stored.id, now);
+    }
+    return stored;
+  }
+
+  /** Guarded update; false when the stored rev is no longer the expected one. */
+  #updateJob(job: JobRecord, expectRev: number): boolean {
+    const result = this.#stmt(UPDATE_JOB).run({ ...columns(job), expect_rev: expectRev });
+    return Number(result.changes) === 1;
+  }
+
+  #appendEvents(events: readonly OjsEvent[]): void {
+    const insert = this.#stmt(
+      'INSERT INTO ojs_events (id, type, queue, job_type, doc) VALUES (?, ?, ?, ?, ?)',
+    );
+    for (const event of events) {
+      const queue = typeof event.data.queue === 'string' ? event.data.queue : null;
+      const jobType = typeof event.data.job_type === 'string' ? event.data.job_type : null;
+      insert.run(event.id, event.type, queue, jobType, JSON.stringify(event));
+    }
+  }
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    return this.#getJob(id);
+  }
+
+  async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
+    const db = this.#db!;
+    const results: InsertResult[] = [];
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      let abort = false;
+      const extraEvents: OjsEvent[] = [];
+      for (const job of jobs) {
+        const sameId = this.#getJob(job.id);
+        if (sameId !== null) {
+          results.push({ status: 'duplicate_id', existing: sameId });
+          abort = true;
+          continue;
+        }
+        if (job.unique !== undefined && job.unique_key !== undefined) {
+          const lock = this.#stmt(
+            'SELECT job_id, locked_at FROM ojs_unique_locks WHERE key = ?',
+          ).get(job.unique_key) as Row | undefined;
+          const holder = lock === undefined ? null : this.#getJob(lock.job_id as string);
+          if (
+            holder !== null &&
+            uniqueConflicts(holder, job.unique, lock!.locked_at as number, now)
+          ) {
+            const policy = job.unique.on_conflict;
+            if (policy === 'reject') {
+              results.push({ status: 'rejected', existing: holder });
+              abort = true;
+              continue;
+            }
+            if (policy === 'ignore') {
+              results.push({ status: 'existing', existing: holder });
+              continue;
+            }
+            // replace: the old job is cancelled in the same transaction.
+            if (!isTerminal(holder.state)) {
+              const cancelled = cancel(holder, now);
+              this.#updateJob(cancelled, holder.rev);
+              extraEvents.push(
+                jobEvent('job.cancelled', cancelled, { reason: 'unique_replace' }, now),
+              );
+            }
+          }
+        }
+        results.push({ status: 'inserted', job: this.#insertJob(job, now) });
+      }
+      if (abort) {
+        db.exec('ROLLBACK');
+        return results;
+      }
+      const insertedIds = new Set(
+        results.flatMap((r) => (r.status === 'inserted' ? [r.job.id] : [])),
+      );
+      this.#appendEvents([
+        ...extraEvents,
+        ...events.filter((e) => e.subject === undefined || insertedIds.has(e.subject)),
+      ]);
+      db.exec('COMMIT');
+      return results;
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
+    return this.#write(() => {
+      const claimed: JobRecord[] = [];
+      const paused = this.#stmt('SELECT paused FROM ojs_queues WHERE name = ?');
+      const select = this.#stmt(
+        `SELECT doc FROM ojs_jobs WHERE queue = ? AND state = 'available'
+           AND (expires_at IS NULL OR expires_at > ?)
+         ORDER BY priority DESC, seq ASC LIMIT ?`,
+      );
+      for (const queue of request.queues) {
+        if (claimed.length >= request.count) break;
+        const row = paused.get(queue) as Row | undefined;
+        if (row !== undefined && row.paused === 1) continue;
+        const rows = select.all(queue, request.now, request.count - claimed.length) as Row[];
+        for (const candidate of rows) {
+          const job = parseJob(candidate)!;
+          const active = claim(job, {
+            workerId: request.workerId,
+            now: request.now,
+            visibilityTimeoutMs: request.visibilityTimeoutMs,
+          });
+          if (!this.#updateJob(active, job.rev)) continue;
+          claimed.push(active);
+        }
+      }
+      this.#appendEvents(
+        claimed.map((job) =>
+          jobEvent(
+            'job.started',
+            job,
+            { worker_id: job.worker_id ?? null, attempt: job.attempt },
+            request.now,
+          ),
+        ),
+      );
+      return claimed;
+    });
+  }
+
+  async commit(commit: Commit): Promise<boolean> {
+    const db = this.#db!;
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      for (const write of commit.updates ?? []) {
+        if (!this.#updateJob(write.job, write.expectRev)) {
+          db.exec('ROLLBACK');
+          return false;
+        }
+      }
+      for (const del of commit.deletes ?? []) {
+        const result = this.#stmt('DELETE FROM ojs_jobs WHERE id = ? AND rev = ?').run(
+          del.id,
+          del.expectRev,
+        );
+        if (Number(result.changes) !== 1) {
+          db.exec('ROLLBACK');
+          return false;
+        }
+        this.#stmt('DELETE FROM ojs_unique_locks WHERE job_id = ?').run(del.id);
+      }
+      const now = Date.now();
+      for (const job of commit.inserts ?? []) this.#insertJob(job, now);
+      this.#appendEvents(commit.events ?? []);
+      db.exec('COMMIT');
+      return true;
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  async promoteDueJobs(now: number): Promise<number> {
+    return this.#write(() => {
+      const events: OjsEvent[] = [];
+      const expiring = this.#stmt(
+        `SELECT doc FROM ojs_jobs WHERE expires_at IS NOT NULL AND expires_at <= ?
+           AND state IN ('scheduled', 'available', 'pending', 'retryable') LIMIT 1000`,
+      ).all(now) as Row[];
+      for (const row of expiring) {
+        const job = parseJob(row)!;
+        const expired = expire(job, now);
+        if (this.#updateJob(expired, job.rev)) {
+          events.push(
+            jobEvent(
+              'job.expired',
+              expired,
+              { created_at: job.created_at, expired_at: toIso(now) },
+              now,
+            ),
+          );
+        }
+      }
+      const due = this.#stmt(
+        `SELECT doc FROM ojs_jobs WHERE state IN ('scheduled', 'retryable') AND run_at <= ?
+         ORDER BY run_at LIMIT 1000`,
+      ).all(now) as Row[];
+      let promoted = 0;
+      for (const row of due) {
+        const job = parseJob(row)!;
+        if (this.#updateJob(promote(job), job.rev)) promoted++;
+      }
+      this.#appendEvents(events);
+      return promoted;
+    });
+  }
+
+  async findExpiredLeases(now: number, limit: number): Promise<JobRecord[]> {
+    const rows = this.#stmt(
+      `SELECT doc FROM ojs_jobs WHERE state = 'active' AND deadline <= ? ORDER BY deadline LIMIT ?`,
+    ).all(now, limit) as Row[];
+    return rows.map((row) => parseJob(row)!);
+  }
+
+  async listDeadLetter(
+    queue: string | undefined,
+    limit: number,
+    offset: number,
+  ): Promise<Page<JobRecord>> {
+    const where = queue === undefined ? 'dead_letter = 1' : 'dead_letter = 1 AND queue = ?';
+    const params = queue === undefined ? [] : [queue];
+    const total = (
+      this.#stmt(`SELECT count(*) AS n FROM ojs_jobs WHERE ${where}`).get(...params) as Row
+    ).n as number;
+    const rows = this.#stmt(
+      `SELECT doc FROM ojs_jobs WHERE ${where} ORDER BY seq DESC LIMIT ? OFFSET ?`,
+    ).all(...params, limit, offset) as Row[];
+    return { items: rows.map((row) => parseJob(row)!), total };
+  }
+
+  async listQueues(): Promise<QueueInfo[]> {
+    const rows = this.#stmt(
+      'SELECT name, paused, created_at FROM ojs_queues ORDER BY name',
+    ).all() as Row[];
+    return rows.map((row) => ({
+      name: row.name as string,
+      paused: row.paused === 1,
+      created_at: row.created_at as string,
+    }));
+  }
+
+  async queueStats(name: string, now: number): Promise<QueueStats> {
+    const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
+    const rows = this.#stmt(
+      'SELECT state, count(*) AS n FROM ojs_jobs WHERE queue = ? GROUP BY state',
+    ).all(name) as Row[];
+    for (const row of rows) counts[row.state as keyof StateCounts] = row.n as number;
+    const finished = this.#stmt(
+      'SELECT count(*) AS n FROM ojs_jobs WHERE queue = ? AND state = ? AND finished_at >= ?',
+    );
+    const queue = this.#stmt('SELECT paused FROM ojs_queues WHERE name = ?').get(name) as
+      | Row
+      | undefined;
+    return {
+      name,
+      paused: queue?.paused === 1,
+      counts,
+      completed_last_minute: (finished.get(name, 'completed', now - 60_000) as Row).n as number,
+      completed_last_hour: (finished.get(name, 'completed', now - 3_600_000) as Row).n as number,
+      failed_last_hour: (finished.get(name, 'discarded', now - 3_600_000) as Row).n as number,
+    };
+  }
+
+  async setQueuePaused(name: string, paused: boolean, now: number): Promise<QueueInfo> {
+    return this.#write(() => {
+      this.#ensureQueue(name, now);
+      this.#stmt('UPDATE ojs_queues SET paused = ?, paused_at = ? WHERE name = ?').run(
+        paused ? 1 : 0,
+        paused ? toIso(now) : null,
+        name,
+      );
+      const row = this.#stmt('SELECT created_at FROM ojs_queues WHERE name = ?').get(name) as Row;
+      return { name, paused, created_at: row.created_at as string };
+    });
+  }
+
+  async appendEvents(events: OjsEvent[]): Promise<void> {
+    this.#write(() => this.#appendEvents(events));
+  }
+
+  async listEvents(filter: EventFilter): Promise<OjsEvent[]> {
+    const clauses: string[] = [];
+    const params: (string | number)[] = [];
+    const within = (column: string, values: string[] | undefined) => {
+      if (values === undefined || values.length === 0) return;
+      clauses.push(`${column} IN (${values.map(() => '?').join(', ')})`);
+      params.push(...values);
+    };
+    within('type', filter.types);
+    within('queue', filter.queues);
+    within('job_type', filter.jobTypes);
+    if (filter.after !== undefined) {
+      clauses.push('seq > coalesce((SELECT seq FROM ojs_events WHERE id = ?), 0)');
+      params.push(filter.after);
+    }
+    const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
+    const rows = this.#db!.prepare(`SELECT doc FROM ojs_events ${where} ORDER BY seq LIMIT ?`).all(
+      ...params,
+      filter.limit,
+    ) as Row[];
+    return rows.map((row) => JSON.parse(row.doc as string) as OjsEvent);
+  }
+
+  async pruneEvents(keep: number): Promise<number> {
+    return this.#write(() => {
+      const result = this.#stmt(
+        'DELETE FROM ojs_events WHERE seq <= (SELECT coalesce(max(seq), 0) FROM ojs_events) - ?',
+      ).run(keep);
+      return Number(result.changes);
+    });
+  }
+
+  async reset(): Promise<void> {
+    this.#write(() => {
+      for (const table of ['ojs_jobs', 'ojs_queues', 'ojs_events', 'ojs_unique_locks']) {
+        this.#db!.exec(`DELETE FROM ${table}`);
+      }
+    });
+  }
+}
