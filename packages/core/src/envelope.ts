@@ -329,18 +329,50 @@ export function parseUniquePolicy(value: unknown): UniquePolicy | undefined {
   return policy;
 }
 
-function parseRateLimit(value: unknown): RateLimitPolicy | undefined {
+const RATE_KEY_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._:-]*$/;
+const PERIOD_WORDS: Record<string, number> = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+
+/** Accepts the spec shape, `{max_per_second}` (suite L4) and `{rate: N, period: "second"}` (suite ext). */
+function parseRateLimit(value: unknown, queue: string): RateLimitPolicy | undefined {
   if (!present(value)) return undefined;
-  if (!isObject(value)) {
-    throw invalidPayload('options.rate_limit must be an object.', { field: 'options.rate_limit' });
+  const bad = (message: string, field: string) =>
+    invalidPayload(message, { field: `options.rate_limit${field ? `.${field}` : ''}` });
+  if (!isObject(value)) throw bad('options.rate_limit must be an object.', '');
+  const positiveInteger = (v: unknown, field: string, min = 1) => {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min) {
+      throw bad(`options.rate_limit.${field} must be an integer >= ${min}.`, field);
+    }
+    return v;
+  };
+  let key = `queue:${queue}`;
+  if (present(value.key)) {
+    if (typeof value.key !== 'string' || !RATE_KEY_PATTERN.test(value.key)) {
+      throw bad(`options.rate_limit.key must match ${RATE_KEY_PATTERN.source}.`, 'key');
+    }
+    key = value.key;
   }
-  const perSecond = value.max_per_second ?? value.rate ?? value.limit;
-  if (typeof perSecond !== 'number' || !Number.isInteger(perSecond) || perSecond < 1) {
-    throw invalidPayload('options.rate_limit.max_per_second must be an integer >= 1.', {
-      field: 'options.rate_limit.max_per_second',
-    });
+  const policy: RateLimitPolicy = { key };
+  if (present(value.concurrency)) policy.concurrency = positiveInteger(value.concurrency, 'concurrency', 0);
+  if (present(value.max_per_second)) {
+    policy.max_per_second = positiveInteger(value.max_per_second, 'max_per_second');
+    policy.rate = { limit: policy.max_per_second, period_ms: 1000 };
   }
-  return { max_per_second: perSecond };
+  if (present(value.rate)) {
+    if (isObject(value.rate)) {
+      const period = typeof value.rate.period === 'string' ? parseIsoDuration(value.rate.period) : null;
+      if (period === null || period <= 0) throw bad('options.rate_limit.rate.period must be an ISO 8601 duration.', 'rate.period');
+      policy.rate = { limit: positiveInteger(value.rate.limit, 'rate.limit'), period_ms: period };
+    } else {
+      const period =
+        typeof value.period === 'string' ? (PERIOD_WORDS[value.period] ?? parseIsoDuration(value.period)) : 1000;
+      if (period === null || period <= 0) throw bad('options.rate_limit.period must be second, minute, hour, day or an ISO 8601 duration.', 'period');
+      policy.rate = { limit: positiveInteger(value.rate, 'rate'), period_ms: period };
+    }
+  }
+  if (policy.rate === undefined && policy.concurrency === undefined) {
+    throw bad('options.rate_limit needs max_per_second, rate or concurrency.', '');
+  }
+  return policy;
 }
 
 /**
@@ -439,7 +471,7 @@ export function parseEnqueueRequest(
   if (pending === true) job.state = 'pending';
   const unique = parseUniquePolicy(pick(options, body, 'unique'));
   if (unique) job.unique = unique;
-  const rateLimit = parseRateLimit(pick(options, body, 'rate_limit'));
+  const rateLimit = parseRateLimit(pick(options, body, 'rate_limit'), queue);
   if (rateLimit) job.rate_limit = rateLimit;
 
   for (const [key, value] of Object.entries(body)) {

@@ -11,3 +11,4 @@ export * from './store.ts';
 export * from './time.ts';
 export * from './unique.ts';
 export * from './uuid.ts';
+export * from './workflow-types.ts';

@@ -28,8 +28,17 @@ export interface UniquePolicy {
   on_conflict: 'reject' | 'ignore' | 'replace' | 'replace_except_schedule';
 }
 
+/**
+ * Job-level rate limit (features §7), normalised: `key` partitions the limit
+ * (default: the job's queue), `concurrency` caps active jobs with the key,
+ * `rate` caps starts per fixed window. `{max_per_second: N}` (suite) becomes
+ * rate {limit: N, period_ms: 1000}.
+ */
 export interface RateLimitPolicy {
-  max_per_second: number;
+  key: string;
+  concurrency?: number;
+  rate?: { limit: number; period_ms: number };
+  max_per_second?: number;
 }
 
 export interface JobRecord {

@@ -8,6 +8,7 @@
 import type { Clock } from './clock.ts';
 import type { JobRecord } from './job.ts';
 import type { JobState } from './states.ts';
+import type { CronRecord, WorkflowRecord } from './workflow-types.ts';
 
 export interface OjsEvent {
   specversion: '1.0';
@@ -49,6 +50,15 @@ export interface Commit {
   inserts?: JobRecord[];
   /** Guarded deletes (dead letter delete). */
   deletes?: { id: string; expectRev: number }[];
+  workflowInserts?: WorkflowRecord[];
+  /** Guarded like job updates: applied only if the stored workflow's rev is `expectRev`. */
+  workflowUpdates?: { workflow: WorkflowRecord; expectRev: number }[];
+  /**
+   * Guarded cron updates. Firing a cron commits the advanced record and the
+   * job it enqueues together, so among processes racing on one fire time
+   * exactly one commit succeeds (exactly-once per cron and fire time).
+   */
+  cronUpdates?: { cron: CronRecord; expectRev: number }[];
   events?: OjsEvent[];
 }
 
@@ -65,6 +75,14 @@ export interface QueueInfo {
   name: string;
   paused: boolean;
   created_at?: string;
+  /** Queue-level limits (queue config): max active jobs, max starts per window. */
+  concurrency?: number;
+  rate_limit?: { limit: number; period_ms: number };
+}
+
+export interface QueueConfig {
+  concurrency?: number | null;
+  rate_limit?: { limit: number; period_ms: number } | null;
 }
 
 export type StateCounts = Record<JobState, number>;
@@ -106,7 +124,16 @@ export interface Store {
   /**
    * Claims up to `count` available jobs in one atomic step: queues in the
    * given order, priority descending, then `seq`; skips paused queues and
-   * expired jobs; sets active, attempt + 1, started_at, worker_id, lease.
+   * expired jobs; sets active, attempt + 1, started_at, worker_id, lease
+   * (core `claim`), and records job.started events.
+   * Limits, all checked in the same atomic step (a limited job is skipped
+   * and stays available; the next eligible job is tried):
+   * - queue concurrency: active jobs of the queue < QueueInfo.concurrency;
+   * - queue rate: starts in the current fixed window of the queue's
+   *   rate_limit.period_ms (window key `queue:<name>`) < limit;
+   * - job rate_limit: active jobs with the same rate_limit.key < concurrency,
+   *   and starts in the key's current fixed window < rate.limit.
+   * A fixed window starts at the first start after the previous one ended.
    */
   claimJobs(request: ClaimRequest): Promise<JobRecord[]>;
   /** Applies a commit atomically; false (and nothing applied) if any guard failed. */
@@ -128,11 +155,32 @@ export interface Store {
   listQueues(): Promise<QueueInfo[]>;
   queueStats(name: string, now: number): Promise<QueueStats>;
   setQueuePaused(name: string, paused: boolean, now: number): Promise<QueueInfo>;
+  /** Sets (or with null clears) queue-level concurrency and rate limits. */
+  setQueueConfig(name: string, config: QueueConfig, now: number): Promise<QueueInfo>;
+
+  getWorkflow(id: string): Promise<WorkflowRecord | null>;
+  /** Jobs belonging to a workflow, in seq order. */
+  listWorkflowJobs(workflowId: string): Promise<JobRecord[]>;
+
+  /** Inserts or replaces a cron by name (upsert); `created` tells which. */
+  upsertCron(cron: CronRecord): Promise<{ created: boolean; cron: CronRecord }>;
+  getCron(name: string): Promise<CronRecord | null>;
+  listCrons(): Promise<CronRecord[]>;
+  deleteCron(name: string): Promise<CronRecord | null>;
+  /** Enabled crons whose next_run_ms <= now. */
+  dueCrons(now: number): Promise<CronRecord[]>;
 
   appendEvents(events: OjsEvent[]): Promise<void>;
   listEvents(filter: EventFilter): Promise<OjsEvent[]>;
   /** Deletes events beyond the retention count; returns how many were removed. */
   pruneEvents(keep: number): Promise<number>;
+
+  /**
+   * Cross-process wake-ups for waiting fetches (LISTEN/NOTIFY, pub/sub):
+   * the store calls `listener` when another process made jobs available.
+   * Returns an unsubscribe function. Optional: single-process stores omit it.
+   */
+  onJobsAvailable?(listener: () => void): () => void;
 
   /** Wipes everything (test mode only). */
   reset(): Promise<void>;

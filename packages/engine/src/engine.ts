@@ -115,6 +115,7 @@ export class Engine {
   readonly #random: () => number;
   readonly #services: BackgroundServices;
   #lastPromotion = 0;
+  readonly #unsubscribe: (() => void) | undefined;
 
   constructor(options: EngineOptions) {
     this.store = options.store;
@@ -125,6 +126,7 @@ export class Engine {
     this.maxFetchCount = options.maxFetchCount ?? 1000;
     this.maxBatchSize = options.maxBatchSize ?? 10_000;
     this.#random = options.random ?? Math.random;
+    this.#unsubscribe = this.store.onJobsAvailable?.(() => this.notifier.notify());
     this.#services = new BackgroundServices(
       this,
       options.intervals,
@@ -143,6 +145,7 @@ export class Engine {
 
   async stop(): Promise<void> {
     await this.#services.stop();
+    this.#unsubscribe?.();
     this.notifier.notify();
   }
 

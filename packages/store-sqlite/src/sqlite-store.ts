@@ -9,6 +9,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import {
   type ClaimRequest,
   type Commit,
+  type CronRecord,
   cancel,
   claim,
   type EventFilter,
@@ -21,12 +22,14 @@ import {
   type OjsEvent,
   type Page,
   promote,
+  type QueueConfig,
   type QueueInfo,
   type QueueStats,
   type StateCounts,
   type Store,
   toIso,
   uniqueConflicts,
+  type WorkflowRecord,
 } from '@ojs/core';
 import { migrate } from './migrate.ts';
 
@@ -42,14 +45,14 @@ type Row = Record<string, unknown>;
 
 const INSERT_JOB = `INSERT INTO ojs_jobs
   (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at, finished_at,
-   dead_letter, unique_key, workflow_id, doc)
+   dead_letter, unique_key, workflow_id, rate_key, doc)
   VALUES (:id, :seq, :queue, :type, :state, :priority, :attempt, :rev, :run_at, :deadline,
-   :expires_at, :finished_at, :dead_letter, :unique_key, :workflow_id, :doc)`;
+   :expires_at, :finished_at, :dead_letter, :unique_key, :workflow_id, :rate_key, :doc)`;
 
 const UPDATE_JOB = `UPDATE ojs_jobs SET queue = :queue, type = :type, state = :state,
   priority = :priority, attempt = :attempt, rev = :rev, run_at = :run_at, deadline = :deadline,
   expires_at = :expires_at, finished_at = :finished_at, dead_letter = :dead_letter,
-  unique_key = :unique_key, workflow_id = :workflow_id, doc = :doc
+  unique_key = :unique_key, workflow_id = :workflow_id, rate_key = :rate_key, doc = :doc
   WHERE id = :id AND rev = :expect_rev`;
 
 function finishedAt(job: JobRecord): number | null {
@@ -80,8 +83,31 @@ function columns(job: JobRecord): Record<string, string | number | null> {
     dead_letter: job.state === 'discarded' && job.dead_letter ? 1 : 0,
     unique_key: job.unique_key ?? null,
     workflow_id: job.workflow_id ?? null,
+    rate_key: job.rate_limit?.key ?? null,
     doc: JSON.stringify(job),
   };
+}
+
+function cronColumns(cron: CronRecord): [number, number, number | null, string] {
+  return [
+    cron.rev,
+    cron.enabled ? 1 : 0,
+    cron.enabled ? (cron.next_run_ms ?? null) : null,
+    JSON.stringify(cron),
+  ];
+}
+
+function queueInfo(row: Row): QueueInfo {
+  const info: QueueInfo = {
+    name: row.name as string,
+    paused: row.paused === 1,
+    created_at: row.created_at as string,
+  };
+  if (typeof row.concurrency === 'number') info.concurrency = row.concurrency;
+  if (typeof row.rate_limit === 'number') {
+    info.rate_limit = { limit: row.rate_limit, period_ms: row.rate_period_ms as number };
+  }
+  return info;
 }
 
 const parseJob = (row: Row | undefined): JobRecord | null =>
@@ -260,27 +286,9 @@ export class SqliteStore implements Store {
   async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
     return this.#write(() => {
       const claimed: JobRecord[] = [];
-      const paused = this.#stmt('SELECT paused FROM ojs_queues WHERE name = ?');
-      const select = this.#stmt(
-        `SELECT doc FROM ojs_jobs WHERE queue = ? AND state = 'available'
-           AND (expires_at IS NULL OR expires_at > ?)
-         ORDER BY priority DESC, seq ASC LIMIT ?`,
-      );
       for (const queue of request.queues) {
         if (claimed.length >= request.count) break;
-        const row = paused.get(queue) as Row | undefined;
-        if (row !== undefined && row.paused === 1) continue;
-        const rows = select.all(queue, request.now, request.count - claimed.length) as Row[];
-        for (const candidate of rows) {
-          const job = parseJob(candidate)!;
-          const active = claim(job, {
-            workerId: request.workerId,
-            now: request.now,
-            visibilityTimeoutMs: request.visibilityTimeoutMs,
-          });
-          if (!this.#updateJob(active, job.rev)) continue;
-          claimed.push(active);
-        }
+        claimed.push(...this.#claimFromQueue(queue, request, request.count - claimed.length));
       }
       this.#appendEvents(
         claimed.map((job) =>
@@ -294,6 +302,100 @@ export class SqliteStore implements Store {
       );
       return claimed;
     });
+  }
+
+  /** Claims from one queue, skipping jobs held back by a limit (they stay available). */
+  #claimFromQueue(queue: string, request: ClaimRequest, wanted: number): JobRecord[] {
+    const config = this.#stmt(
+      'SELECT paused, concurrency, rate_limit, rate_period_ms FROM ojs_queues WHERE name = ?',
+    ).get(queue) as Row | undefined;
+    if (config?.paused === 1) return [];
+    const activeInQueue = this.#stmt(
+      "SELECT count(*) AS n FROM ojs_jobs WHERE queue = ? AND state = 'active'",
+    );
+    const activeWithKey = this.#stmt(
+      "SELECT count(*) AS n FROM ojs_jobs WHERE rate_key = ? AND state = 'active'",
+    );
+    const page = this.#stmt(
+      `SELECT doc FROM ojs_jobs WHERE queue = :queue AND state = 'available'
+         AND (expires_at IS NULL OR expires_at > :now)
+         AND (priority < :priority OR (priority = :priority AND seq > :seq))
+       ORDER BY priority DESC, seq ASC LIMIT :limit`,
+    );
+    const claimed: JobRecord[] = [];
+    let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };
+    // Bounded scan: limited jobs are skipped, but a fetch never walks the whole backlog.
+    for (let scanned = 0; claimed.length < wanted && scanned < 1000; ) {
+      const rows = page.all({
+        queue,
+        now: request.now,
+        priority: cursor.priority,
+        seq: cursor.seq,
+        limit: Math.max(wanted - claimed.length, 16),
+      }) as Row[];
+      if (rows.length === 0) break;
+      for (const row of rows) {
+        scanned++;
+        const job = parseJob(row)!;
+        cursor = { priority: job.priority, seq: job.seq! };
+        if (claimed.length >= wanted) break;
+        if (typeof config?.concurrency === 'number') {
+          if (((activeInQueue.get(queue) as Row).n as number) >= config.concurrency) return claimed;
+        }
+        const limit = job.rate_limit;
+        if (limit?.concurrency !== undefined) {
+          if (((activeWithKey.get(limit.key) as Row).n as number) >= limit.concurrency) continue;
+        }
+        const queueRate =
+          typeof config?.rate_limit === 'number'
+            ? {
+                key: `queue-config:${queue}`,
+                limit: config.rate_limit,
+                period: config.rate_period_ms as number,
+              }
+            : undefined;
+        if (
+          queueRate &&
+          !this.#rateAllows(queueRate.key, queueRate.limit, queueRate.period, request.now)
+        ) {
+          return claimed;
+        }
+        if (
+          limit?.rate &&
+          !this.#rateAllows(limit.key, limit.rate.limit, limit.rate.period_ms, request.now)
+        ) {
+          continue;
+        }
+        const active = claim(job, {
+          workerId: request.workerId,
+          now: request.now,
+          visibilityTimeoutMs: request.visibilityTimeoutMs,
+        });
+        if (!this.#updateJob(active, job.rev)) continue;
+        if (queueRate) this.#rateTake(queueRate.key, queueRate.period, request.now);
+        if (limit?.rate) this.#rateTake(limit.key, limit.rate.period_ms, request.now);
+        claimed.push(active);
+      }
+    }
+    return claimed;
+  }
+
+  /** Fixed window: a window starts at the first start after the previous one ended. */
+  #rateAllows(key: string, limit: number, periodMs: number, now: number): boolean {
+    const row = this.#stmt('SELECT window_start, count FROM ojs_rate_windows WHERE key = ?').get(
+      key,
+    ) as Row | undefined;
+    if (row === undefined || now >= (row.window_start as number) + periodMs) return true;
+    return (row.count as number) < limit;
+  }
+
+  #rateTake(key: string, periodMs: number, now: number): void {
+    this.#stmt(
+      `INSERT INTO ojs_rate_windows (key, window_start, count) VALUES (:key, :now, 1)
+       ON CONFLICT (key) DO UPDATE SET
+         window_start = CASE WHEN :now >= window_start + :period THEN :now ELSE window_start END,
+         count = CASE WHEN :now >= window_start + :period THEN 1 ELSE count + 1 END`,
+    ).run({ key, now, period: periodMs });
   }
 
   async commit(commit: Commit): Promise<boolean> {
@@ -316,6 +418,36 @@ export class SqliteStore implements Store {
           return false;
         }
         this.#stmt('DELETE FROM ojs_unique_locks WHERE job_id = ?').run(del.id);
+      }
+      for (const write of commit.workflowUpdates ?? []) {
+        const result = this.#stmt(
+          'UPDATE ojs_workflows SET rev = ?, doc = ? WHERE id = ? AND rev = ?',
+        ).run(
+          write.workflow.rev,
+          JSON.stringify(write.workflow),
+          write.workflow.id,
+          write.expectRev,
+        );
+        if (Number(result.changes) !== 1) {
+          db.exec('ROLLBACK');
+          return false;
+        }
+      }
+      for (const write of commit.cronUpdates ?? []) {
+        const result = this.#stmt(
+          'UPDATE ojs_crons SET rev = ?, enabled = ?, next_run_ms = ?, doc = ? WHERE name = ? AND rev = ?',
+        ).run(...cronColumns(write.cron), write.cron.name, write.expectRev);
+        if (Number(result.changes) !== 1) {
+          db.exec('ROLLBACK');
+          return false;
+        }
+      }
+      for (const workflow of commit.workflowInserts ?? []) {
+        this.#stmt('INSERT INTO ojs_workflows (id, rev, doc) VALUES (?, ?, ?)').run(
+          workflow.id,
+          workflow.rev,
+          JSON.stringify(workflow),
+        );
       }
       const now = Date.now();
       for (const job of commit.inserts ?? []) this.#insertJob(job, now);
@@ -387,14 +519,80 @@ export class SqliteStore implements Store {
   }
 
   async listQueues(): Promise<QueueInfo[]> {
+    const rows = this.#stmt('SELECT * FROM ojs_queues ORDER BY name').all() as Row[];
+    return rows.map(queueInfo);
+  }
+
+  async setQueueConfig(name: string, config: QueueConfig, now: number): Promise<QueueInfo> {
+    return this.#write(() => {
+      this.#ensureQueue(name, now);
+      if (config.concurrency !== undefined) {
+        this.#stmt('UPDATE ojs_queues SET concurrency = ? WHERE name = ?').run(
+          config.concurrency,
+          name,
+        );
+      }
+      if (config.rate_limit !== undefined) {
+        this.#stmt('UPDATE ojs_queues SET rate_limit = ?, rate_period_ms = ? WHERE name = ?').run(
+          config.rate_limit?.limit ?? null,
+          config.rate_limit?.period_ms ?? null,
+          name,
+        );
+      }
+      return queueInfo(this.#stmt('SELECT * FROM ojs_queues WHERE name = ?').get(name) as Row);
+    });
+  }
+
+  async getWorkflow(id: string): Promise<WorkflowRecord | null> {
+    const row = this.#stmt('SELECT doc FROM ojs_workflows WHERE id = ?').get(id) as Row | undefined;
+    return row === undefined ? null : (JSON.parse(row.doc as string) as WorkflowRecord);
+  }
+
+  async listWorkflowJobs(workflowId: string): Promise<JobRecord[]> {
+    const rows = this.#stmt('SELECT doc FROM ojs_jobs WHERE workflow_id = ? ORDER BY seq').all(
+      workflowId,
+    ) as Row[];
+    return rows.map((row) => parseJob(row)!);
+  }
+
+  async upsertCron(cron: CronRecord): Promise<{ created: boolean; cron: CronRecord }> {
+    return this.#write(() => {
+      const existing = this.#stmt('SELECT rev FROM ojs_crons WHERE name = ?').get(cron.name) as
+        | Row
+        | undefined;
+      const rev = existing === undefined ? cron.rev : (existing.rev as number) + 1;
+      const stored: CronRecord = { ...cron, rev };
+      this.#stmt(
+        `INSERT INTO ojs_crons (rev, enabled, next_run_ms, doc, name) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (name) DO UPDATE SET rev = excluded.rev, enabled = excluded.enabled,
+           next_run_ms = excluded.next_run_ms, doc = excluded.doc`,
+      ).run(...cronColumns(stored), stored.name);
+      return { created: existing === undefined, cron: stored };
+    });
+  }
+
+  async getCron(name: string): Promise<CronRecord | null> {
+    const row = this.#stmt('SELECT doc FROM ojs_crons WHERE name = ?').get(name) as Row | undefined;
+    return row === undefined ? null : (JSON.parse(row.doc as string) as CronRecord);
+  }
+
+  async listCrons(): Promise<CronRecord[]> {
+    const rows = this.#stmt('SELECT doc FROM ojs_crons ORDER BY name').all() as Row[];
+    return rows.map((row) => JSON.parse(row.doc as string) as CronRecord);
+  }
+
+  async deleteCron(name: string): Promise<CronRecord | null> {
+    const row = this.#stmt('DELETE FROM ojs_crons WHERE name = ? RETURNING doc').get(name) as
+      | Row
+      | undefined;
+    return row === undefined ? null : (JSON.parse(row.doc as string) as CronRecord);
+  }
+
+  async dueCrons(now: number): Promise<CronRecord[]> {
     const rows = this.#stmt(
-      'SELECT name, paused, created_at FROM ojs_queues ORDER BY name',
-    ).all() as Row[];
-    return rows.map((row) => ({
-      name: row.name as string,
-      paused: row.paused === 1,
-      created_at: row.created_at as string,
-    }));
+      'SELECT doc FROM ojs_crons WHERE enabled = 1 AND next_run_ms <= ? ORDER BY next_run_ms',
+    ).all(now) as Row[];
+    return rows.map((row) => JSON.parse(row.doc as string) as CronRecord);
   }
 
   async queueStats(name: string, now: number): Promise<QueueStats> {
@@ -470,7 +668,15 @@ export class SqliteStore implements Store {
 
   async reset(): Promise<void> {
     this.#write(() => {
-      for (const table of ['ojs_jobs', 'ojs_queues', 'ojs_events', 'ojs_unique_locks']) {
+      for (const table of [
+        'ojs_jobs',
+        'ojs_queues',
+        'ojs_events',
+        'ojs_unique_locks',
+        'ojs_rate_windows',
+        'ojs_workflows',
+        'ojs_crons',
+      ]) {
         this.#db!.exec(`DELETE FROM ${table}`);
       }
     });

@@ -1,0 +1,48 @@
+/**
+ * Runs official conformance suites against a fresh server in test mode.
+ *   node scripts/conformance.ts [--store SPEC] [--levels 0,1] [extra runner args]
+ * Default store: a temporary SQLite file. Exits with the runner's code.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { run, SHARED_SUITES, startServerProcess } from './lib.ts';
+
+const LEVEL_DIRS: Record<string, string> = {
+  '0': 'level-0-core',
+  '1': 'level-1-reliable',
+  '2': 'level-2-scheduled',
+  '3': 'level-3-workflows',
+  '4': 'level-4-advanced',
+};
+
+export async function runConformance(store: string | undefined, levels: string[], extra: string[] = []): Promise<number> {
+  const tmp = mkdtempSync(join(tmpdir(), 'ojs-conformance-'));
+  const server = await startServerProcess(store ?? `sqlite:${join(tmp, 'ojs.db')}`);
+  try {
+    const suites = levels.flatMap((level) => ['--suites', join(SHARED_SUITES, LEVEL_DIRS[level] ?? level)]);
+    return await run(process.execPath, [
+      'packages/conformance/src/bin.ts',
+      '--url',
+      server.url,
+      '--reset-url',
+      `${server.url}/ojs/v1/admin/reset`,
+      ...suites,
+      ...extra,
+    ]);
+  } finally {
+    await server.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) {
+  const { values, positionals } = parseArgs({
+    options: { store: { type: 'string' }, levels: { type: 'string', default: '0,1' } },
+    allowPositionals: true,
+    strict: false,
+  });
+  const levels = String(values.levels).split(',');
+  process.exitCode = await runConformance(values.store as string | undefined, levels, positionals);
+}
