@@ -330,7 +330,12 @@ export function parseUniquePolicy(value: unknown): UniquePolicy | undefined {
 }
 
 const RATE_KEY_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._:-]*$/;
-const PERIOD_WORDS: Record<string, number> = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+const PERIOD_WORDS: Record<string, number> = {
+  second: 1000,
+  minute: 60_000,
+  hour: 3_600_000,
+  day: 86_400_000,
+};
 
 /** Accepts the spec shape, `{max_per_second}` (suite L4) and `{rate: N, period: "second"}` (suite ext). */
 function parseRateLimit(value: unknown, queue: string): RateLimitPolicy | undefined {
@@ -352,20 +357,29 @@ function parseRateLimit(value: unknown, queue: string): RateLimitPolicy | undefi
     key = value.key;
   }
   const policy: RateLimitPolicy = { key };
-  if (present(value.concurrency)) policy.concurrency = positiveInteger(value.concurrency, 'concurrency', 0);
+  if (present(value.concurrency))
+    policy.concurrency = positiveInteger(value.concurrency, 'concurrency', 0);
   if (present(value.max_per_second)) {
     policy.max_per_second = positiveInteger(value.max_per_second, 'max_per_second');
     policy.rate = { limit: policy.max_per_second, period_ms: 1000 };
   }
   if (present(value.rate)) {
     if (isObject(value.rate)) {
-      const period = typeof value.rate.period === 'string' ? parseIsoDuration(value.rate.period) : null;
-      if (period === null || period <= 0) throw bad('options.rate_limit.rate.period must be an ISO 8601 duration.', 'rate.period');
+      const period =
+        typeof value.rate.period === 'string' ? parseIsoDuration(value.rate.period) : null;
+      if (period === null || period <= 0)
+        throw bad('options.rate_limit.rate.period must be an ISO 8601 duration.', 'rate.period');
       policy.rate = { limit: positiveInteger(value.rate.limit, 'rate.limit'), period_ms: period };
     } else {
       const period =
-        typeof value.period === 'string' ? (PERIOD_WORDS[value.period] ?? parseIsoDuration(value.period)) : 1000;
-      if (period === null || period <= 0) throw bad('options.rate_limit.period must be second, minute, hour, day or an ISO 8601 duration.', 'period');
+        typeof value.period === 'string'
+          ? (PERIOD_WORDS[value.period] ?? parseIsoDuration(value.period))
+          : 1000;
+      if (period === null || period <= 0)
+        throw bad(
+          'options.rate_limit.period must be second, minute, hour, day or an ISO 8601 duration.',
+          'period',
+        );
       policy.rate = { limit: positiveInteger(value.rate, 'rate'), period_ms: period };
     }
   }

@@ -11,4 +11,5 @@ export * from './store.ts';
 export * from './time.ts';
 export * from './unique.ts';
 export * from './uuid.ts';
+export * from './workflow.ts';
 export * from './workflow-types.ts';

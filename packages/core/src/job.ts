@@ -74,6 +74,8 @@ export interface JobRecord {
   parent_results?: unknown[];
   workflow_id?: string;
   workflow_step?: number;
+  /** Set on batch callback jobs: which callback this job is. */
+  workflow_callback?: string;
   unique?: UniquePolicy;
   unique_key?: string;
   rate_limit?: RateLimitPolicy;

@@ -6,7 +6,13 @@
 
 export type WorkflowType = 'chain' | 'group' | 'batch';
 export type WorkflowState = 'running' | 'completed' | 'failed' | 'cancelled';
-export type WorkflowStepState = 'waiting' | 'pending' | 'active' | 'completed' | 'failed' | 'cancelled';
+export type WorkflowStepState =
+  | 'waiting'
+  | 'pending'
+  | 'active'
+  | 'completed'
+  | 'failed'
+  | 'cancelled';
 export type CallbackKind = 'on_complete' | 'on_success' | 'on_failure';
 
 export interface WorkflowStep {
@@ -28,6 +34,8 @@ export interface WorkflowRecord {
   callbacks?: Partial<Record<CallbackKind, Record<string, unknown>>>;
   /** Callback kind -> job id, set once when the callback is enqueued. */
   callback_jobs?: Partial<Record<CallbackKind, string>>;
+  /** Callback kind -> state of its job once terminal. */
+  callback_states?: Partial<Record<CallbackKind, WorkflowStepState>>;
   created_at: string;
   started_at?: string;
   completed_at?: string;

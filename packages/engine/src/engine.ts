@@ -7,11 +7,15 @@
  */
 import {
   activate,
+  advanceWorkflow,
   assertLeaseHolder,
   type Clock,
+  type Commit,
   cancel,
+  cancelWorkflow,
   complete,
   conflict,
+  createWorkflow,
   durationSinceStart,
   type EventFilter,
   expireLease,
@@ -19,6 +23,7 @@ import {
   type FailureReport,
   fail,
   invalidRequest,
+  isTerminal,
   type JobRecord,
   jobEvent,
   makeEvent,
@@ -31,6 +36,7 @@ import {
   systemClock,
   toIso,
   validateQueueName,
+  type WorkflowRecord,
 } from '@ojs/core';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { Notifier } from './notifier.ts';
@@ -281,13 +287,91 @@ export class Engine {
       const before = await this.getJob(id);
       const now = this.now();
       const { job, events } = decide(before, now);
-      if (await this.store.commit({ updates: [{ job, expectRev: before.rev }], events })) {
-        return { before, after: job };
-      }
+      if (await this.#commitJobChange(before, job, events, now)) return { before, after: job };
     }
     throw new OjsError('conflict', `Job '${id}' is changing too fast to update; retry.`, {
       job_id: id,
     });
+  }
+
+  /**
+   * Commits one job transition guarded on the rev read. When it ends a
+   * workflow job, the workflow's advancement (its record and the jobs it
+   * enqueues) joins the same atomic commit, so a crash never loses a step.
+   */
+  async #commitJobChange(
+    before: JobRecord,
+    after: JobRecord,
+    events: OjsEvent[],
+    now: number,
+  ): Promise<boolean> {
+    const commit: Commit = {
+      updates: [{ job: after, expectRev: before.rev }],
+      events: [...events],
+    };
+    if (after.workflow_id !== undefined && isTerminal(after.state)) {
+      const workflow = await this.store.getWorkflow(after.workflow_id);
+      const advance = workflow && advanceWorkflow(workflow, after, now, this.#enqueueDefaults);
+      if (workflow && advance) {
+        commit.workflowUpdates = [{ workflow: advance.workflow, expectRev: workflow.rev }];
+        commit.inserts = advance.inserts;
+        commit.events!.push(
+          ...advance.events,
+          ...advance.inserts.flatMap((job) => this.#enqueueEvents(job, now)),
+        );
+      }
+    }
+    if (!(await this.store.commit(commit))) return false;
+    if (after.state === 'available' || commit.inserts?.some((job) => job.state === 'available')) {
+      this.notifier.notify();
+    }
+    return true;
+  }
+
+  get #enqueueDefaults() {
+    return { visibilityTimeoutMs: this.visibilityTimeoutMs };
+  }
+
+  // ---------------------------------------------------------------- WORKFLOWS
+
+  async createWorkflow(body: unknown): Promise<WorkflowRecord> {
+    const now = this.now();
+    const { workflow, jobs, events } = createWorkflow(body, now, this.#enqueueDefaults);
+    await this.store.commit({
+      workflowInserts: [workflow],
+      inserts: jobs,
+      events: [...events, ...jobs.flatMap((job) => this.#enqueueEvents(job, now))],
+    });
+    this.notifier.notify();
+    return workflow;
+  }
+
+  async getWorkflow(id: string): Promise<WorkflowRecord> {
+    const workflow = await this.store.getWorkflow(id);
+    if (workflow === null) throw notFound('workflow', id);
+    return workflow;
+  }
+
+  async cancelWorkflow(id: string): Promise<WorkflowRecord> {
+    for (let tries = 0; tries < MAX_GUARD_RETRIES; tries++) {
+      const workflow = await this.getWorkflow(id);
+      const jobs = await this.store.listWorkflowJobs(id);
+      const now = this.now();
+      const result = cancelWorkflow(workflow, jobs, now);
+      const byId = new Map(jobs.map((job) => [job.id, job]));
+      const committed = await this.store.commit({
+        workflowUpdates: [{ workflow: result.workflow, expectRev: workflow.rev }],
+        updates: result.jobs.map((job) => ({ job, expectRev: byId.get(job.id)!.rev })),
+        events: [
+          ...result.events,
+          ...result.jobs.map((job) =>
+            jobEvent('job.cancelled', job, { reason: 'workflow_cancelled' }, now),
+          ),
+        ],
+      });
+      if (committed) return result.workflow;
+    }
+    throw conflict(`Workflow '${id}' is changing too fast to cancel; retry.`);
   }
 
   async cancel(id: string): Promise<JobRecord> {
@@ -424,19 +508,10 @@ export class Engine {
   async expireLeases(limit = 500): Promise<number> {
     const now = this.now();
     const expired = await this.store.findExpiredLeases(now, limit);
-    let madeAvailable = 0;
     for (const job of expired) {
       const next = expireLease(job, now, this.#random);
-      if (
-        await this.store.commit({
-          updates: [{ job: next, expectRev: job.rev }],
-          events: this.#failureEvents(job, next, now),
-        })
-      ) {
-        if (next.state === 'available') madeAvailable++;
-      }
+      await this.#commitJobChange(job, next, this.#failureEvents(job, next, now), now);
     }
-    if (madeAvailable > 0) this.notifier.notify();
     return expired.length;
   }
 

@@ -14,6 +14,7 @@ import { jobRoutes } from './routes/jobs.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { systemRoutes } from './routes/system.ts';
 import { workerRoutes } from './routes/workers.ts';
+import { workflowRoutes } from './routes/workflows.ts';
 import {
   DEFAULT_BODY_LIMIT,
   isJsonMediaType,
@@ -137,5 +138,6 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(queueRoutes);
   await app.register(deadLetterRoutes);
   await app.register(eventRoutes);
+  await app.register(workflowRoutes);
   return app;
 }

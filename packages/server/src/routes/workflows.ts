@@ -1,0 +1,24 @@
+/**
+ * Workflows (L3): create, inspect and cancel chain / group / batch.
+ */
+import { workflowToWire } from '@ojs/core';
+import type { FastifyInstance } from 'fastify';
+import { objectBody } from '../wire.ts';
+
+export async function workflowRoutes(app: FastifyInstance): Promise<void> {
+  const { engine } = app;
+
+  app.post('/ojs/v1/workflows', async (request, reply) => {
+    const workflow = await engine.createWorkflow(objectBody(request.body));
+    reply.code(201).header('Location', `/ojs/v1/workflows/${workflow.id}`);
+    return { workflow: workflowToWire(workflow) };
+  });
+
+  app.get<{ Params: { id: string } }>('/ojs/v1/workflows/:id', async (request) => {
+    return { workflow: workflowToWire(await engine.getWorkflow(request.params.id)) };
+  });
+
+  app.delete<{ Params: { id: string } }>('/ojs/v1/workflows/:id', async (request) => {
+    return { workflow: workflowToWire(await engine.cancelWorkflow(request.params.id)) };
+  });
+}
