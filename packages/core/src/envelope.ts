@@ -231,6 +231,15 @@ const ON_CONFLICT: Record<string, UniquePolicy['on_conflict']> = {
   replace: 'replace',
   replace_except_schedule: 'replace_except_schedule',
 };
+const UNIQUE_FIELDS = new Set([
+  'keys',
+  'key',
+  'args_keys',
+  'meta_keys',
+  'period',
+  'states',
+  'on_conflict',
+]);
 const DEFAULT_UNIQUE_STATES: JobState[] = [
   'scheduled',
   'available',
@@ -245,6 +254,14 @@ export function parseUniquePolicy(value: unknown): UniquePolicy | undefined {
   const bad = (message: string, field: string) =>
     new OjsError('invalid_request', message, { field: `options.unique.${field}` });
   if (!isObject(value)) throw bad('options.unique must be an object.', '');
+  for (const field of Object.keys(value)) {
+    if (!UNIQUE_FIELDS.has(field)) {
+      throw bad(
+        `options.unique.${field} is not a unique policy field (allowed: ${[...UNIQUE_FIELDS].join(', ')}).`,
+        field,
+      );
+    }
+  }
   let keys: string[];
   let argsKeys: string[] | undefined;
   if (present(value.keys)) {
@@ -265,7 +282,7 @@ export function parseUniquePolicy(value: unknown): UniquePolicy | undefined {
     if (!Array.isArray(value.key) || !value.key.every((k) => typeof k === 'string')) {
       throw bad('options.unique.key must be an array of strings.', 'key');
     }
-    keys = ['type', 'queue', 'args'];
+    keys = ['type', 'args'];
     argsKeys = value.key.length > 0 ? (value.key as string[]) : undefined;
   } else {
     keys = ['type', 'queue', 'args'];
@@ -274,6 +291,8 @@ export function parseUniquePolicy(value: unknown): UniquePolicy | undefined {
     if (!Array.isArray(value.args_keys) || !value.args_keys.every((k) => typeof k === 'string')) {
       throw bad('options.unique.args_keys must be an array of strings.', 'args_keys');
     }
+    if (value.args_keys.length === 0)
+      throw bad('options.unique.args_keys must not be empty.', 'args_keys');
     argsKeys = value.args_keys as string[];
   }
   let metaKeys: string[] | undefined;
@@ -281,7 +300,15 @@ export function parseUniquePolicy(value: unknown): UniquePolicy | undefined {
     if (!Array.isArray(value.meta_keys) || !value.meta_keys.every((k) => typeof k === 'string')) {
       throw bad('options.unique.meta_keys must be an array of strings.', 'meta_keys');
     }
+    if (value.meta_keys.length === 0)
+      throw bad('options.unique.meta_keys must not be empty.', 'meta_keys');
     metaKeys = value.meta_keys as string[];
+  }
+  if (keys.includes('meta') && metaKeys === undefined) {
+    throw bad(
+      "options.unique.keys includes 'meta', which needs meta_keys naming the meta fields.",
+      'meta_keys',
+    );
   }
   let periodMs: number | undefined;
   let period: string | undefined;
@@ -489,8 +516,30 @@ export function parseEnqueueRequest(
   if (rateLimit) job.rate_limit = rateLimit;
 
   for (const [key, value] of Object.entries(body)) {
-    if (!KNOWN_TOP_LEVEL.has(key) && !SYSTEM_FIELDS.has(key)) job.extensions[key] = value;
+    if (KNOWN_TOP_LEVEL.has(key) || SYSTEM_FIELDS.has(key)) continue;
+    // defineProperty: a field named __proto__ is data to preserve, not a prototype.
+    Object.defineProperty(job.extensions, key, {
+      value,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
-  if (job.unique) job.unique_key = computeUniqueKey(job, job.unique);
+  if (job.unique) {
+    const argsKeys = job.unique.args_keys;
+    if (argsKeys !== undefined) {
+      // args_keys select fields of the object in args[0] (X-11); they must exist.
+      const first = job.args[0];
+      const missing = isObject(first) ? argsKeys.filter((k) => !(k in first)) : argsKeys;
+      if (missing.length > 0) {
+        throw new OjsError(
+          'invalid_request',
+          `options.unique.args_keys names ${missing.join(', ')}, not found in an object at args[0].`,
+          { field: 'options.unique.args_keys', missing },
+        );
+      }
+    }
+    job.unique_key = computeUniqueKey(job, job.unique);
+  }
   return job;
 }

@@ -14,7 +14,6 @@ export type ErrorCode =
   | 'duplicate'
   | 'payload_too_large'
   | 'metadata_too_large'
-  | 'unsupported_media_type'
   | 'queue_paused'
   | 'rate_limited'
   | 'unsupported'
@@ -75,11 +74,6 @@ export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, CatalogueEntry>> = {
     status: 413,
     retryable: false,
     hint: 'Keep meta under 64 KiB.',
-  },
-  unsupported_media_type: {
-    status: 400,
-    retryable: false,
-    hint: 'Send Content-Type: application/openjobspec+json or application/json.',
   },
   queue_paused: { status: 422, retryable: true, hint: 'Resume the queue or retry later.' },
   rate_limited: { status: 429, retryable: true, hint: 'Wait for Retry-After seconds.' },

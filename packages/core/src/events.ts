@@ -52,3 +52,15 @@ export function jobEvent(
 export function durationSinceStart(job: JobRecord, now: number): number {
   return job.started_at === undefined ? 0 : Math.max(0, now - Date.parse(job.started_at));
 }
+
+/** job.enqueued (and job.scheduled for a future job) for a newly stored job. */
+export function enqueueEvents(job: JobRecord, now: number): OjsEvent[] {
+  const data: Record<string, unknown> = { priority: job.priority };
+  if (job.scheduled_at !== undefined) data.scheduled_at = job.scheduled_at;
+  if (job.unique_key !== undefined) data.unique_key = job.unique_key;
+  const events = [jobEvent('job.enqueued', job, data, now)];
+  if (job.state === 'scheduled') {
+    events.push(jobEvent('job.scheduled', job, { scheduled_at: job.scheduled_at }, now));
+  }
+  return events;
+}

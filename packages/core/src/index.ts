@@ -1,4 +1,5 @@
 export * from './clock.ts';
+export * from './cron.ts';
 export * from './duration.ts';
 export * from './envelope.ts';
 export * from './errors.ts';

@@ -144,7 +144,9 @@ export function fail(
   delete out.worker_id;
   switch (decision.next) {
     case 'available':
+      // A requeue (graceful shutdown) hands the attempt back: the next claim reuses its number.
       out.state = 'available';
+      out.attempt = Math.max(0, job.attempt - 1);
       break;
     case 'retryable':
       out.state = 'retryable';

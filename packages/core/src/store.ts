@@ -46,6 +46,8 @@ export interface JobWrite {
 }
 
 export interface Commit {
+  /** Time of the change (the engine's clock), for queue rows and unique locks. */
+  now?: number;
   updates?: JobWrite[];
   inserts?: JobRecord[];
   /** Guarded deletes (dead letter delete). */
@@ -130,7 +132,8 @@ export interface Store {
    * and stays available; the next eligible job is tried):
    * - queue concurrency: active jobs of the queue < QueueInfo.concurrency;
    * - queue rate: starts in the current fixed window of the queue's
-   *   rate_limit.period_ms (window key `queue:<name>`) < limit;
+   *   rate_limit.period_ms (window key `queue-config:<name>`, distinct from
+   *   job-level limits, whose default key is `queue:<name>`) < limit;
    * - job rate_limit: active jobs with the same rate_limit.key < concurrency,
    *   and starts in the key's current fixed window < rate.limit.
    * A fixed window starts at the first start after the previous one ended.

@@ -8,11 +8,15 @@ import type { JobRecord, UniquePolicy } from './job.ts';
 
 /** JSON with object keys sorted, so equal values always hash equally. */
 export function canonicalJson(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.normalize('NFC'));
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.keys(value as Record<string, unknown>)
       .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+      .map(
+        (k) =>
+          `${JSON.stringify(k.normalize('NFC'))}:${canonicalJson((value as Record<string, unknown>)[k])}`,
+      );
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
@@ -35,7 +39,8 @@ export function uniqueKeyMaterial(
   job: Pick<JobRecord, 'type' | 'queue' | 'args' | 'meta' | 'extensions'>,
   policy: UniquePolicy,
 ): Record<string, unknown> {
-  const material: Record<string, unknown> = {};
+  // The job type is always part of the key (features §2.2).
+  const material: Record<string, unknown> = { type: job.type };
   for (const key of policy.keys) {
     switch (key) {
       case 'type':

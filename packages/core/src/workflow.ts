@@ -50,8 +50,15 @@ function validateSpec(
   try {
     return parseEnqueueRequest({ args: [], ...spec }, now, defaults);
   } catch (error) {
+    // Any invalid step makes the workflow invalid: 400 with the step's path (features §3.8).
     if (error instanceof OjsError) {
-      throw new OjsError(error.code, `${path}: ${error.message}`, { path, ...error.details });
+      const message = `${path}: ${error.message}`;
+      throw invalidRequest(message, {
+        ...error.details,
+        path,
+        step_error_code: error.code,
+        validation_errors: [{ path, message: error.message }],
+      });
     }
     throw error;
   }
@@ -89,20 +96,13 @@ export function createWorkflow(
   if (typeof type !== 'string' || !TYPES.includes(type as WorkflowType)) {
     throw invalidWorkflow('type must be one of chain, group, batch.', 'type');
   }
-  const listName =
-    type === 'chain'
-      ? body.steps !== undefined
-        ? 'steps'
-        : 'jobs'
-      : body.jobs !== undefined
-        ? 'jobs'
-        : 'steps';
+  // Chains list `steps`, groups and batches `jobs`; the other name is accepted as an alias.
+  const primary = type === 'chain' ? 'steps' : 'jobs';
+  const alias = type === 'chain' ? 'jobs' : 'steps';
+  const listName = body[primary] === undefined && body[alias] !== undefined ? alias : primary;
   const list = body[listName];
   if (!Array.isArray(list) || list.length === 0) {
-    throw invalidWorkflow(
-      `${type === 'chain' ? 'steps' : 'jobs'} must be a non-empty array of jobs.`,
-      listName,
-    );
+    throw invalidWorkflow(`${listName} must be a non-empty array of jobs.`, listName);
   }
   if (list.length > MAX_WORKFLOW_STEPS) {
     throw invalidWorkflow(`A workflow may hold at most ${MAX_WORKFLOW_STEPS} jobs.`, listName);
@@ -293,6 +293,8 @@ export function advanceWorkflow(
     const results = next.steps.map((s) =>
       s.state === 'completed' ? s.result : { error: s.error ?? null },
     );
+    // Callbacks fire once: a member job ending again later (dead letter retry) changes nothing.
+    if (next.callback_jobs !== undefined) return { workflow: next, inserts, events };
     const fire = CALLBACK_KINDS.filter(
       (kind) =>
         next.callbacks![kind] !== undefined &&

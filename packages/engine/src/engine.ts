@@ -18,6 +18,7 @@ import {
   createWorkflow,
   durationSinceStart,
   type EventFilter,
+  enqueueEvents,
   expireLease,
   extendLease,
   type FailureReport,
@@ -38,6 +39,7 @@ import {
   validateQueueName,
   type WorkflowRecord,
 } from '@ojs/core';
+import { CronScheduler } from './cron.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { Notifier } from './notifier.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
@@ -118,6 +120,7 @@ export class Engine {
   readonly maxBatchSize: number;
   readonly enqueueMiddleware = new MiddlewareChain<EnqueueMiddleware>();
   readonly notifier = new Notifier();
+  readonly cron: CronScheduler = new CronScheduler(this);
   readonly #random: () => number;
   readonly #services: BackgroundServices;
   #lastPromotion = 0;
@@ -165,7 +168,7 @@ export class Engine {
     });
     const job = await runEnqueueChain(this.enqueueMiddleware, parsed);
     if (job === null) return { status: 'dropped' };
-    const [result] = await this.store.insertJobs([job], this.#enqueueEvents(job, now), now);
+    const [result] = await this.store.insertJobs([job], enqueueEvents(job, now), now);
     switch (result!.status) {
       case 'inserted':
         if (result!.job.state === 'available') this.notifier.notify();
@@ -235,7 +238,7 @@ export class Engine {
         throw new OjsError('duplicate', `The batch contains id '${job.id}' twice.`);
       ids.add(job.id);
     }
-    const events = jobs.flatMap((job) => this.#enqueueEvents(job, now));
+    const events = jobs.flatMap((job) => enqueueEvents(job, now));
     const results = await this.store.insertJobs(jobs, events, now);
     const refused = results.find((r) => r.status === 'duplicate_id' || r.status === 'rejected');
     if (
@@ -254,17 +257,6 @@ export class Engine {
     return results.map((r) =>
       r.status === 'inserted' ? r.job : (r as { existing: JobRecord }).existing,
     );
-  }
-
-  #enqueueEvents(job: JobRecord, now: number): OjsEvent[] {
-    const data: Record<string, unknown> = { priority: job.priority };
-    if (job.scheduled_at !== undefined) data.scheduled_at = job.scheduled_at;
-    if (job.unique_key !== undefined) data.unique_key = job.unique_key;
-    const events = [jobEvent('job.enqueued', job, data, now)];
-    if (job.state === 'scheduled') {
-      events.push(jobEvent('job.scheduled', job, { scheduled_at: job.scheduled_at }, now));
-    }
-    return events;
   }
 
   // ---------------------------------------------------------------- INFO / CANCEL / ACTIVATE
@@ -306,6 +298,7 @@ export class Engine {
     now: number,
   ): Promise<boolean> {
     const commit: Commit = {
+      now,
       updates: [{ job: after, expectRev: before.rev }],
       events: [...events],
     };
@@ -317,7 +310,7 @@ export class Engine {
         commit.inserts = advance.inserts;
         commit.events!.push(
           ...advance.events,
-          ...advance.inserts.flatMap((job) => this.#enqueueEvents(job, now)),
+          ...advance.inserts.flatMap((job) => enqueueEvents(job, now)),
         );
       }
     }
@@ -338,9 +331,10 @@ export class Engine {
     const now = this.now();
     const { workflow, jobs, events } = createWorkflow(body, now, this.#enqueueDefaults);
     await this.store.commit({
+      now,
       workflowInserts: [workflow],
       inserts: jobs,
-      events: [...events, ...jobs.flatMap((job) => this.#enqueueEvents(job, now))],
+      events: [...events, ...jobs.flatMap((job) => enqueueEvents(job, now))],
     });
     this.notifier.notify();
     return workflow;
@@ -375,14 +369,18 @@ export class Engine {
   }
 
   async cancel(id: string): Promise<JobRecord> {
-    const { after } = await this.#transition(id, (job, now) => {
+    return (await this.cancelJob(id)).after;
+  }
+
+  /** CANCEL, returning the job before and after (the binding reports previous_state). */
+  async cancelJob(id: string): Promise<{ before: JobRecord; after: JobRecord }> {
+    return this.#transition(id, (job, now) => {
       const cancelled = cancel(job, now);
       return {
         job: cancelled,
         events: [jobEvent('job.cancelled', cancelled, { previous_state: job.state }, now)],
       };
     });
-    return after;
   }
 
   async activate(id: string): Promise<JobRecord> {
@@ -400,7 +398,15 @@ export class Engine {
     if (!Array.isArray(request.queues) || request.queues.length === 0) {
       throw invalidRequest('queues must be a non-empty array of queue names.', { field: 'queues' });
     }
-    for (const queue of request.queues) validateQueueName(queue, 'queues[]');
+    for (const queue of request.queues) {
+      // A bad queue name in a fetch is a bad request, not a bad envelope.
+      try {
+        validateQueueName(queue, 'queues[]');
+      } catch (error) {
+        if (error instanceof OjsError) throw invalidRequest(error.message, error.details);
+        throw error;
+      }
+    }
     const count = request.count ?? 1;
     if (!Number.isInteger(count) || count < 1 || count > this.maxFetchCount) {
       throw invalidRequest(`count must be an integer between 1 and ${this.maxFetchCount}.`, {

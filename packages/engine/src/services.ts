@@ -11,9 +11,16 @@ export interface ServiceIntervals {
   promoteMs: number;
   reapMs: number;
   pruneMs: number;
+  /** Cron evaluation; the spec forbids evaluating more than once per second. */
+  cronMs: number;
 }
 
-const DEFAULT_INTERVALS: ServiceIntervals = { promoteMs: 100, reapMs: 100, pruneMs: 60_000 };
+const DEFAULT_INTERVALS: ServiceIntervals = {
+  promoteMs: 100,
+  reapMs: 100,
+  pruneMs: 60_000,
+  cronMs: 1000,
+};
 
 export type ServiceErrorHandler = (service: string, error: unknown) => void;
 
@@ -78,6 +85,7 @@ export class BackgroundServices {
     this.#tickers = [
       new Ticker('promoter', every.promoteMs, () => engine.promoteDueJobs(), onError),
       new Ticker('lease-reaper', every.reapMs, () => engine.expireLeases(), onError),
+      new Ticker('cron', every.cronMs, () => engine.cron.tick(), onError),
       new Ticker(
         'event-pruner',
         every.pruneMs,

@@ -8,6 +8,7 @@ import { OjsError } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { type AuthConfig, registerAuth } from './auth.ts';
+import { cronRoutes } from './routes/cron.ts';
 import { deadLetterRoutes } from './routes/dead-letter.ts';
 import { eventRoutes } from './routes/events.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -43,11 +44,11 @@ declare module 'fastify' {
 }
 
 /** Maps framework errors (parser, body limit) onto the error catalogue. */
-function toOjsError(error: FastifyError): OjsError {
+function toOjsError(error: FastifyError, bodyLimit: number): OjsError {
   if (error instanceof OjsError) return error;
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new OjsError('payload_too_large', error.message, { max_bytes: DEFAULT_BODY_LIMIT });
+      return new OjsError('payload_too_large', error.message, { max_bytes: bodyLimit });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new OjsError('invalid_request', error.message);
@@ -86,7 +87,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
       if (text.trim() === '') return done(null, undefined);
       return done(
         new OjsError(
-          'unsupported_media_type',
+          'invalid_request',
           `Content-Type '${req.headers['content-type'] ?? ''}' is not supported; use ${OJS_MEDIA_TYPE}.`,
         ),
       );
@@ -115,7 +116,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const ojs = toOjsError(error);
+    const ojs = toOjsError(error, bodyLimit);
     if (ojs.code === 'internal_error') request.log.error({ err: error }, 'unhandled error');
     reply.code(ojs.status).send(ojs.toBody(request.id));
   });
@@ -139,5 +140,6 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(deadLetterRoutes);
   await app.register(eventRoutes);
   await app.register(workflowRoutes);
+  await app.register(cronRoutes);
   return app;
 }

@@ -195,7 +195,7 @@ export class SqliteStore implements Store {
         'INSERT INTO ojs_unique_locks (key, job_id, locked_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, locked_at = excluded.locked_at',
       ).run(stored.unique_key, stored.id, now);
     }
-    return stored;
+    return structuredClone(stored);
   }
 
   /** Guarded update; false when the stored rev is no longer the expected one. */
@@ -320,17 +320,21 @@ export class SqliteStore implements Store {
       `SELECT doc FROM ojs_jobs WHERE queue = :queue AND state = 'available'
          AND (expires_at IS NULL OR expires_at > :now)
          AND (priority < :priority OR (priority = :priority AND seq > :seq))
+         AND (rate_key IS NULL OR rate_key NOT IN (SELECT value FROM json_each(:blocked)))
        ORDER BY priority DESC, seq ASC LIMIT :limit`,
     );
     const claimed: JobRecord[] = [];
     let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };
-    // Bounded scan: limited jobs are skipped, but a fetch never walks the whole backlog.
-    for (let scanned = 0; claimed.length < wanted && scanned < 1000; ) {
+    // Keys found at their limit are excluded from later pages, so one key's
+    // backlog cannot hide eligible jobs behind it.
+    const blocked = new Set<string>();
+    for (let scanned = 0; claimed.length < wanted && scanned < 10_000; ) {
       const rows = page.all({
         queue,
         now: request.now,
         priority: cursor.priority,
         seq: cursor.seq,
+        blocked: JSON.stringify([...blocked]),
         limit: Math.max(wanted - claimed.length, 16),
       }) as Row[];
       if (rows.length === 0) break;
@@ -343,8 +347,12 @@ export class SqliteStore implements Store {
           if (((activeInQueue.get(queue) as Row).n as number) >= config.concurrency) return claimed;
         }
         const limit = job.rate_limit;
+        if (limit !== undefined && blocked.has(limit.key)) continue;
         if (limit?.concurrency !== undefined) {
-          if (((activeWithKey.get(limit.key) as Row).n as number) >= limit.concurrency) continue;
+          if (((activeWithKey.get(limit.key) as Row).n as number) >= limit.concurrency) {
+            blocked.add(limit.key);
+            continue;
+          }
         }
         const queueRate =
           typeof config?.rate_limit === 'number'
@@ -364,6 +372,7 @@ export class SqliteStore implements Store {
           limit?.rate &&
           !this.#rateAllows(limit.key, limit.rate.limit, limit.rate.period_ms, request.now)
         ) {
+          blocked.add(limit.key);
           continue;
         }
         const active = claim(job, {
@@ -449,7 +458,7 @@ export class SqliteStore implements Store {
           JSON.stringify(workflow),
         );
       }
-      const now = Date.now();
+      const now = commit.now ?? Date.now();
       for (const job of commit.inserts ?? []) this.#insertJob(job, now);
       this.#appendEvents(commit.events ?? []);
       db.exec('COMMIT');

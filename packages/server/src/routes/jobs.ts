@@ -18,7 +18,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
       case 'existing':
         // unique on_conflict ignore: the job that already holds the key (L4-UNIQ-004).
         reply.code(200).header('Location', `/ojs/v1/jobs/${result.job.id}`);
-        return { job: toWire(result.job), duplicate: true };
+        return { job: toWire(result.job), duplicate: true, deduplicated: true };
       case 'dropped':
         // An enqueue middleware dropped the job: not an error, nothing stored.
         return { job: null, enqueued: false };
@@ -37,7 +37,8 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.delete<{ Params: { id: string } }>('/ojs/v1/jobs/:id', async (request) => {
-    return { job: toWire(await engine.cancel(request.params.id)) };
+    const { before, after } = await engine.cancelJob(request.params.id);
+    return { job: { ...toWire(after), previous_state: before.state } };
   });
 
   app.post<{ Params: { id: string } }>('/ojs/v1/jobs/:id/activate', async (request) => {

@@ -1,0 +1,21 @@
+/**
+ * The shared store suite on SQLite, in memory and in a temp file (WAL).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runStoreSuite } from '@ojs/store-testkit';
+import { SqliteStore } from '../src/sqlite-store.ts';
+
+runStoreSuite('sqlite :memory:', async () => {
+  const store = new SqliteStore({ path: ':memory:' });
+  await store.init();
+  return { store };
+});
+
+runStoreSuite('sqlite file', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'ojs-store-suite-'));
+  const store = new SqliteStore({ path: join(dir, 'ojs.db') });
+  await store.init();
+  return { store, cleanup: () => rm(dir, { recursive: true, force: true }) };
+});
