@@ -17,11 +17,18 @@ const LEVEL_DIRS: Record<string, string> = {
   '4': 'level-4-advanced',
 };
 
-export async function runConformance(store: string | undefined, levels: string[], extra: string[] = []): Promise<number> {
+export async function runConformance(
+  store: string | undefined,
+  levels: string[],
+  extra: string[] = [],
+): Promise<number> {
   const tmp = mkdtempSync(join(tmpdir(), 'ojs-conformance-'));
   const server = await startServerProcess(store ?? `sqlite:${join(tmp, 'ojs.db')}`);
   try {
-    const suites = levels.flatMap((level) => ['--suites', join(SHARED_SUITES, LEVEL_DIRS[level] ?? level)]);
+    const suites = levels.flatMap((level) => [
+      '--suites',
+      join(SHARED_SUITES, LEVEL_DIRS[level] ?? level),
+    ]);
     return await run(process.execPath, [
       'packages/conformance/src/bin.ts',
       '--url',

@@ -7,7 +7,9 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const SHARED_SUITES = fileURLToPath(new URL('../../shared/conformance/suites/', import.meta.url));
+export const SHARED_SUITES = fileURLToPath(
+  new URL('../../shared/conformance/suites/', import.meta.url),
+);
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -26,7 +28,10 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-export async function startServerProcess(store: string, extraEnv: Record<string, string> = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  store: string,
+  extraEnv: Record<string, string> = {},
+): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
@@ -58,9 +63,17 @@ export async function startServerProcess(store: string, extraEnv: Record<string,
   };
 }
 
-export function run(command: string, args: string[], env: Record<string, string> = {}): Promise<number> {
+export function run(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...env } });
+    const child = spawn(command, args, {
+      cwd: ROOT,
+      stdio: 'inherit',
+      env: { ...process.env, ...env },
+    });
     child.once('exit', (code) => resolve(code ?? 1));
   });
 }

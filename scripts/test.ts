@@ -6,7 +6,7 @@
  * Stores: SQLite always; PostgreSQL and Redis when their packages exist
  * (OJS_TEST_POSTGRES_URL / OJS_TEST_REDIS_URL, defaults on loopback).
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runConformance } from './conformance.ts';

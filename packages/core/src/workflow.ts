@@ -110,7 +110,9 @@ export function createWorkflow(
   if (body.name !== undefined && typeof body.name !== 'string') {
     throw invalidWorkflow('name must be a string.', 'name');
   }
-  list.forEach((spec, index) => validateSpec(spec, `${listName}[${index}]`, now, defaults));
+  for (const [index, spec] of list.entries()) {
+    validateSpec(spec, `${listName}[${index}]`, now, defaults);
+  }
 
   let callbacks: WorkflowRecord['callbacks'];
   if (body.callbacks !== undefined || type === 'batch') {
