@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { conformanceMain } from '@ojs/conformance';
 import { startServer } from '@ojs/server';
-import { optionsFromEnv } from '@ojs/server/serve';
+import { optionsFromEnv, parseValidationMode } from '@ojs/server/serve';
 
 const USAGE = `Usage: ojs <command> [options]
 
@@ -21,6 +21,7 @@ ojs serve options (environment variables in brackets):
   --api-keys LIST         role:key,... with roles producer|worker|admin [OJS_API_KEYS]
   --allow-insecure        Allow a non-loopback bind without API keys
   --visibility-timeout-ms N  Default lease of a fetched job [OJS_VISIBILITY_TIMEOUT_MS] (default 300000)
+  --schema-validation MODE  strict | warn | off: args checked against registered schemas [OJS_SCHEMA_VALIDATION] (default warn)
   --log                   Log requests (JSON lines on stdout)
 `;
 
@@ -35,6 +36,7 @@ async function serve(argv: string[]): Promise<number> {
       'api-keys': { type: 'string' },
       'allow-insecure': { type: 'boolean' },
       'visibility-timeout-ms': { type: 'string' },
+      'schema-validation': { type: 'string' },
       log: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -52,6 +54,9 @@ async function serve(argv: string[]): Promise<number> {
   if (values['allow-insecure']) options.allowInsecure = true;
   if (values['visibility-timeout-ms'] !== undefined) {
     options.visibilityTimeoutMs = Number(values['visibility-timeout-ms']);
+  }
+  if (values['schema-validation'] !== undefined) {
+    options.schemaValidation = parseValidationMode(values['schema-validation']);
   }
   options.logger = values.log ?? false;
   options.handleSignals = true;

@@ -12,6 +12,7 @@ import { isJobState, type JobState } from './states.ts';
 import { resolveTime, toIso } from './time.ts';
 import { computeUniqueKey } from './unique.ts';
 import { isUuidv7, uuidv7 } from './uuid.ts';
+import { splitTypeVersion, versionNumber } from './version.ts';
 
 /** OA/suite pattern: lowercase, dot-separated segments, hyphens and underscores allowed. */
 export const JOB_TYPE_PATTERN = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$/;
@@ -285,7 +286,8 @@ export function parseUniquePolicy(value: unknown): UniquePolicy | undefined {
     keys = ['type', 'args'];
     argsKeys = value.key.length > 0 ? (value.key as string[]) : undefined;
   } else {
-    keys = ['type', 'queue', 'args'];
+    // Versions are distinct by default (seed 004 §15): @1.0 and @2.0 are different jobs.
+    keys = ['type', 'queue', 'args', 'version'];
   }
   if (present(value.args_keys)) {
     if (!Array.isArray(value.args_keys) || !value.args_keys.every((k) => typeof k === 'string')) {
@@ -426,7 +428,10 @@ export function parseEnqueueRequest(
   defaults: EnqueueDefaults,
 ): JobRecord {
   if (!isObject(body)) throw invalidPayload('The job envelope must be a JSON object.');
-  const type = validateJobType(body.type);
+  // VER-002: `type@version`; an explicit `version` field wins.
+  const typed: { type: unknown; version?: string } =
+    typeof body.type === 'string' ? splitTypeVersion(body.type) : { type: body.type };
+  const type = validateJobType(typed.type);
   if (!present(body.args))
     throw invalidPayload('args is required and must be a JSON array.', { field: 'args' });
   if (!Array.isArray(body.args)) {
@@ -524,6 +529,12 @@ export function parseEnqueueRequest(
       writable: true,
       configurable: true,
     });
+  }
+  const version = present(body.version) ? body.version : typed.version;
+  if (version !== undefined) {
+    job.version_num = versionNumber(version);
+    // Echoed exactly as given (X-21: the suite sends integers).
+    if (!present(body.version)) job.extensions.version = version;
   }
   if (job.unique) {
     const argsKeys = job.unique.args_keys;

@@ -12,5 +12,6 @@ export * from './store.ts';
 export * from './time.ts';
 export * from './unique.ts';
 export * from './uuid.ts';
+export * from './version.ts';
 export * from './workflow.ts';
 export * from './workflow-types.ts';

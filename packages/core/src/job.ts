@@ -91,6 +91,13 @@ export interface JobRecord {
   timeout_at?: number;
   /** expires_at in ms. */
   expires_at_ms?: number;
+  /**
+   * Canary routing (seed 004 §10): the version this job was routed to by
+   * weighted rules, chosen deterministically at enqueue and recorded.
+   */
+  routed_version?: string;
+  /** Comparable number of the version the job routes by (routed_version ?? version). */
+  version_num?: number;
   /** Set when an active job was cancelled, so its worker's BEAT learns it. */
   cancel_requested?: boolean;
   /** Monotonic enqueue order assigned by the store (FIFO within a priority). */
@@ -111,6 +118,7 @@ const INTERNAL_FIELDS = new Set([
   'unique_key',
   'retry',
   'dead_letter',
+  'version_num',
 ]);
 
 /** The wire form of a job (http-binding digest §5.1): absent fields are omitted. */

@@ -8,6 +8,7 @@
 import type { Clock } from './clock.ts';
 import type { JobRecord } from './job.ts';
 import type { JobState } from './states.ts';
+import type { HandlerDeclaration } from './version.ts';
 import type { CronRecord, WorkflowRecord } from './workflow-types.ts';
 
 export interface OjsEvent {
@@ -36,7 +37,23 @@ export interface ClaimRequest {
   workerId?: string;
   /** Overrides each job's own visibility_timeout_ms for this claim. */
   visibilityTimeoutMs?: number;
+  /**
+   * Job versioning (VER-004/005/006): when given, only jobs whose type is
+   * listed are claimed, and a versioned job (version_num set) only when the
+   * handler's range admits it (core `handlersAdmit`); unversioned jobs go to
+   * any handler of the type. Jobs no handler admits stay available.
+   */
+  handlers?: HandlerDeclaration[];
   now: number;
+}
+
+/** A small named document (schema, routing rule, worker declaration), guarded by rev. */
+export interface SettingRecord {
+  namespace: string;
+  key: string;
+  value: Record<string, unknown>;
+  rev: number;
+  updated_at: string;
 }
 
 /** A guarded update: applied only if the stored job's rev is still `expectRev`. */
@@ -49,6 +66,12 @@ export interface Commit {
   /** Time of the change (the engine's clock), for queue rows and unique locks. */
   now?: number;
   updates?: JobWrite[];
+  /**
+   * New jobs (workflow steps, cron firings), seq in array order. Unique
+   * policies apply as in insertJobs, except that a held key (reject or
+   * ignore) skips that job silently (its events are dropped) instead of
+   * failing the commit; replace cancels the holder.
+   */
   inserts?: JobRecord[];
   /** Guarded deletes (dead letter delete). */
   deletes?: { id: string; expectRev: number }[];
@@ -172,6 +195,22 @@ export interface Store {
   deleteCron(name: string): Promise<CronRecord | null>;
   /** Enabled crons whose next_run_ms <= now. */
   dueCrons(now: number): Promise<CronRecord[]>;
+
+  getSetting(namespace: string, key: string): Promise<SettingRecord | null>;
+  /** Settings of a namespace whose key starts with `keyPrefix` (all when omitted), by key. */
+  listSettings(namespace: string, keyPrefix?: string): Promise<SettingRecord[]>;
+  /**
+   * Inserts (expectRev null: fails if the key exists) or updates guarded on
+   * rev; returns the stored record, or null when the guard failed.
+   */
+  putSetting(
+    namespace: string,
+    key: string,
+    value: Record<string, unknown>,
+    expectRev: number | null,
+    now: number,
+  ): Promise<SettingRecord | null>;
+  deleteSetting(namespace: string, key: string): Promise<boolean>;
 
   appendEvents(events: OjsEvent[]): Promise<void>;
   listEvents(filter: EventFilter): Promise<OjsEvent[]>;

@@ -23,6 +23,7 @@ import {
   extendLease,
   type FailureReport,
   fail,
+  type HandlerDeclaration,
   invalidRequest,
   isTerminal,
   type JobRecord,
@@ -32,6 +33,7 @@ import {
   OjsError,
   type OjsEvent,
   parseEnqueueRequest,
+  parseHandlers,
   reviveDeadLetter,
   type Store,
   systemClock,
@@ -42,6 +44,8 @@ import {
 import { CronScheduler } from './cron.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { Notifier } from './notifier.ts';
+import { VersionRouter } from './routing.ts';
+import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
 
 export interface EngineOptions {
@@ -60,6 +64,8 @@ export interface EngineOptions {
   intervals?: Partial<ServiceIntervals>;
   /** Enables the reset operation and the suite's heartbeat test directives. */
   testMode?: boolean;
+  /** Default schema validation mode at enqueue (features §9; SHOULD default to warn). */
+  schemaValidation?: ValidationMode;
   random?: () => number;
 }
 
@@ -70,6 +76,8 @@ export interface FetchRequest {
   visibilityTimeoutMs?: number;
   /** Long poll: wait up to this long for a job when none is available now. */
   waitMs?: number;
+  /** Version routing: job types and version ranges this worker runs (VER-003). */
+  handlers?: HandlerDeclaration[];
   signal?: AbortSignal;
 }
 
@@ -91,6 +99,7 @@ export interface NackRequest {
 export interface HeartbeatRequest {
   workerId?: string;
   jobIds: string[];
+  handlers?: HandlerDeclaration[];
   visibilityTimeoutMs?: number;
 }
 
@@ -104,7 +113,7 @@ export interface HeartbeatResult {
 }
 
 export type EnqueueResult =
-  | { status: 'created'; job: JobRecord }
+  | { status: 'created'; job: JobRecord; warnings?: string[] }
   | { status: 'existing'; job: JobRecord }
   | { status: 'dropped' };
 
@@ -121,6 +130,10 @@ export class Engine {
   readonly enqueueMiddleware = new MiddlewareChain<EnqueueMiddleware>();
   readonly notifier = new Notifier();
   readonly cron: CronScheduler = new CronScheduler(this);
+  readonly routing: VersionRouter = new VersionRouter(this);
+  readonly schemas: SchemaRegistry;
+  /** Handlers declared by workers (registration, heartbeat), for fetches that do not send them. */
+  readonly #workerHandlers = new Map<string, HandlerDeclaration[]>();
   readonly #random: () => number;
   readonly #services: BackgroundServices;
   #lastPromotion = 0;
@@ -135,6 +148,7 @@ export class Engine {
     this.maxFetchCount = options.maxFetchCount ?? 1000;
     this.maxBatchSize = options.maxBatchSize ?? 10_000;
     this.#random = options.random ?? Math.random;
+    this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
     this.#unsubscribe = this.store.onJobsAvailable?.(() => this.notifier.notify());
     this.#services = new BackgroundServices(
       this,
@@ -168,11 +182,14 @@ export class Engine {
     });
     const job = await runEnqueueChain(this.enqueueMiddleware, parsed);
     if (job === null) return { status: 'dropped' };
+    const warnings = await this.#prepareVersioned(job);
     const [result] = await this.store.insertJobs([job], enqueueEvents(job, now), now);
     switch (result!.status) {
       case 'inserted':
         if (result!.job.state === 'available') this.notifier.notify();
-        return { status: 'created', job: result!.job };
+        return warnings.length > 0
+          ? { status: 'created', job: result!.job, warnings }
+          : { status: 'created', job: result!.job };
       case 'existing':
         return { status: 'existing', job: result!.existing };
       case 'duplicate_id':
@@ -189,6 +206,12 @@ export class Engine {
           },
         );
     }
+  }
+
+  /** Canary routing, then schema validation of args (throws 422 in strict mode). */
+  async #prepareVersioned(job: JobRecord): Promise<string[]> {
+    await this.routing.route(job);
+    return this.schemas.check(job);
   }
 
   /**
@@ -221,7 +244,10 @@ export class Engine {
           parseEnqueueRequest(body, now, { visibilityTimeoutMs: this.visibilityTimeoutMs }),
         );
         // A dropped job is left out of the batch; the rest proceeds (documented choice).
-        if (job !== null) jobs.push(job);
+        if (job !== null) {
+          await this.#prepareVersioned(job);
+          jobs.push(job);
+        }
       } catch (error) {
         if (error instanceof OjsError) {
           throw new OjsError(error.code, `jobs[${index}]: ${error.message}`, {
@@ -415,6 +441,7 @@ export class Engine {
     }
     const waitMs = Math.min(Math.max(request.waitMs ?? 0, 0), this.maxFetchWaitMs);
     const deadline = this.now() + waitMs;
+    const handlers = await this.#handlersFor(request);
     for (;;) {
       const now = this.now();
       // Promote lazily too, so a due job never waits for the next promoter tick.
@@ -427,6 +454,7 @@ export class Engine {
         count,
         workerId: request.workerId,
         visibilityTimeoutMs: request.visibilityTimeoutMs,
+        handlers,
         now,
       });
       const remaining = deadline - this.now();
@@ -449,6 +477,7 @@ export class Engine {
       if (request.result !== undefined) data.result = request.result;
       return { job: completed, events: [jobEvent('job.completed', completed, data, now)] };
     });
+    await this.routing.observe(after, false);
     return after;
   }
 
@@ -461,7 +490,7 @@ export class Engine {
       });
       return { job: failed, events: this.#failureEvents(job, failed, now) };
     });
-    if (after.state === 'available') this.notifier.notify();
+    if (request.requeue !== true) await this.routing.observe(after, true);
     return after;
   }
 
@@ -516,7 +545,9 @@ export class Engine {
     const expired = await this.store.findExpiredLeases(now, limit);
     for (const job of expired) {
       const next = expireLease(job, now, this.#random);
-      await this.#commitJobChange(job, next, this.#failureEvents(job, next, now), now);
+      if (await this.#commitJobChange(job, next, this.#failureEvents(job, next, now), now)) {
+        await this.routing.observe(next, true);
+      }
     }
     return expired.length;
   }
@@ -531,7 +562,53 @@ export class Engine {
 
   // ---------------------------------------------------------------- BEAT
 
+  /**
+   * Worker registration (WP §3): records the handlers a worker declares so
+   * fetches that do not repeat them are still routed by version (VER-003).
+   */
+  async registerWorker(
+    workerId: string,
+    handlers: HandlerDeclaration[] | undefined,
+    info: Record<string, unknown> = {},
+  ): Promise<void> {
+    if (handlers !== undefined) this.#workerHandlers.set(workerId, handlers);
+    const store = this.store;
+    const now = this.now();
+    const value = {
+      ...info,
+      worker_id: workerId,
+      handlers: handlers?.map((h) => ({ type: h.type, versions: h.range.text })),
+      last_seen_at: toIso(now),
+    };
+    for (let tries = 0; tries < MAX_GUARD_RETRIES; tries++) {
+      const existing = await store.getSetting('worker', workerId);
+      const merged =
+        existing === null
+          ? value
+          : { ...existing.value, ...value, handlers: value.handlers ?? existing.value.handlers };
+      if ((await store.putSetting('worker', workerId, merged, existing?.rev ?? null, now)) !== null)
+        return;
+    }
+  }
+
+  async #handlersFor(request: FetchRequest): Promise<HandlerDeclaration[] | undefined> {
+    if (request.handlers !== undefined) return request.handlers;
+    if (request.workerId === undefined) return undefined;
+    const known = this.#workerHandlers.get(request.workerId);
+    if (known !== undefined) return known;
+    // Declared through another server process: read the shared directory once.
+    const record = await this.store.getSetting('worker', request.workerId);
+    const declared = record?.value.handlers;
+    if (!Array.isArray(declared)) return undefined;
+    const handlers = parseHandlers(declared);
+    if (handlers !== undefined) this.#workerHandlers.set(request.workerId, handlers);
+    return handlers;
+  }
+
   async heartbeat(request: HeartbeatRequest): Promise<HeartbeatResult> {
+    if (request.workerId !== undefined && request.handlers !== undefined) {
+      await this.registerWorker(request.workerId, request.handlers);
+    }
     const jobsExtended: string[] = [];
     const jobsCancelled: string[] = [];
     let directive: WorkerDirective = 'running';
@@ -659,6 +736,7 @@ export class Engine {
   async reset(): Promise<void> {
     if (!this.testMode) throw new OjsError('not_found', 'Reset is only available in test mode.');
     await this.store.reset();
+    this.#workerHandlers.clear();
   }
 }
 

@@ -459,9 +459,7 @@ describe('overlap policies', () => {
 });
 
 describe('template options', () => {
-  it("a template's unique policy is enforced when the cron fires", {
-    todo: 'bug: cron firing inserts through Store.commit (SqliteStore.commit inserts), which bypasses the unique-key check and overwrites the lock (and stamps locked_at with Date.now(), not the engine clock)',
-  }, async () => {
+  it("a template's unique policy is enforced when the cron fires", async () => {
     await engine.cron.register(
       cronBody({
         overlap_policy: 'allow',

@@ -8,6 +8,7 @@ import { OjsError } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { type AuthConfig, registerAuth } from './auth.ts';
+import { adminVersioningRoutes } from './routes/admin-versioning.ts';
 import { cronRoutes } from './routes/cron.ts';
 import { deadLetterRoutes } from './routes/dead-letter.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -141,5 +142,6 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(eventRoutes);
   await app.register(workflowRoutes);
   await app.register(cronRoutes);
+  await app.register(adminVersioningRoutes);
   return app;
 }

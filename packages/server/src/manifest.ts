@@ -35,10 +35,20 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       unique_jobs: level >= 4,
       pause_resume: level >= 4,
       rate_limiting: level >= 4,
-      schema_validation: false,
+      schema_validation: true,
+      job_versioning: true,
       long_poll_fetch: true,
     },
-    extensions: { official: [], experimental: [] },
+    extensions: {
+      official: [{ name: 'schema-registry', uri: 'urn:ojs:ext:schema-registry', version: '1.0.0' }],
+      experimental: [
+        {
+          name: 'job-versioning',
+          uri: 'urn:ojs:ext:experimental:job-versioning',
+          version: '0.1.0',
+        },
+      ],
+    },
     endpoints: { base_url: '/ojs/v1', manifest: '/ojs/manifest', health: '/ojs/v1/health' },
     limits: {
       max_body_bytes: config.bodyLimit ?? DEFAULT_BODY_LIMIT,

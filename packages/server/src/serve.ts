@@ -4,7 +4,7 @@
  * accepting requests, lets in-flight ones finish and closes the store.
  */
 import { isIP } from 'node:net';
-import { Engine } from '@ojs/engine';
+import { Engine, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { parseApiKeys } from './auth.ts';
@@ -20,6 +20,8 @@ export interface ServeOptions {
   allowInsecure?: boolean;
   visibilityTimeoutMs?: number;
   sqliteSynchronous?: 'FULL' | 'NORMAL';
+  /** Default schema validation mode at enqueue: strict, warn (default) or off. */
+  schemaValidation?: ValidationMode;
   logger?: boolean;
   handleSignals?: boolean;
 }
@@ -37,6 +39,15 @@ export function isLoopback(host: string): boolean {
   return host === '::1';
 }
 
+export function parseValidationMode(value: string): ValidationMode {
+  if (!(VALIDATION_MODES as readonly string[]).includes(value)) {
+    throw new Error(
+      `Schema validation mode must be one of ${VALIDATION_MODES.join(', ')} (got '${value}').`,
+    );
+  }
+  return value as ValidationMode;
+}
+
 export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptions {
   const options: ServeOptions = {};
   if (env.OJS_HOST) options.host = env.OJS_HOST;
@@ -46,6 +57,8 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   if (env.OJS_API_KEYS) options.apiKeys = env.OJS_API_KEYS;
   if (env.OJS_VISIBILITY_TIMEOUT_MS)
     options.visibilityTimeoutMs = Number(env.OJS_VISIBILITY_TIMEOUT_MS);
+  if (env.OJS_SCHEMA_VALIDATION)
+    options.schemaValidation = parseValidationMode(env.OJS_SCHEMA_VALIDATION);
   if (env.OJS_SQLITE_SYNCHRONOUS === 'NORMAL' || env.OJS_SQLITE_SYNCHRONOUS === 'FULL') {
     options.sqliteSynchronous = env.OJS_SQLITE_SYNCHRONOUS;
   }
@@ -73,6 +86,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     store,
     testMode: options.testMode,
     visibilityTimeoutMs: options.visibilityTimeoutMs,
+    schemaValidation: options.schemaValidation,
   });
   const app = await buildApp(
     { testMode: options.testMode, auth, logger: options.logger ?? false },

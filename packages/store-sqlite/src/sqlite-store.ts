@@ -25,6 +25,7 @@ import {
   type QueueConfig,
   type QueueInfo,
   type QueueStats,
+  type SettingRecord,
   type StateCounts,
   type Store,
   toIso,
@@ -45,14 +46,14 @@ type Row = Record<string, unknown>;
 
 const INSERT_JOB = `INSERT INTO ojs_jobs
   (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at, finished_at,
-   dead_letter, unique_key, workflow_id, rate_key, doc)
+   dead_letter, unique_key, workflow_id, rate_key, version_num, doc)
   VALUES (:id, :seq, :queue, :type, :state, :priority, :attempt, :rev, :run_at, :deadline,
-   :expires_at, :finished_at, :dead_letter, :unique_key, :workflow_id, :rate_key, :doc)`;
+   :expires_at, :finished_at, :dead_letter, :unique_key, :workflow_id, :rate_key, :version_num, :doc)`;
 
 const UPDATE_JOB = `UPDATE ojs_jobs SET queue = :queue, type = :type, state = :state,
   priority = :priority, attempt = :attempt, rev = :rev, run_at = :run_at, deadline = :deadline,
   expires_at = :expires_at, finished_at = :finished_at, dead_letter = :dead_letter,
-  unique_key = :unique_key, workflow_id = :workflow_id, rate_key = :rate_key, doc = :doc
+  unique_key = :unique_key, workflow_id = :workflow_id, rate_key = :rate_key, version_num = :version_num, doc = :doc
   WHERE id = :id AND rev = :expect_rev`;
 
 function finishedAt(job: JobRecord): number | null {
@@ -84,7 +85,30 @@ function columns(job: JobRecord): Record<string, string | number | null> {
     unique_key: job.unique_key ?? null,
     workflow_id: job.workflow_id ?? null,
     rate_key: job.rate_limit?.key ?? null,
+    version_num: job.version_num ?? null,
     doc: JSON.stringify(job),
+  };
+}
+
+/** Version routing as JSON rows for the claim query: one row per (type, interval). */
+function handlerFilter(request: ClaimRequest): string | null {
+  if (request.handlers === undefined) return null;
+  return JSON.stringify(
+    request.handlers.flatMap((h) =>
+      h.range.any
+        ? [{ type: h.type, any: 1 }]
+        : h.range.intervals.map(([lo, hi]) => ({ type: h.type, any: 0, lo, hi })),
+    ),
+  );
+}
+
+function settingRecord(row: Row): SettingRecord {
+  return {
+    namespace: row.namespace as string,
+    key: row.key as string,
+    value: JSON.parse(row.doc as string) as Record<string, unknown>,
+    rev: row.rev as number,
+    updated_at: row.updated_at as string,
   };
 }
 
@@ -219,6 +243,25 @@ export class SqliteStore implements Store {
     return this.#getJob(id);
   }
 
+  /** The job holding `job`'s unique key in a conflicting way, if any (core uniqueConflicts). */
+  #uniqueHolder(job: JobRecord, now: number): JobRecord | null {
+    if (job.unique === undefined || job.unique_key === undefined) return null;
+    const lock = this.#stmt('SELECT job_id, locked_at FROM ojs_unique_locks WHERE key = ?').get(
+      job.unique_key,
+    ) as Row | undefined;
+    const holder = lock === undefined ? null : this.#getJob(lock.job_id as string);
+    if (holder === null || holder.id === job.id) return null;
+    return uniqueConflicts(holder, job.unique, lock!.locked_at as number, now) ? holder : null;
+  }
+
+  /** on_conflict replace: the old job is cancelled in the same transaction. */
+  #replaceHolder(holder: JobRecord, now: number): OjsEvent[] {
+    if (isTerminal(holder.state)) return [];
+    const cancelled = cancel(holder, now);
+    this.#updateJob(cancelled, holder.rev);
+    return [jobEvent('job.cancelled', cancelled, { reason: 'unique_replace' }, now)];
+  }
+
   async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
     const db = this.#db!;
     const results: InsertResult[] = [];
@@ -233,34 +276,19 @@ export class SqliteStore implements Store {
           abort = true;
           continue;
         }
-        if (job.unique !== undefined && job.unique_key !== undefined) {
-          const lock = this.#stmt(
-            'SELECT job_id, locked_at FROM ojs_unique_locks WHERE key = ?',
-          ).get(job.unique_key) as Row | undefined;
-          const holder = lock === undefined ? null : this.#getJob(lock.job_id as string);
-          if (
-            holder !== null &&
-            uniqueConflicts(holder, job.unique, lock!.locked_at as number, now)
-          ) {
-            const policy = job.unique.on_conflict;
-            if (policy === 'reject') {
-              results.push({ status: 'rejected', existing: holder });
-              abort = true;
-              continue;
-            }
-            if (policy === 'ignore') {
-              results.push({ status: 'existing', existing: holder });
-              continue;
-            }
-            // replace: the old job is cancelled in the same transaction.
-            if (!isTerminal(holder.state)) {
-              const cancelled = cancel(holder, now);
-              this.#updateJob(cancelled, holder.rev);
-              extraEvents.push(
-                jobEvent('job.cancelled', cancelled, { reason: 'unique_replace' }, now),
-              );
-            }
+        const holder = this.#uniqueHolder(job, now);
+        if (holder !== null) {
+          const policy = job.unique!.on_conflict;
+          if (policy === 'reject') {
+            results.push({ status: 'rejected', existing: holder });
+            abort = true;
+            continue;
           }
+          if (policy === 'ignore') {
+            results.push({ status: 'existing', existing: holder });
+            continue;
+          }
+          extraEvents.push(...this.#replaceHolder(holder, now));
         }
         results.push({ status: 'inserted', job: this.#insertJob(job, now) });
       }
@@ -321,8 +349,15 @@ export class SqliteStore implements Store {
          AND (expires_at IS NULL OR expires_at > :now)
          AND (priority < :priority OR (priority = :priority AND seq > :seq))
          AND (rate_key IS NULL OR rate_key NOT IN (SELECT value FROM json_each(:blocked)))
+         AND (:handlers IS NULL OR EXISTS (
+           SELECT 1 FROM json_each(:handlers) AS h
+            WHERE h.value ->> 'type' = ojs_jobs.type
+              AND (ojs_jobs.version_num IS NULL OR h.value ->> 'any' = 1
+                   OR ((h.value ->> 'lo' IS NULL OR ojs_jobs.version_num >= h.value ->> 'lo')
+                       AND (h.value ->> 'hi' IS NULL OR ojs_jobs.version_num < h.value ->> 'hi')))))
        ORDER BY priority DESC, seq ASC LIMIT :limit`,
     );
+    const handlers = handlerFilter(request);
     const claimed: JobRecord[] = [];
     let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };
     // Keys found at their limit are excluded from later pages, so one key's
@@ -335,6 +370,7 @@ export class SqliteStore implements Store {
         priority: cursor.priority,
         seq: cursor.seq,
         blocked: JSON.stringify([...blocked]),
+        handlers,
         limit: Math.max(wanted - claimed.length, 16),
       }) as Row[];
       if (rows.length === 0) break;
@@ -459,8 +495,27 @@ export class SqliteStore implements Store {
         );
       }
       const now = commit.now ?? Date.now();
-      for (const job of commit.inserts ?? []) this.#insertJob(job, now);
-      this.#appendEvents(commit.events ?? []);
+      // Inserts honour unique policies too (cron firings, workflow steps):
+      // a job whose key is held (reject or ignore) is not inserted.
+      const skipped = new Set<string>();
+      const extraEvents: OjsEvent[] = [];
+      for (const job of commit.inserts ?? []) {
+        const holder = this.#uniqueHolder(job, now);
+        if (
+          holder !== null &&
+          job.unique!.on_conflict !== 'replace' &&
+          job.unique!.on_conflict !== 'replace_except_schedule'
+        ) {
+          skipped.add(job.id);
+          continue;
+        }
+        if (holder !== null) extraEvents.push(...this.#replaceHolder(holder, now));
+        this.#insertJob(job, now);
+      }
+      this.#appendEvents([
+        ...extraEvents,
+        ...(commit.events ?? []).filter((e) => e.subject === undefined || !skipped.has(e.subject)),
+      ]);
       db.exec('COMMIT');
       return true;
     } catch (error) {
@@ -597,6 +652,54 @@ export class SqliteStore implements Store {
     return row === undefined ? null : (JSON.parse(row.doc as string) as CronRecord);
   }
 
+  async getSetting(namespace: string, key: string): Promise<SettingRecord | null> {
+    const row = this.#stmt('SELECT * FROM ojs_settings WHERE namespace = ? AND key = ?').get(
+      namespace,
+      key,
+    ) as Row | undefined;
+    return row === undefined ? null : settingRecord(row);
+  }
+
+  async listSettings(namespace: string, keyPrefix = ''): Promise<SettingRecord[]> {
+    const rows = this.#stmt(
+      'SELECT * FROM ojs_settings WHERE namespace = ? AND substr(key, 1, ?) = ? ORDER BY key',
+    ).all(namespace, keyPrefix.length, keyPrefix) as Row[];
+    return rows.map(settingRecord);
+  }
+
+  async putSetting(
+    namespace: string,
+    key: string,
+    value: Record<string, unknown>,
+    expectRev: number | null,
+    now: number,
+  ): Promise<SettingRecord | null> {
+    const record: SettingRecord = {
+      namespace,
+      key,
+      value,
+      rev: expectRev === null ? 0 : expectRev + 1,
+      updated_at: toIso(now),
+    };
+    const result =
+      expectRev === null
+        ? this.#stmt(
+            'INSERT INTO ojs_settings (namespace, key, rev, updated_at, doc) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+          ).run(namespace, key, record.rev, record.updated_at, JSON.stringify(value))
+        : this.#stmt(
+            'UPDATE ojs_settings SET rev = ?, updated_at = ?, doc = ? WHERE namespace = ? AND key = ? AND rev = ?',
+          ).run(record.rev, record.updated_at, JSON.stringify(value), namespace, key, expectRev);
+    return Number(result.changes) === 1 ? record : null;
+  }
+
+  async deleteSetting(namespace: string, key: string): Promise<boolean> {
+    const result = this.#stmt('DELETE FROM ojs_settings WHERE namespace = ? AND key = ?').run(
+      namespace,
+      key,
+    );
+    return Number(result.changes) === 1;
+  }
+
   async dueCrons(now: number): Promise<CronRecord[]> {
     const rows = this.#stmt(
       'SELECT doc FROM ojs_crons WHERE enabled = 1 AND next_run_ms <= ? ORDER BY next_run_ms',
@@ -685,6 +788,7 @@ export class SqliteStore implements Store {
         'ojs_rate_windows',
         'ojs_workflows',
         'ojs_crons',
+        'ojs_settings',
       ]) {
         this.#db!.exec(`DELETE FROM ${table}`);
       }

@@ -14,7 +14,10 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
     switch (result.status) {
       case 'created':
         reply.code(201).header('Location', `/ojs/v1/jobs/${result.job.id}`);
-        return { job: toWire(result.job) };
+        // Schema validation in warn mode accepts the job and reports why (features §9).
+        return result.warnings
+          ? { job: toWire(result.job), warnings: result.warnings }
+          : { job: toWire(result.job) };
       case 'existing':
         // unique on_conflict ignore: the job that already holds the key (L4-UNIQ-004).
         reply.code(200).header('Location', `/ojs/v1/jobs/${result.job.id}`);

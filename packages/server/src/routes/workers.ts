@@ -3,7 +3,14 @@
  * ACK and NACK answer flat objects (the suite reads `$.state`, `$.attempt`),
  * with the job itself under `job` for clients that want it.
  */
-import { type FailureReport, invalidRequest, type JobRecord, toWire } from '@ojs/core';
+import {
+  type FailureReport,
+  invalidRequest,
+  type JobRecord,
+  parseHandlers,
+  toIso,
+  toWire,
+} from '@ojs/core';
 import type { FastifyInstance } from 'fastify';
 import { objectBody, optionalInt, optionalString, requiredString } from '../wire.ts';
 
@@ -96,6 +103,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
       workerId: optionalString(body, 'worker_id'),
       visibilityTimeoutMs: optionalInt(body, 'visibility_timeout_ms', 1),
       waitMs: optionalInt(body, 'wait_ms', 0),
+      handlers: parseHandlers(body.handlers),
       signal: controller.signal,
     });
     const wire = jobs.map(toWire);
@@ -141,12 +149,30 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
     nack(request.params.id, objectBody(request.body, { allowEmpty: true })),
   );
 
+  // Worker registration (WP §3): identity, queues, concurrency and the
+  // handlers (types and version ranges) the worker runs.
+  app.post('/ojs/v1/workers/register', async (request) => {
+    const body = objectBody(request.body);
+    const workerId = requiredString(body, 'worker_id');
+    const { handlers: _raw, worker_id: _id, ...info } = body;
+    await engine.registerWorker(workerId, parseHandlers(body.handlers), info);
+    return {
+      ok: true,
+      worker_id: workerId,
+      server_time: toIso(engine.now()),
+      heartbeat_interval: 5,
+      heartbeat_timeout: 30,
+      visibility_timeout_default: Math.round(engine.visibilityTimeoutMs / 1000),
+    };
+  });
+
   app.post('/ojs/v1/workers/heartbeat', async (request) => {
     const body = objectBody(request.body);
     const result = await engine.heartbeat({
       workerId: optionalString(body, 'worker_id'),
       jobIds: heartbeatJobIds(body),
       visibilityTimeoutMs: optionalInt(body, 'visibility_timeout_ms', 1),
+      handlers: parseHandlers(body.handlers),
     });
     return {
       state: result.state,

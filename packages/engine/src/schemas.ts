@@ -1,0 +1,212 @@
+/**
+ * Schema registry (features §9, seed 004 §6): JSON Schema 2020-12 documents
+ * per (job type, version), kept as store settings so every server process
+ * sees them, and validation of args at enqueue in the mode configured
+ * (strict rejects with 422 naming every violation, warn accepts with
+ * warnings, off only stores).
+ */
+import { conflict, invalidRequest, notFound, OjsError, parseVersion, toIso } from '@ojs/core';
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { Engine } from './engine.ts';
+
+export type ValidationMode = 'strict' | 'warn' | 'off';
+export const VALIDATION_MODES: readonly ValidationMode[] = ['strict', 'warn', 'off'];
+
+const NAMESPACE = 'schema';
+const MODE_NAMESPACE = 'schema-mode';
+const MAX_VERSION = 10 ** 18;
+
+export interface SchemaEntry {
+  type: string;
+  /** As registered: a number when the path segment was an integer (the suite expects 1, not "1"). */
+  version: string | number;
+  version_num: number;
+  schema: Record<string, unknown>;
+  compatible_with?: string[];
+  created_at: string;
+}
+
+type Obj = Record<string, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Draft-07 tuples (`items: [...]`) are common in the wild and in the suite;
+ * 2020-12 spells them `prefixItems`. Translate so both compile.
+ */
+export function toDraft2020(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(toDraft2020);
+  if (!isObject(schema)) return schema;
+  const out: Obj = {};
+  for (const [key, value] of Object.entries(schema)) out[key] = toDraft2020(value);
+  if (Array.isArray(schema.items)) {
+    out.prefixItems = out.items;
+    delete out.items;
+    if (schema.additionalItems !== undefined) {
+      out.items = out.additionalItems;
+      delete out.additionalItems;
+    }
+  }
+  return out;
+}
+
+/** Sortable storage key: zero-padded version number, so listings come out in version order. */
+const versionKey = (type: string, versionNum: number) =>
+  `${type}@${String(versionNum).padStart(String(MAX_VERSION).length, '0')}`;
+
+export function parseSchemaVersion(text: string): { version: string | number; versionNum: number } {
+  const versionNum = parseVersion(text);
+  if (versionNum === null) {
+    throw invalidRequest(`'${text}' is not a schema version like 1, 2.0 or 1.2.3.`, {
+      field: 'version',
+    });
+  }
+  return { version: /^\d+$/.test(text) ? Number(text) : text, versionNum };
+}
+
+export class SchemaRegistry {
+  readonly #engine: Engine;
+  readonly #ajv = new Ajv2020({ allErrors: true, strict: false });
+  readonly #compiled = new Map<string, ValidateFunction>();
+  readonly #defaultMode: ValidationMode;
+
+  constructor(engine: Engine, defaultMode: ValidationMode) {
+    this.#engine = engine;
+    this.#defaultMode = defaultMode;
+  }
+
+  #compile(schema: Obj): ValidateFunction {
+    const key = JSON.stringify(schema);
+    let fn = this.#compiled.get(key);
+    if (fn === undefined) {
+      fn = this.#ajv.compile(toDraft2020(schema) as Obj);
+      this.#compiled.set(key, fn);
+    }
+    return fn;
+  }
+
+  async register(type: string, versionText: string, body: unknown): Promise<SchemaEntry> {
+    const { version, versionNum } = parseSchemaVersion(versionText);
+    const schema = isObject(body) ? (body.schema ?? body.args_schema) : undefined;
+    if (!isObject(schema)) {
+      throw invalidRequest('The body needs a JSON Schema object in `schema` (or `args_schema`).', {
+        field: 'schema',
+      });
+    }
+    try {
+      this.#compile(schema);
+    } catch (error) {
+      throw invalidRequest(`schema is not a valid JSON Schema: ${(error as Error).message}`, {
+        field: 'schema',
+        schema_error: (error as Error).message,
+      });
+    }
+    const entry: SchemaEntry = {
+      type,
+      version,
+      version_num: versionNum,
+      schema,
+      created_at: toIso(this.#engine.now()),
+    };
+    const compatible = isObject(body) ? body.compatible_with : undefined;
+    if (compatible !== undefined) {
+      if (!Array.isArray(compatible) || !compatible.every((v) => parseVersion(v) !== null)) {
+        throw invalidRequest('compatible_with must be an array of versions.', {
+          field: 'compatible_with',
+        });
+      }
+      entry.compatible_with = compatible.map(String);
+    }
+    const stored = await this.#engine.store.putSetting(
+      NAMESPACE,
+      versionKey(type, versionNum),
+      entry as unknown as Obj,
+      null,
+      this.#engine.now(),
+    );
+    if (stored === null) {
+      throw conflict(
+        `A schema for ${type} version ${versionText} is already registered; delete it first.`,
+        {
+          type,
+          version,
+        },
+      );
+    }
+    return entry;
+  }
+
+  async list(type: string): Promise<SchemaEntry[]> {
+    const records = await this.#engine.store.listSettings(NAMESPACE, `${type}@`);
+    return records.map((r) => r.value as unknown as SchemaEntry).reverse();
+  }
+
+  async get(type: string, versionText: string): Promise<SchemaEntry> {
+    const { versionNum } = parseSchemaVersion(versionText);
+    const record = await this.#engine.store.getSetting(NAMESPACE, versionKey(type, versionNum));
+    if (record === null) throw notFound('schema', `${type}/${versionText}`);
+    return record.value as unknown as SchemaEntry;
+  }
+
+  async latest(type: string): Promise<SchemaEntry> {
+    const [newest] = await this.list(type);
+    if (newest === undefined) throw notFound('schema', type);
+    return newest;
+  }
+
+  async delete(type: string, versionText: string): Promise<SchemaEntry> {
+    const entry = await this.get(type, versionText);
+    await this.#engine.store.deleteSetting(NAMESPACE, versionKey(type, entry.version_num));
+    return entry;
+  }
+
+  async setMode(type: string, mode: unknown): Promise<ValidationMode> {
+    if (typeof mode !== 'string' || !VALIDATION_MODES.includes(mode as ValidationMode)) {
+      throw invalidRequest('mode must be one of strict, warn, off.', { field: 'mode' });
+    }
+    const store = this.#engine.store;
+    const existing = await store.getSetting(MODE_NAMESPACE, type);
+    await store.putSetting(
+      MODE_NAMESPACE,
+      type,
+      { mode },
+      existing?.rev ?? null,
+      this.#engine.now(),
+    );
+    return mode as ValidationMode;
+  }
+
+  async modeFor(type: string): Promise<ValidationMode> {
+    const record = await this.#engine.store.getSetting(MODE_NAMESPACE, type);
+    return (record?.value.mode as ValidationMode | undefined) ?? this.#defaultMode;
+  }
+
+  /**
+   * Validates args against the schema of the job's version (the latest one
+   * for an unversioned job). Returns warnings in warn mode; throws 422 in
+   * strict mode; nothing when no schema is registered.
+   */
+  async check(job: { type: string; args: unknown[]; version_num?: number }): Promise<string[]> {
+    const mode = await this.modeFor(job.type);
+    if (mode === 'off') return [];
+    const entries = await this.list(job.type);
+    const entry =
+      job.version_num === undefined
+        ? entries[0]
+        : entries.find((e) => e.version_num === job.version_num);
+    if (entry === undefined) return [];
+    const validate = this.#compile(entry.schema);
+    if (validate(job.args)) return [];
+    const violations = (validate.errors ?? []).map((e: ErrorObject) => ({
+      path: `args${e.instancePath.replaceAll('/', '.').replace(/\.(\d+)/g, '[$1]')}`,
+      message: e.message ?? 'is invalid',
+      schema_path: e.schemaPath,
+    }));
+    const text = violations.map((v) => `${v.path} ${v.message}`);
+    if (mode === 'warn') return text;
+    throw new OjsError(
+      'validation_error',
+      `args do not match the schema for ${job.type} version ${entry.version}: ${text.join('; ')}.`,
+      { validation_errors: violations, type: job.type, version: entry.version },
+    );
+  }
+}
