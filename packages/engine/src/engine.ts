@@ -38,10 +38,12 @@ import {
   type Store,
   systemClock,
   toIso,
+  toWire,
   validateQueueName,
   type WorkflowRecord,
+  workflowToWire,
 } from '@ojs/core';
-import { CronScheduler } from './cron.ts';
+import { CronScheduler, cronToWire } from './cron.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { Notifier } from './notifier.ts';
 import { VersionRouter } from './routing.ts';
@@ -131,6 +133,11 @@ export class Engine {
   readonly notifier = new Notifier();
   readonly cron: CronScheduler = new CronScheduler(this);
   readonly routing: VersionRouter = new VersionRouter(this);
+  /**
+   * The HTTP binding's wire projections, for in-process clients (the SDK's
+   * in-process transport) that must answer exactly what the server would.
+   */
+  readonly wire = { job: toWire, workflow: workflowToWire, cron: cronToWire } as const;
   readonly schemas: SchemaRegistry;
   /** Handlers declared by workers (registration, heartbeat), for fetches that do not send them. */
   readonly #workerHandlers = new Map<string, HandlerDeclaration[]>();

@@ -88,7 +88,7 @@ function heartbeatJobIds(body: Obj): string[] {
 export async function workerRoutes(app: FastifyInstance): Promise<void> {
   const { engine } = app;
 
-  app.post('/ojs/v1/workers/fetch', async (request) => {
+  app.post('/ojs/v1/workers/fetch', async (request, reply) => {
     const body = objectBody(request.body);
     if (!Array.isArray(body.queues) || !body.queues.every((q) => typeof q === 'string')) {
       throw invalidRequest('queues is required and must be an array of queue names.', {
@@ -96,7 +96,11 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
       });
     }
     const controller = new AbortController();
-    request.raw.once('close', () => controller.abort());
+    // Stop a long poll when the client goes away. (The request stream's own
+    // 'close' fires once the body is read, so watch the response instead.)
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableEnded) controller.abort();
+    });
     const jobs = await engine.fetch({
       queues: body.queues as string[],
       count: optionalInt(body, 'count', 1),

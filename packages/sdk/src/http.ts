@@ -1,0 +1,930 @@
+/**
+ * The HTTP binding transport (http-binding digest §3-§8) over the global
+ * `fetch` (Node >= 18). It retries transient failures with exponential
+ * backoff and jitter (ER §7: 100 ms initial, 5 retries by default),
+ * honouring `Retry-After` on 429/503:
+ *
+ * - a failure that proves the server did not act (connection refused, DNS,
+ *   429, 503) is retried for every operation;
+ * - an ambiguous failure (timeout, reset, 500/502/504) is retried only for
+ *   operations that are safe to repeat. PUSH is made safe by the client-side
+ *   job id: a repeat answers 409 `duplicate`, which is resolved by reading
+ *   the job. ACK/NACK repeats that answer 409 because the first try landed
+ *   are treated as success. FETCH is never repeated after an ambiguous
+ *   failure (jobs claimed by a lost response come back by lease expiry).
+ */
+import {
+  ConflictError,
+  ConnectionError,
+  DuplicateJobError,
+  isNeverAutoRetried,
+  NotFoundError,
+  OjsError,
+  parseErrorResponse,
+  TimeoutError,
+} from './errors.ts';
+import type {
+  AckRequest,
+  CronJob,
+  EventPage,
+  EventQuery,
+  FetchRequest,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  Job,
+  JobEnvelope,
+  ListOptions,
+  Manifest,
+  NackRequest,
+  Page,
+  Pagination,
+  PushResult,
+  QueueInfo,
+  QueueStats,
+  RequestOptions,
+  Transport,
+  Workflow,
+} from './types.ts';
+
+export const OJS_MEDIA_TYPE = 'application/openjobspec+json';
+export const SDK_VERSION = '0.1.0';
+
+export interface TransportRetryOptions {
+  /** Retries after the first try (default 5). */
+  maxRetries?: number;
+  /** Delay before the first retry (default 100 ms). */
+  initialDelayMs?: number;
+  /** Cap of one delay (default 5000 ms). */
+  maxDelayMs?: number;
+  /** Growth factor (default 2). */
+  coefficient?: number;
+}
+
+export interface HttpTransportOptions {
+  /** Server base URL, e.g. `http://127.0.0.1:8080` (a trailing `/ojs/v1` is accepted). */
+  url: string;
+  /** Sent as `Authorization: Bearer <token>`. */
+  authToken?: string;
+  headers?: Record<string, string>;
+  /** Operation timeout (default 30 s); long-poll fetches get their wait added. */
+  timeoutMs?: number;
+  /** Transport retries; `false` disables them. */
+  retry?: TransportRetryOptions | false;
+  /** A fetch implementation (defaults to the global one). */
+  fetch?: typeof fetch;
+  /** Random source for jitter (tests). */
+  random?: () => number;
+}
+
+type Obj = Record<string, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Connection errors that prove the request never reached the server. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+
+interface CallSpec {
+  method: 'GET' | 'POST' | 'DELETE' | 'PATCH';
+  path: string;
+  body?: unknown;
+  query?: Record<string, string | number | undefined>;
+  /** Safe to repeat after an ambiguous failure. */
+  idempotent: boolean;
+  operation: string;
+  jobId?: string;
+  queue?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+interface CallResult {
+  status: number;
+  body: Obj;
+  headers: Headers;
+}
+
+/** Thrown inside the retry loop: the error plus whether the server may have acted. */
+class AttemptFailure {
+  readonly error: OjsError;
+  readonly maybeApplied: boolean;
+  readonly retryAfterMs: number | undefined;
+  constructor(error: OjsError, maybeApplied: boolean, retryAfterMs?: number) {
+    this.error = error;
+    this.maybeApplied = maybeApplied;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** `Retry-After`: delta seconds (integer or decimal) or an HTTP date. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+export function normalizeBaseUrl(url: string): string {
+  let base = url.trim().replace(/\/+$/, '');
+  if (base.endsWith('/ojs/v1')) base = base.slice(0, -'/ojs/v1'.length);
+  else if (base.endsWith('/ojs')) base = base.slice(0, -'/ojs'.length);
+  return base;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortReason(signal));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortReason(signal!));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  if (signal.reason !== undefined) return signal.reason;
+  const error = new Error('The operation was aborted.');
+  error.name = 'AbortError';
+  return error;
+}
+
+function errorCode(error: unknown): string | undefined {
+  for (let current = error, depth = 0; current !== undefined && depth < 5; depth++) {
+    if (isObject(current) || current instanceof Error) {
+      const code = (current as { code?: unknown }).code;
+      if (typeof code === 'string') return code;
+      current = (current as { cause?: unknown }).cause;
+    } else break;
+  }
+  return undefined;
+}
+
+function asJob(value: unknown): Job {
+  return value as Job;
+}
+
+function pagination(body: Obj): Pagination {
+  return isObject(body.pagination) ? (body.pagination as Pagination) : {};
+}
+
+/** A cron entry in the OA shape whatever the server sent (OA `cron` or HB `cron_job`). */
+function normalizeCron(value: unknown): CronJob {
+  const cron = isObject(value) ? { ...value } : {};
+  if (typeof cron.expression !== 'string' && typeof cron.cron === 'string') {
+    cron.expression = cron.cron;
+  }
+  if (!isObject(cron.job_template) && typeof cron.type === 'string') {
+    cron.job_template = { type: cron.type, args: cron.args ?? [], options: cron.options ?? {} };
+  }
+  return cron as CronJob;
+}
+
+export class HttpTransport implements Transport {
+  readonly kind = 'http';
+  readonly baseUrl: string;
+  readonly #headers: Record<string, string>;
+  readonly #timeoutMs: number;
+  readonly #retry: Required<TransportRetryOptions>;
+  readonly #fetch: typeof fetch;
+  readonly #random: () => number;
+
+  constructor(options: HttpTransportOptions) {
+    if (typeof options.url !== 'string' || options.url === '') {
+      throw new TypeError('HttpTransport needs a server url, e.g. http://127.0.0.1:8080.');
+    }
+    this.baseUrl = normalizeBaseUrl(options.url);
+    this.#headers = {
+      Accept: `${OJS_MEDIA_TYPE}, application/json`,
+      'OJS-Version': '1.0',
+      'User-Agent': `ojs-ts-sdk/${SDK_VERSION}`,
+      ...options.headers,
+    };
+    if (options.authToken) this.#headers.Authorization = `Bearer ${options.authToken}`;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    const retry = options.retry === false ? { maxRetries: 0 } : (options.retry ?? {});
+    this.#retry = {
+      maxRetries: retry.maxRetries ?? 5,
+      initialDelayMs: retry.initialDelayMs ?? 100,
+      maxDelayMs: retry.maxDelayMs ?? 5_000,
+      coefficient: retry.coefficient ?? 2,
+    };
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    if (typeof fetchImpl !== 'function') {
+      throw new TypeError('No fetch implementation: use Node >= 18 or pass options.fetch.');
+    }
+    this.#fetch = fetchImpl;
+    this.#random = options.random ?? Math.random;
+  }
+
+  // ---------------------------------------------------------------- core request loop
+
+  /**
+   * Runs one call with retries. `recover` turns an error seen after an
+   * earlier attempt that may have been applied into a result (e.g. 409
+   * duplicate on a repeated PUSH), or returns undefined to rethrow.
+   */
+  async #call(
+    spec: CallSpec,
+    recover?: (error: OjsError) => Promise<CallResult | undefined>,
+  ): Promise<CallResult> {
+    let maybeApplied = false;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#once(spec);
+      } catch (caught) {
+        if (!(caught instanceof AttemptFailure)) throw caught;
+        const { error } = caught;
+        error.attempt = attempt + 1;
+        if (maybeApplied && recover !== undefined) {
+          const recovered = await recover(error);
+          if (recovered !== undefined) return recovered;
+        }
+        maybeApplied ||= caught.maybeApplied;
+        const retryable =
+          error.retryable &&
+          !isNeverAutoRetried(error) &&
+          (spec.idempotent || !caught.maybeApplied) &&
+          attempt < this.#retry.maxRetries;
+        if (!retryable) throw error;
+        const backoff = Math.min(
+          this.#retry.maxDelayMs,
+          this.#retry.initialDelayMs * this.#retry.coefficient ** attempt,
+        );
+        const jittered = Math.min(this.#retry.maxDelayMs, backoff * (0.5 + this.#random()));
+        await sleep(Math.max(jittered, caught.retryAfterMs ?? 0), spec.signal);
+      }
+    }
+  }
+
+  async #once(spec: CallSpec): Promise<CallResult> {
+    const context = {
+      operation: spec.operation,
+      jobId: spec.jobId,
+      queue: spec.queue,
+    };
+    let url = `${this.baseUrl}${spec.path}`;
+    if (spec.query !== undefined) {
+      const params = new URLSearchParams();
+      for (const [key, value] of Object.entries(spec.query)) {
+        if (value !== undefined && value !== '') params.set(key, String(value));
+      }
+      const text = params.toString();
+      if (text !== '') url += `?${text}`;
+    }
+    const headers: Record<string, string> = { ...this.#headers };
+    let body: string | undefined;
+    if (spec.body !== undefined) {
+      headers['Content-Type'] = OJS_MEDIA_TYPE;
+      try {
+        body = JSON.stringify(spec.body);
+      } catch (error) {
+        throw new OjsError(`The request body cannot be serialised as JSON: ${String(error)}`, {
+          ...context,
+          code: 'serialization_error',
+          cause: error,
+        });
+      }
+    }
+
+    const controller = new AbortController();
+    const timeoutMs = spec.timeoutMs ?? this.#timeoutMs;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    const onAbort = () => controller.abort();
+    if (spec.signal?.aborted) {
+      clearTimeout(timer);
+      throw abortReason(spec.signal);
+    }
+    spec.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      let response: Response;
+      try {
+        response = await this.#fetch(url, {
+          method: spec.method,
+          headers,
+          body,
+          signal: controller.signal,
+        });
+      } catch (error) {
+        if (spec.signal?.aborted) throw abortReason(spec.signal);
+        if (timedOut) {
+          throw new AttemptFailure(
+            new TimeoutError(`${spec.operation}: no response within ${timeoutMs} ms.`, {
+              ...context,
+              code: 'request_timeout',
+              retryable: true,
+              cause: error,
+            }),
+            true,
+          );
+        }
+        const code = errorCode(error);
+        const notSent = code !== undefined && NOT_SENT_CODES.has(code);
+        throw new AttemptFailure(
+          new ConnectionError(
+            `${spec.operation}: cannot reach ${this.baseUrl}${code ? ` (${code})` : ''}: ${(error as Error).message ?? String(error)}`,
+            { ...context, code: 'connection_error', retryable: true, cause: error },
+          ),
+          !notSent,
+        );
+      }
+      let text: string;
+      try {
+        text = await response.text();
+      } catch (error) {
+        if (spec.signal?.aborted) throw abortReason(spec.signal);
+        throw new AttemptFailure(
+          timedOut
+            ? new TimeoutError(`${spec.operation}: response not read within ${timeoutMs} ms.`, {
+                ...context,
+                code: 'request_timeout',
+                retryable: true,
+                cause: error,
+              })
+            : new ConnectionError(`${spec.operation}: the response was cut off.`, {
+                ...context,
+                code: 'connection_error',
+                retryable: true,
+                cause: error,
+              }),
+          true,
+        );
+      }
+      let parsed: unknown;
+      if (text.trim() !== '') {
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = text;
+        }
+      }
+      const requestId = response.headers.get('x-request-id') ?? undefined;
+      if (response.status >= 400) {
+        const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+        const error = parseErrorResponse(response.status, parsed, {
+          ...context,
+          requestId,
+          retryAfterMs,
+        });
+        // 429 and 503 are refusals: the server did not act. Others may have.
+        const refused = response.status === 429 || response.status === 503;
+        const wait =
+          retryAfterMs ?? (response.status === 429 || response.status === 503 ? 1000 : undefined);
+        throw new AttemptFailure(error, !refused && response.status >= 500, wait);
+      }
+      return {
+        status: response.status,
+        body: isObject(parsed) ? parsed : {},
+        headers: response.headers,
+      };
+    } finally {
+      clearTimeout(timer);
+      spec.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  // ---------------------------------------------------------------- system
+
+  async manifest(options: RequestOptions = {}): Promise<Manifest> {
+    const { body } = await this.#call({
+      method: 'GET',
+      path: '/ojs/manifest',
+      idempotent: true,
+      operation: 'manifest',
+      signal: options.signal,
+    });
+    return body as Manifest;
+  }
+
+  async health(options: RequestOptions = {}): Promise<Obj> {
+    const { body } = await this.#call({
+      method: 'GET',
+      path: '/ojs/v1/health',
+      idempotent: true,
+      operation: 'health',
+      signal: options.signal,
+    });
+    return body;
+  }
+
+  // ---------------------------------------------------------------- jobs
+
+  async push(envelope: JobEnvelope, options: RequestOptions = {}): Promise<PushResult> {
+    const spec: CallSpec = {
+      method: 'POST',
+      path: '/ojs/v1/jobs',
+      body: toPushBody(envelope),
+      idempotent: true,
+      operation: 'enqueue',
+      jobId: envelope.id,
+      queue: envelope.queue,
+      signal: options.signal,
+    };
+    const { status, body } = await this.#call(spec, async (error) => {
+      // A repeated PUSH whose first try landed: the job with our id exists.
+      if (!(error instanceof DuplicateJobError)) return undefined;
+      const existing = error.existingJobId;
+      if (existing !== undefined && existing !== envelope.id) return undefined;
+      try {
+        const job = await this.getJob(envelope.id, options);
+        return { status: 201, body: { job }, headers: new Headers() };
+      } catch {
+        return undefined;
+      }
+    });
+    if (body.job === null || body.enqueued === false) return { job: null, status: 'dropped' };
+    const job = asJob(body.job);
+    return { job, status: status === 201 || job.id === envelope.id ? 'created' : 'existing' };
+  }
+
+  async pushBatch(envelopes: JobEnvelope[], options: RequestOptions = {}): Promise<Job[]> {
+    const ids = new Set(envelopes.map((e) => e.id));
+    const { body } = await this.#call(
+      {
+        method: 'POST',
+        path: '/ojs/v1/jobs/batch',
+        body: { jobs: envelopes.map(toPushBody) },
+        idempotent: true,
+        operation: 'enqueue_batch',
+        signal: options.signal,
+      },
+      async (error) => {
+        // The batch is atomic: a repeat refused as duplicate of one of our ids means it landed.
+        if (!(error instanceof DuplicateJobError)) return undefined;
+        const existing = error.existingJobId;
+        if (existing === undefined || !ids.has(existing)) return undefined;
+        const jobs: Job[] = [];
+        for (const envelope of envelopes) jobs.push(await this.getJob(envelope.id, options));
+        return { status: 201, body: { jobs }, headers: new Headers() };
+      },
+    );
+    return Array.isArray(body.jobs) ? (body.jobs as Job[]) : [];
+  }
+
+  async getJob(id: string, options: RequestOptions = {}): Promise<Job> {
+    const { body } = await this.#call({
+      method: 'GET',
+      path: `/ojs/v1/jobs/${encodeURIComponent(id)}`,
+      idempotent: true,
+      operation: 'get_job',
+      jobId: id,
+      signal: options.signal,
+    });
+    return asJob(body.job);
+  }
+
+  async cancelJob(id: string, options: RequestOptions = {}): Promise<Job> {
+    const { body } = await this.#call(
+      {
+        method: 'DELETE',
+        path: `/ojs/v1/jobs/${encodeURIComponent(id)}`,
+        idempotent: true,
+        operation: 'cancel',
+        jobId: id,
+        signal: options.signal,
+      },
+      async (error) => {
+        if (!(error instanceof ConflictError)) return undefined;
+        const job = await this.getJob(id, options);
+        return job.state === 'cancelled'
+          ? { status: 200, body: { job }, headers: new Headers() }
+          : undefined;
+      },
+    );
+    return asJob(body.job);
+  }
+
+  async activateJob(id: string, options: RequestOptions = {}): Promise<Job> {
+    const { body } = await this.#call(
+      {
+        method: 'POST',
+        path: `/ojs/v1/jobs/${encodeURIComponent(id)}/activate`,
+        body: {},
+        idempotent: true,
+        operation: 'activate',
+        jobId: id,
+        signal: options.signal,
+      },
+      async (error) => {
+        if (!(error instanceof ConflictError)) return undefined;
+        const job = await this.getJob(id, options);
+        return job.state !== 'pending'
+          ? { status: 200, body: { job }, headers: new Headers() }
+          : undefined;
+      },
+    );
+    return asJob(body.job);
+  }
+
+  // ---------------------------------------------------------------- worker protocol
+
+  async fetchJobs(request: FetchRequest, options: RequestOptions = {}): Promise<Job[]> {
+    const { status, body } = await this.#call({
+      method: 'POST',
+      path: '/ojs/v1/workers/fetch',
+      body: request,
+      idempotent: false,
+      operation: 'fetch',
+      timeoutMs: this.#timeoutMs + (request.wait_ms ?? 0),
+      signal: options.signal,
+    });
+    if (status === 204) return [];
+    if (Array.isArray(body.jobs)) return body.jobs as Job[];
+    return isObject(body.job) ? [asJob(body.job)] : [];
+  }
+
+  async ack(request: AckRequest, options: RequestOptions = {}): Promise<Obj> {
+    const { body } = await this.#call(
+      {
+        method: 'POST',
+        path: '/ojs/v1/workers/ack',
+        body: request,
+        idempotent: true,
+        operation: 'ack',
+        jobId: request.job_id,
+        signal: options.signal,
+      },
+      async (error) => {
+        // The first try landed: the job is already completed.
+        if (!(error instanceof ConflictError) || error.details.current_state !== 'completed')
+          return undefined;
+        return {
+          status: 200,
+          body: { id: request.job_id, state: 'completed' },
+          headers: new Headers(),
+        };
+      },
+    );
+    return body;
+  }
+
+  async nack(request: NackRequest, options: RequestOptions = {}): Promise<Obj> {
+    const { body } = await this.#call(
+      {
+        method: 'POST',
+        path: '/ojs/v1/workers/nack',
+        body: request,
+        idempotent: true,
+        operation: 'nack',
+        jobId: request.job_id,
+        signal: options.signal,
+      },
+      async (error) => {
+        if (!(error instanceof ConflictError)) return undefined;
+        const state = error.details.current_state;
+        if (state === 'active' || state === undefined) return undefined;
+        return { status: 200, body: { id: request.job_id, state }, headers: new Headers() };
+      },
+    );
+    return body;
+  }
+
+  async heartbeat(
+    request: HeartbeatRequest,
+    options: RequestOptions = {},
+  ): Promise<HeartbeatResponse> {
+    const { body } = await this.#call({
+      method: 'POST',
+      path: '/ojs/v1/workers/heartbeat',
+      body: request,
+      idempotent: true,
+      operation: 'heartbeat',
+      signal: options.signal,
+    });
+    return parseHeartbeat(body);
+  }
+
+  // ---------------------------------------------------------------- queues
+
+  async listQueues(query: ListOptions, options: RequestOptions = {}): Promise<Page<QueueInfo>> {
+    const { body } = await this.#call({
+      method: 'GET',
+      path: '/ojs/v1/queues',
+      query: { limit: query.limit, offset: query.offset, cursor: query.cursor },
+      idempotent: true,
+      operation: 'list_queues',
+      signal: options.signal,
+    });
+    const queues = Array.isArray(body.queues) ? (body.queues as Obj[]) : [];
+    return {
+      items: queues.map((q) => {
+        const paused = q.paused === true || q.status === 'paused';
+        return { ...q, name: String(q.name), paused, status: paused ? 'paused' : 'active' };
+      }),
+      pagination: pagination(body),
+    };
+  }
+
+  async queueStats(name: string, options: RequestOptions = {}): Promise<QueueStats> {
+    const { body } = await this.#call({
+      method: 'GET',
+      path: `/ojs/v1/queues/${encodeURIComponent(name)}/stats`,
+      idempotent: true,
+      operation: 'queue_stats',
+      queue: name,
+      signal: options.signal,
+    });
+    return parseQueueStats(name, body);
+  }
+
+  async setQueuePaused(
+    name: string,
+    paused: boolean,
+    options: RequestOptions = {},
+  ): Promise<QueueInfo> {
+    const { body } = await this.#call({
+      method: 'POST',
+      path: `/ojs/v1/queues/${encodeURIComponent(name)}/${paused ? 'pause' : 'resume'}`,
+      body: {},
+      idempotent: true,
+      operation: paused ? 'pause_queue' : 'resume_queue',
+      queue: name,
+      signal: options.signal,
+    });
+    const queue = isObject(body.queue) ? body.queue : {};
+    const isPaused =
+      typeof queue.paused === 'boolean' ? queue.paused : body.status === 'paused' || paused;
+    return { ...queue, name, paused: isPaused, status: isPaused ? 'paused' : 'active' };
+  }
+
+  // ---------------------------------------------------------------- dead letter
+
+  async listDeadLetter(
+    query: ListOptions & { queue?: string },
+    options: RequestOptions = {},
+  ): Promise<Page<Job>> {
+    const { body } = await this.#call({
+      method: 'GET',
+      path: '/ojs/v1/dead-letter',
+      query: { queue: query.queue, limit: query.limit, offset: query.offset, cursor: query.cursor },
+      idempotent: true,
+      operation: 'list_dead_letter',
+      queue: query.queue,
+      signal: options.signal,
+    });
+    return {
+      items: Array.isArray(body.jobs) ? (body.jobs as Job[]) : [],
+      pagination: pagination(body),
+    };
+  }
+
+  async retryDeadLetter(id: string, options: RequestOptions = {}): Promise<Job> {
+    const { body } = await this.#call({
+      method: 'POST',
+      path: `/ojs/v1/dead-letter/${encodeURIComponent(id)}/retry`,
+      body: {},
+      idempotent: false,
+      operation: 'retry_dead_letter',
+      jobId: id,
+      signal: options.signal,
+    });
+    return asJob(body.job);
+  }
+
+  async deleteDeadLetter(id: string, options: RequestOptions = {}): Promise<void> {
+    await this.#call(
+      {
+        method: 'DELETE',
+        path: `/ojs/v1/dead-letter/${encodeURIComponent(id)}`,
+        idempotent: true,
+        operation: 'delete_dead_letter',
+        jobId: id,
+        signal: options.signal,
+      },
+      // A repeat of a delete that landed finds nothing to delete.
+      async (error) =>
+        error instanceof NotFoundError
+          ? { status: 200, body: {}, headers: new Headers() }
+          : undefined,
+    );
+  }
+
+  // ---------------------------------------------------------------- cron
+
+  async registerCron(cronBody: Obj, options: RequestOptions = {}): Promise<CronJob> {
+    const name = String(cronBody.name);
+    const { body } = await this.#call(
+      {
+        method: 'POST',
+        path: '/ojs/v1/cron',
+        body: cronBody,
+        idempotent: true,
+        operation: 'register_cron',
+        signal: options.signal,
+      },
+      async (error) => {
+        if (!(error instanceof ConflictError)) return undefined;
+        const cron = await this.getCron(name, options);
+        return { status: 201, body: { cron }, headers: new Headers() };
+      },
+    );
+    return normalizeCron(body.cron ?? body.cron_job);
+  }
+
+  async listCron(options: RequestOptions = {}): Promise<CronJob[]> {
+    const { body } = await this.#call({
+      method: 'GET',
+      path: '/ojs/v1/cron',
+      idempotent: true,
+      operation: 'list_cron',
+      signal: options.signal,
+    });
+    const list = Array.isArray(body.crons)
+      ? body.crons
+      : Array.isArray(body.cron_jobs)
+        ? body.cron_jobs
+        : [];
+    return list.map(normalizeCron);
+  }
+
+  async getCron(name: string, options: RequestOptions = {}): Promise<CronJob> {
+    try {
+      const { body } = await this.#call({
+        method: 'GET',
+        path: `/ojs/v1/cron/${encodeURIComponent(name)}`,
+        idempotent: true,
+        operation: 'get_cron',
+        signal: options.signal,
+      });
+      return normalizeCron(body.cron ?? body.cron_job);
+    } catch (error) {
+      // Servers without GET /cron/:name: find it in the list.
+      if (!(error instanceof NotFoundError) || error.details.resource_type !== 'route') throw error;
+      const found = (await this.listCron(options)).find((c) => c.name === name);
+      if (found === undefined) {
+        throw new NotFoundError(`Cron job '${name}' not found.`, {
+          code: 'not_found',
+          status: 404,
+          details: { resource_type: 'cron', resource_id: name },
+          operation: 'get_cron',
+        });
+      }
+      return found;
+    }
+  }
+
+  async unregisterCron(name: string, options: RequestOptions = {}): Promise<void> {
+    await this.#call(
+      {
+        method: 'DELETE',
+        path: `/ojs/v1/cron/${encodeURIComponent(name)}`,
+        idempotent: true,
+        operation: 'unregister_cron',
+        signal: options.signal,
+      },
+      async (error) =>
+        error instanceof NotFoundError
+          ? { status: 200, body: {}, headers: new Headers() }
+          : undefined,
+    );
+  }
+
+  // ---------------------------------------------------------------- workflows
+
+  async createWorkflow(workflowBody: Obj, options: RequestOptions = {}): Promise<Workflow> {
+    const { body } = await this.#call({
+      method: 'POST',
+      path: '/ojs/v1/workflows',
+      body: workflowBody,
+      idempotent: false,
+      operation: 'create_workflow',
+      signal: options.signal,
+    });
+    return body.workflow as Workflow;
+  }
+
+  async getWorkflow(id: string, options: RequestOptions = {}): Promise<Workflow> {
+    const { body } = await this.#call({
+      method: 'GET',
+      path: `/ojs/v1/workflows/${encodeURIComponent(id)}`,
+      idempotent: true,
+      operation: 'get_workflow',
+      signal: options.signal,
+    });
+    return body.workflow as Workflow;
+  }
+
+  async cancelWorkflow(id: string, options: RequestOptions = {}): Promise<Workflow> {
+    const { body } = await this.#call(
+      {
+        method: 'DELETE',
+        path: `/ojs/v1/workflows/${encodeURIComponent(id)}`,
+        idempotent: true,
+        operation: 'cancel_workflow',
+        signal: options.signal,
+      },
+      async (error) => {
+        if (!(error instanceof ConflictError)) return undefined;
+        const workflow = await this.getWorkflow(id, options);
+        return workflow.state === 'cancelled'
+          ? { status: 200, body: { workflow }, headers: new Headers() }
+          : undefined;
+      },
+    );
+    return body.workflow as Workflow;
+  }
+
+  // ---------------------------------------------------------------- events
+
+  async listEvents(query: EventQuery, options: RequestOptions = {}): Promise<EventPage> {
+    const { body } = await this.#call({
+      method: 'GET',
+      path: '/ojs/v1/events',
+      query: {
+        types: query.types?.join(','),
+        queues: query.queues?.join(','),
+        job_types: query.jobTypes?.join(','),
+        after: query.after,
+        limit: query.limit,
+      },
+      idempotent: true,
+      operation: 'list_events',
+      signal: options.signal,
+    });
+    const events = Array.isArray(body.events) ? (body.events as EventPage['events']) : [];
+    return {
+      events,
+      cursor: typeof body.cursor === 'string' ? body.cursor : (events.at(-1)?.id ?? null),
+      hasMore: body.has_more === true,
+    };
+  }
+}
+
+// ---------------------------------------------------------------- wire conversions shared with other transports
+
+const ENVELOPE_OPTION_FIELDS: Record<string, string> = {
+  queue: 'queue',
+  priority: 'priority',
+  timeout_ms: 'timeout_ms',
+  visibility_timeout_ms: 'visibility_timeout_ms',
+  // HB's name; OA and every server that follows it accept it as an alias of scheduled_at.
+  scheduled_at: 'delay_until',
+  expires_at: 'expires_at',
+  retry: 'retry',
+  unique: 'unique',
+  tags: 'tags',
+  pending: 'pending',
+  rate_limit: 'rate_limit',
+};
+
+/** Envelope -> PUSH body: `{id, type, args, meta, schema, options:{...}, ...extensions}`. */
+export function toPushBody(envelope: JobEnvelope): Obj {
+  const body: Obj = {};
+  const options: Obj = {};
+  for (const [key, value] of Object.entries(envelope)) {
+    if (value === undefined) continue;
+    const option = ENVELOPE_OPTION_FIELDS[key];
+    if (option !== undefined) options[option] = value;
+    else body[key] = value;
+  }
+  body.options = options;
+  return body;
+}
+
+export function parseHeartbeat(body: Obj): HeartbeatResponse {
+  const raw =
+    typeof body.directive === 'string' && body.directive !== '' ? body.directive : body.state;
+  const directive = raw === 'quiet' || raw === 'terminate' ? raw : 'running';
+  const ids = (value: unknown) =>
+    Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : undefined;
+  return {
+    directive,
+    jobsExtended: ids(body.jobs_extended),
+    jobsCancelled: ids(body.jobs_cancelled) ?? [],
+    raw: body,
+  };
+}
+
+const COUNT_FIELDS = [
+  'available',
+  'active',
+  'scheduled',
+  'retryable',
+  'pending',
+  'completed',
+  'discarded',
+  'cancelled',
+] as const;
+
+/** The union of the HB (`stats`) and OA (`queue` object) stats shapes. */
+export function parseQueueStats(name: string, body: Obj): QueueStats {
+  const queue = isObject(body.queue) ? body.queue : {};
+  const stats = isObject(body.stats) ? body.stats : {};
+  const out: QueueStats = {
+    name: typeof queue.name === 'string' ? queue.name : name,
+    paused: queue.paused === true || body.status === 'paused' || queue.status === 'paused',
+    raw: body,
+  };
+  for (const field of COUNT_FIELDS) {
+    const value = typeof queue[field] === 'number' ? queue[field] : stats[field];
+    if (typeof value === 'number') out[field] = value;
+  }
+  return out;
+}

@@ -1,0 +1,380 @@
+/**
+ * In-process mode: the same OjsClient and OjsWorker API over an `Engine`
+ * from `@ojs/engine` running inside the application, with no HTTP hop. The
+ * engine works on any store (SQLite, PostgreSQL, ...), so this is also a way
+ * to share one database between processes without a server.
+ *
+ *   import { Engine } from '@ojs/engine';
+ *   import { InProcessTransport } from '@ojs/sdk/in-process';
+ *   const engine = new Engine({ store });  await store.init();  engine.start();
+ *   const transport = new InProcessTransport(engine);
+ *   const client = new OjsClient({ transport });
+ *   const worker = new OjsWorker({ transport, concurrency: 16 });
+ *
+ * The engine is only referenced through `import type`, so importing the SDK
+ * never loads it. Records are projected to the wire form of the HTTP
+ * binding here (the same projection the server applies), and engine errors
+ * become the same typed OjsError subclasses as HTTP error bodies.
+ */
+import type { Engine } from '@ojs/engine';
+import { BackendError, OjsError, parseErrorResponse } from './errors.ts';
+import { toPushBody } from './http.ts';
+import type {
+  AckRequest,
+  CronJob,
+  EventPage,
+  EventQuery,
+  FetchRequest,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  Job,
+  JobEnvelope,
+  ListOptions,
+  Manifest,
+  NackRequest,
+  OjsEvent,
+  Page,
+  PushResult,
+  QueueInfo,
+  QueueStats,
+  RequestOptions,
+  Transport,
+  Workflow,
+} from './types.ts';
+
+type Obj = Record<string, unknown>;
+type JobRecord = Awaited<ReturnType<Engine['getJob']>>;
+type WorkflowRecord = Awaited<ReturnType<Engine['getWorkflow']>>;
+type CronRecord = Awaited<ReturnType<Engine['cron']['get']>>;
+
+/** Engine records projected exactly as the server projects them (the engine exposes its wire functions). */
+function copy<T>(value: unknown): T {
+  // Records are live engine objects: hand out a copy.
+  return structuredClone(value) as T;
+}
+
+/** Engine errors carry `code`, `status` and `details` like the HTTP body: map them the same way. */
+function toSdkError(error: unknown, operation: string): unknown {
+  if (error instanceof OjsError) return error;
+  if (
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as { code?: unknown }).code === 'string' &&
+    typeof (error as { status?: unknown }).status === 'number'
+  ) {
+    const e = error as {
+      code: string;
+      status: number;
+      message?: string;
+      details?: Obj;
+      retryable?: boolean;
+    };
+    const mapped = parseErrorResponse(
+      e.status,
+      { error: { code: e.code, message: e.message, details: e.details, retryable: e.retryable } },
+      { operation },
+    );
+    if (error instanceof Error && error.stack !== undefined) mapped.stack = error.stack;
+    return mapped;
+  }
+  if (error instanceof Error && error.name === 'AbortError') return error;
+  return new BackendError(
+    `${operation} failed: ${error instanceof Error ? error.message : String(error)}`,
+    {
+      code: 'internal_error',
+      status: 500,
+      operation,
+      cause: error,
+      retryable: false,
+    },
+  );
+}
+
+export interface InProcessTransportOptions {
+  /** Manifest to report (default: built from what the engine offers). */
+  manifest?: Manifest;
+}
+
+export class InProcessTransport implements Transport {
+  readonly kind = 'in-process';
+  /** engine.fetch returns what it claimed even when aborted, so aborting never strands jobs. */
+  readonly abortableFetch = true;
+  readonly engine: Engine;
+  readonly #manifest: Manifest | undefined;
+
+  #job(record: JobRecord): Job {
+    return copy<Job>(this.engine.wire.job(record));
+  }
+
+  #workflow(record: WorkflowRecord): Workflow {
+    return copy<Workflow>(this.engine.wire.workflow(record));
+  }
+
+  #cron(record: CronRecord): CronJob {
+    return copy<CronJob>(this.engine.wire.cron(record));
+  }
+
+  constructor(engine: Engine, options: InProcessTransportOptions = {}) {
+    this.engine = engine;
+    this.#manifest = options.manifest;
+  }
+
+  async #do<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      throw toSdkError(error, operation);
+    }
+  }
+
+  async manifest(): Promise<Manifest> {
+    if (this.#manifest !== undefined) return this.#manifest;
+    const engine = this.engine;
+    const workflows = typeof engine.createWorkflow === 'function';
+    const cron = typeof engine.cron?.register === 'function';
+    return {
+      specversion: '1.0',
+      ojs_version: '1.0',
+      implementation: {
+        name: 'ojs-ts',
+        version: '0.1.0',
+        language: 'typescript',
+        mode: 'in-process',
+      },
+      conformance_level: workflows ? 3 : cron ? 2 : 1,
+      protocols: ['in-process'],
+      backend: engine.store.backend,
+      capabilities: {
+        dead_letter: true,
+        delayed_jobs: true,
+        cron_jobs: cron,
+        workflows,
+        batch_enqueue: true,
+        pause_resume: true,
+        long_poll_fetch: true,
+      },
+      extensions: { official: [], experimental: [] },
+    };
+  }
+
+  async health(): Promise<Obj> {
+    const health = await this.engine.health();
+    return {
+      status: health.ok ? 'ok' : 'error',
+      backend: {
+        type: this.engine.store.backend,
+        status: health.ok ? 'connected' : 'disconnected',
+        latency_ms: health.latencyMs,
+        ...(health.error === undefined ? {} : { error: health.error }),
+      },
+    };
+  }
+
+  push(envelope: JobEnvelope): Promise<PushResult> {
+    return this.#do('enqueue', async () => {
+      const result = await this.engine.enqueue(toPushBody(envelope));
+      if (result.status === 'dropped') return { job: null, status: 'dropped' };
+      return { job: this.#job(result.job), status: result.status };
+    });
+  }
+
+  pushBatch(envelopes: JobEnvelope[]): Promise<Job[]> {
+    return this.#do('enqueue_batch', async () =>
+      (await this.engine.enqueueBatch(envelopes.map(toPushBody))).map((j) => this.#job(j)),
+    );
+  }
+
+  getJob(id: string): Promise<Job> {
+    return this.#do('get_job', async () => this.#job(await this.engine.getJob(id)));
+  }
+
+  cancelJob(id: string): Promise<Job> {
+    return this.#do('cancel', async () => {
+      const { before, after } = await this.engine.cancelJob(id);
+      return { ...this.#job(after), previous_state: before.state };
+    });
+  }
+
+  activateJob(id: string): Promise<Job> {
+    return this.#do('activate', async () => this.#job(await this.engine.activate(id)));
+  }
+
+  fetchJobs(request: FetchRequest, options: RequestOptions = {}): Promise<Job[]> {
+    return this.#do('fetch', async () => {
+      const jobs = await this.engine.fetch({
+        queues: request.queues,
+        count: request.count,
+        workerId: request.worker_id,
+        visibilityTimeoutMs: request.visibility_timeout_ms,
+        waitMs: request.wait_ms,
+        signal: options.signal,
+      });
+      return jobs.map((j) => this.#job(j));
+    });
+  }
+
+  ack(request: AckRequest): Promise<Obj> {
+    return this.#do('ack', async () => {
+      const job = await this.engine.ack({
+        jobId: request.job_id,
+        result: request.result,
+        workerId: request.worker_id,
+      });
+      return { id: job.id, job_id: job.id, state: job.state, completed_at: job.completed_at };
+    });
+  }
+
+  nack(request: NackRequest): Promise<Obj> {
+    return this.#do('nack', async () => {
+      const job = await this.engine.nack({
+        jobId: request.job_id,
+        error: request.error,
+        requeue: request.requeue,
+        workerId: request.worker_id,
+      });
+      return {
+        id: job.id,
+        job_id: job.id,
+        state: job.state,
+        attempt: job.attempt,
+        max_attempts: job.retry.max_attempts,
+        next_attempt_at: job.next_attempt_at,
+      };
+    });
+  }
+
+  heartbeat(request: HeartbeatRequest): Promise<HeartbeatResponse> {
+    return this.#do('heartbeat', async () => {
+      const result = await this.engine.heartbeat({
+        workerId: request.worker_id,
+        jobIds: request.active_job_ids,
+        visibilityTimeoutMs: request.visibility_timeout_ms,
+      });
+      return {
+        directive: result.state,
+        jobsExtended: result.jobsExtended,
+        jobsCancelled: result.jobsCancelled,
+        raw: { ...result },
+      };
+    });
+  }
+
+  listQueues(query: ListOptions): Promise<Page<QueueInfo>> {
+    return this.#do('list_queues', async () => {
+      const all = await this.engine.listQueues();
+      const offset = query.offset ?? 0;
+      const limit = query.limit ?? 50;
+      const items = all.slice(offset, offset + limit).map((q) => ({
+        ...q,
+        status: q.paused ? ('paused' as const) : ('active' as const),
+      }));
+      return {
+        items,
+        pagination: {
+          total: all.length,
+          limit,
+          offset,
+          has_more: offset + items.length < all.length,
+        },
+      };
+    });
+  }
+
+  queueStats(name: string): Promise<QueueStats> {
+    return this.#do('queue_stats', async () => {
+      const stats = await this.engine.queueStats(name);
+      return { name: stats.name, paused: stats.paused, ...stats.counts, raw: { ...stats } };
+    });
+  }
+
+  setQueuePaused(name: string, paused: boolean): Promise<QueueInfo> {
+    return this.#do(paused ? 'pause_queue' : 'resume_queue', async () => {
+      const info = await this.engine.setQueuePaused(name, paused);
+      return { ...info, name: info.name, paused, status: paused ? 'paused' : 'active' };
+    });
+  }
+
+  listDeadLetter(query: ListOptions & { queue?: string }): Promise<Page<Job>> {
+    return this.#do('list_dead_letter', async () => {
+      const limit = query.limit ?? 50;
+      const offset = query.offset ?? 0;
+      const page = await this.engine.listDeadLetter(query.queue, limit, offset);
+      return {
+        items: page.items.map((j) => this.#job(j)),
+        pagination: {
+          total: page.total,
+          limit,
+          offset,
+          has_more: offset + page.items.length < page.total,
+        },
+      };
+    });
+  }
+
+  retryDeadLetter(id: string): Promise<Job> {
+    return this.#do('retry_dead_letter', async () =>
+      this.#job(await this.engine.retryDeadLetter(id)),
+    );
+  }
+
+  deleteDeadLetter(id: string): Promise<void> {
+    return this.#do('delete_dead_letter', () => this.engine.deleteDeadLetter(id));
+  }
+
+  registerCron(body: Obj): Promise<CronJob> {
+    return this.#do('register_cron', async () =>
+      this.#cron((await this.engine.cron.register(body)).cron),
+    );
+  }
+
+  listCron(): Promise<CronJob[]> {
+    return this.#do('list_cron', async () =>
+      (await this.engine.store.listCrons()).map((c) => this.#cron(c)),
+    );
+  }
+
+  getCron(name: string): Promise<CronJob> {
+    return this.#do('get_cron', async () => this.#cron(await this.engine.cron.get(name)));
+  }
+
+  unregisterCron(name: string): Promise<void> {
+    return this.#do('unregister_cron', async () => {
+      await this.engine.cron.delete(name);
+    });
+  }
+
+  createWorkflow(body: Obj): Promise<Workflow> {
+    return this.#do('create_workflow', async () =>
+      this.#workflow(await this.engine.createWorkflow(body)),
+    );
+  }
+
+  getWorkflow(id: string): Promise<Workflow> {
+    return this.#do('get_workflow', async () => this.#workflow(await this.engine.getWorkflow(id)));
+  }
+
+  cancelWorkflow(id: string): Promise<Workflow> {
+    return this.#do('cancel_workflow', async () =>
+      this.#workflow(await this.engine.cancelWorkflow(id)),
+    );
+  }
+
+  listEvents(query: EventQuery): Promise<EventPage> {
+    return this.#do('list_events', async () => {
+      const limit = query.limit ?? 100;
+      const events = (await this.engine.listEvents({
+        types: query.types,
+        queues: query.queues,
+        jobTypes: query.jobTypes,
+        after: query.after,
+        limit: limit + 1,
+      })) as unknown as OjsEvent[];
+      const page = events.slice(0, limit);
+      return {
+        events: page,
+        cursor: page.length > 0 ? (page[page.length - 1]!.id ?? null) : (query.after ?? null),
+        hasMore: events.length > limit,
+      };
+    });
+  }
+}

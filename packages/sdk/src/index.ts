@@ -1,0 +1,100 @@
+/**
+ * @ojs/sdk: Open Job Spec client and worker for TypeScript.
+ * Zero runtime dependencies; Node >= 18 (global fetch, AbortController).
+ *
+ *   import { OjsClient, OjsWorker } from '@ojs/sdk';
+ *   const client = new OjsClient({ url: 'http://127.0.0.1:8080' });
+ *   await client.enqueue('email.send', ['ada@example.com']);
+ *   const worker = new OjsWorker({ url: 'http://127.0.0.1:8080', concurrency: 16 });
+ *   worker.register('email.send', async (ctx) => send(ctx.args[0], { signal: ctx.signal }));
+ *   await worker.start();
+ *
+ * In-process mode: `@ojs/sdk/in-process`. Test modes: `@ojs/sdk/testing`
+ * (also exported here as `testing`).
+ */
+export {
+  buildEnvelope,
+  Client,
+  type ClientOptions,
+  type JobTypeMap,
+  manifestSupports,
+  OjsClient,
+  toIsoDuration,
+  toWireRetry,
+  toWireUnique,
+} from './client.ts';
+export {
+  consoleLogger,
+  type Logger,
+  type LogLevel,
+  silentLogger,
+} from './config.ts';
+export {
+  type ErrorCodeInfo,
+  ErrorCodes,
+  lookupErrorCode,
+  normalizeErrorCode,
+} from './error-codes.ts';
+export {
+  AuthenticationError,
+  BackendError,
+  ConflictError,
+  ConnectionError,
+  DiscardError,
+  DuplicateJobError,
+  JobCancelledError,
+  JobNotFoundError,
+  JobTimeoutError,
+  LeaseLostError,
+  NotFoundError,
+  OjsError,
+  type OjsErrorOptions,
+  PayloadTooLargeError,
+  PermissionDeniedError,
+  parseErrorResponse,
+  QueuePausedError,
+  RateLimitedError,
+  ShutdownError,
+  SnoozeError,
+  TimeoutError,
+  UnsupportedFeatureError,
+  ValidationError,
+  WorkflowNotFoundError,
+} from './errors.ts';
+export {
+  HttpTransport,
+  type HttpTransportOptions,
+  OJS_MEDIA_TYPE,
+  SDK_VERSION,
+  type TransportRetryOptions,
+} from './http.ts';
+export {
+  currentTraceContext,
+  type EnqueueMiddleware,
+  type EnqueueNext,
+  type ExecutionMiddleware,
+  type ExecutionNext,
+  type JobContext,
+  MiddlewareChain,
+  newTraceparent,
+  parseTraceparent,
+  type TraceContext,
+  traceContext,
+  traceContextEnqueue,
+  traceContextExecution,
+  withTraceContext,
+} from './middleware.ts';
+export { testing } from './testing.ts';
+export * from './types.ts';
+export { isUuidv7, uuidv7 } from './uuid.ts';
+export {
+  backtraceOf,
+  describeError,
+  type HandlerOptions,
+  type JobHandler,
+  OjsWorker,
+  Worker,
+  type WorkerEvents,
+  type WorkerOptions,
+  type WorkerState,
+} from './worker.ts';

@@ -1,0 +1,823 @@
+/**
+ * OjsWorker: the consumer side (SDK guidelines §19.1, worker protocol
+ * http-binding digest §8).
+ *
+ * - Fetch: one loop asks for `count` = free slots and never holds more jobs
+ *   than `concurrency`. When the manifest declares `long_poll_fetch` the
+ *   request carries `wait_ms` and the server holds it until a job arrives;
+ *   otherwise (or when an empty answer comes back early) fetches are spaced
+ *   `pollIntervalMs` apart.
+ * - Heartbeat: every `heartbeatIntervalMs` with the worker state and the ids
+ *   of its jobs; it extends their leases. The answer's directive is obeyed
+ *   (`quiet`: stop fetching; `terminate`: graceful stop), `jobs_cancelled`
+ *   aborts those handlers (signal reason JobCancelledError), and a job the
+ *   server did not extend (lease lost) is aborted with LeaseLostError.
+ * - Execution timeout (per type, else the job's `timeout_ms`, else
+ *   `jobTimeoutMs`): the handler's signal is aborted and the job is NACKed
+ *   with code and type `timeout`.
+ * - Errors: NACKed with `{code: 'handler_error', type: <error name>, message,
+ *   retryable, details: {error_class}, backtrace}`; backtraces are limited to
+ *   50 frames and 10,000 characters. DiscardError sends `retryable: false`.
+ * - Shutdown (stop(), SIGTERM, SIGINT, heartbeat `terminate`): stop fetching,
+ *   report `terminate`, wait for active jobs up to `shutdownTimeoutMs`, then
+ *   abort the rest (ShutdownError) and NACK them with `requeue: true` and
+ *   type `shutdown` so they return to `available` without losing an attempt.
+ *   A second signal skips the wait. SIGTSTP -> quiet, SIGCONT -> running.
+ *
+ * Settlement is exactly-once per fetched job: ACK, NACK, or nothing (cancelled
+ * or lease lost). A handler that ignores its signal keeps running, but its
+ * outcome after settlement is dropped.
+ */
+import { hostname } from 'node:os';
+import {
+  consoleLogger,
+  DEFAULT_URL,
+  envAuthToken,
+  envInt,
+  envQueues,
+  envUrl,
+  isLogLevel,
+  type Logger,
+  type LogLevel,
+  silentLogger,
+} from './config.ts';
+import {
+  DiscardError,
+  JobCancelledError,
+  JobTimeoutError,
+  LeaseLostError,
+  OjsError,
+  ShutdownError,
+  SnoozeError,
+} from './errors.ts';
+import { HttpTransport, type TransportRetryOptions } from './http.ts';
+import {
+  type ExecutionMiddleware,
+  type JobContext,
+  MiddlewareChain,
+  runExecutionChain,
+} from './middleware.ts';
+import type { HeartbeatResponse, Job, Manifest, NackRequest, Transport } from './types.ts';
+import { uuidv7 } from './uuid.ts';
+
+export type JobHandler<Args extends unknown[] = unknown[]> = (
+  ctx: JobContext<Args>,
+) => Promise<unknown> | unknown;
+
+export interface HandlerOptions {
+  /** Execution timeout for this type (overrides the job's `timeout_ms`). */
+  timeoutMs?: number;
+}
+
+export type WorkerState = 'idle' | 'running' | 'quiet' | 'terminate' | 'terminated';
+
+export interface WorkerOptions {
+  /** Server base URL (env OJS_BACKEND_URL, default http://127.0.0.1:8080). */
+  url?: string;
+  transport?: Transport;
+  authToken?: string;
+  headers?: Record<string, string>;
+  /** Transport retries of transient failures (the fetch loop also backs off by itself). */
+  retry?: TransportRetryOptions | false;
+  /** Operation timeout of the HTTP transport (long-poll fetches get their wait added). */
+  timeoutMs?: number;
+  /** A fetch implementation for the HTTP transport (e.g. one with custom TLS). */
+  fetch?: typeof fetch;
+  /** Queues in priority order (env OJS_QUEUE comma-separated, default ['default']). */
+  queues?: string[];
+  /** Jobs run at once (env OJS_CONCURRENCY, default 10). */
+  concurrency?: number;
+  /** Unique per process; default a UUIDv7. */
+  workerId?: string;
+  /** Long-poll wait per fetch when the server supports it (default 5000 ms). */
+  pollWaitMs?: number;
+  /** Sleep after an empty fetch when the server does not long-poll (default 1000 ms). */
+  pollIntervalMs?: number;
+  /** `true`/`false` forces long polling on/off; default: ask the manifest. */
+  longPoll?: boolean;
+  /** Default 5000 ms (WP). */
+  heartbeatIntervalMs?: number;
+  /** Lease requested on fetch and on every heartbeat (default 30000 ms). */
+  visibilityTimeoutMs?: number;
+  /** Grace period for active jobs on shutdown (env OJS_SHUTDOWN_TIMEOUT s, default 25 s). */
+  shutdownTimeoutMs?: number;
+  /** Execution timeout when neither the type nor the job sets one (default none). */
+  jobTimeoutMs?: number;
+  /** Handle SIGTERM/SIGINT (graceful stop) and SIGTSTP/SIGCONT (quiet/resume). Default true. */
+  handleSignals?: boolean;
+  /** After a signal-initiated stop completes, exit the process with code 0. Default true. */
+  exitOnSignal?: boolean;
+  logger?: Logger;
+  logLevel?: LogLevel;
+  /** Backtrace limits sent with errors (defaults 50 frames, 10,000 characters). */
+  maxBacktraceFrames?: number;
+  maxBacktraceChars?: number;
+}
+
+export interface WorkerEvents {
+  jobStarted: { job: Job };
+  jobCompleted: { job: Job; result: unknown; durationMs: number };
+  jobFailed: { job: Job; error: unknown; durationMs: number; response?: Record<string, unknown> };
+  jobCancelled: { job: Job };
+  jobTimedOut: { job: Job; timeoutMs: number };
+  jobRequeued: { job: Job };
+  directive: { directive: 'running' | 'quiet' | 'terminate' };
+  error: { error: unknown; operation: string };
+  stopped: Record<string, never>;
+}
+
+type Listener<E extends keyof WorkerEvents> = (event: WorkerEvents[E]) => void;
+
+interface ActiveJob {
+  job: Job;
+  controller: AbortController;
+  settled: boolean;
+  startedAt: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Resolves when the job's slot is released (after its ACK/NACK completed). */
+  done: Promise<void>;
+  release: () => void;
+}
+
+interface Registration {
+  handler: JobHandler<unknown[]>;
+  options: HandlerOptions;
+}
+
+const MAX_MESSAGE_CHARS = 4096;
+
+/** Splits an error's stack into frames, bounded in count and total size. */
+export function backtraceOf(error: unknown, maxFrames = 50, maxChars = 10_000): string[] {
+  if (!(error instanceof Error) || typeof error.stack !== 'string') return [];
+  const frames: string[] = [];
+  let total = 0;
+  for (const line of error.stack.split('\n')) {
+    const frame = line.trim();
+    if (!frame.startsWith('at ')) continue;
+    const clipped = frame.length > 500 ? `${frame.slice(0, 500)}…` : frame;
+    if (frames.length >= maxFrames || total + clipped.length > maxChars) break;
+    frames.push(clipped);
+    total += clipped.length;
+  }
+  return frames;
+}
+
+/** The NACK error object for something a handler threw. */
+export function describeError(
+  error: unknown,
+  limits: { maxFrames?: number; maxChars?: number } = {},
+): NackRequest['error'] {
+  const asError = error instanceof Error ? error : undefined;
+  let message = asError ? asError.message : String(error);
+  if (message.length > MAX_MESSAGE_CHARS) message = `${message.slice(0, MAX_MESSAGE_CHARS)}…`;
+  const name = asError?.name || asError?.constructor?.name || typeof error;
+  const ownType = (error as { type?: unknown } | null)?.type;
+  const type = typeof ownType === 'string' && ownType !== '' ? ownType : name;
+  const details: Record<string, unknown> = { error_class: name };
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' || typeof code === 'number') details.error_code = code;
+  const out: NackRequest['error'] = { code: 'handler_error', type, message, details };
+  const ownRetryable = (error as { retryable?: unknown } | null)?.retryable;
+  if (typeof ownRetryable === 'boolean') out.retryable = ownRetryable;
+  if (error instanceof DiscardError) {
+    out.type = 'discard';
+    out.retryable = false;
+  } else if (error instanceof SnoozeError) {
+    out.type = 'snooze';
+    out.retryable = true;
+    details.snooze_ms = error.delayMs;
+  }
+  const backtrace = backtraceOf(error, limits.maxFrames, limits.maxChars);
+  if (backtrace.length > 0) out.backtrace = backtrace;
+  return out;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, unknown[]>> {
+  readonly workerId: string;
+  readonly queues: readonly string[];
+  readonly concurrency: number;
+  /** Execution middleware (onion; first added is outermost). Frozen by start(). */
+  readonly middleware = new MiddlewareChain<ExecutionMiddleware>();
+  readonly transport: Transport;
+  readonly logger: Logger;
+
+  readonly #handlers = new Map<string, Registration>();
+  readonly #active = new Map<string, ActiveJob>();
+  readonly #listeners = new Map<keyof WorkerEvents, Set<(event: never) => void>>();
+  readonly #options: WorkerOptions;
+  readonly #pollWaitMs: number;
+  readonly #pollIntervalMs: number;
+  readonly #heartbeatIntervalMs: number;
+  readonly #visibilityTimeoutMs: number;
+  readonly #shutdownTimeoutMs: number;
+  #state: WorkerState = 'idle';
+  #longPoll: boolean | undefined;
+  #loop: Promise<void> | undefined;
+  #heartbeatTimer: ReturnType<typeof setInterval> | undefined;
+  #heartbeatInFlight: Promise<void> | undefined;
+  #stopping: Promise<void> | undefined;
+  /** Aborted when the worker stops: wakes sleeps and slot waits. */
+  readonly #stopController = new AbortController();
+  /** Aborts the in-flight fetch, only on transports where that cannot strand claimed jobs. */
+  #fetchController = new AbortController();
+  #wake: (() => void) | undefined;
+  #forceStop: (() => void) | undefined;
+  #signalHandlers: Array<[NodeJS.Signals, () => void]> = [];
+  #execution: readonly ExecutionMiddleware[] = [];
+
+  constructor(options: WorkerOptions = {}) {
+    this.#options = options;
+    this.workerId = options.workerId ?? uuidv7();
+    this.queues = options.queues ?? envQueues() ?? ['default'];
+    if (this.queues.length === 0) throw new TypeError('A worker needs at least one queue.');
+    this.concurrency = options.concurrency ?? envInt('OJS_CONCURRENCY') ?? 10;
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) {
+      throw new TypeError(`concurrency must be a positive integer (got ${this.concurrency}).`);
+    }
+    this.#pollWaitMs = options.pollWaitMs ?? 5_000;
+    this.#pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.#heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5_000;
+    this.#visibilityTimeoutMs = options.visibilityTimeoutMs ?? 30_000;
+    const envShutdown = envInt('OJS_SHUTDOWN_TIMEOUT');
+    this.#shutdownTimeoutMs =
+      options.shutdownTimeoutMs ?? (envShutdown === undefined ? 25_000 : envShutdown * 1000);
+    this.#longPoll = options.longPoll;
+    this.logger =
+      options.logger ??
+      (options.logLevel === 'silent'
+        ? silentLogger
+        : consoleLogger(isLogLevel(options.logLevel) ? options.logLevel : undefined));
+    this.transport =
+      options.transport ??
+      new HttpTransport({
+        url: options.url ?? envUrl() ?? DEFAULT_URL,
+        authToken: options.authToken ?? envAuthToken(),
+        headers: options.headers,
+        retry: options.retry,
+        timeoutMs: options.timeoutMs,
+        fetch: options.fetch,
+      });
+  }
+
+  get state(): WorkerState {
+    return this.#state;
+  }
+
+  /** Ids of the jobs this worker holds. */
+  get activeJobIds(): string[] {
+    return [...this.#active.keys()];
+  }
+
+  // ---------------------------------------------------------------- registration and events
+
+  /** Registers the handler of a job type; `ctx.args` is typed from the worker's type map. */
+  register<K extends keyof TMap & string>(
+    type: K,
+    handler: JobHandler<TMap[K]>,
+    options: HandlerOptions = {},
+  ): this {
+    if (this.#state !== 'idle') throw new Error('Register handlers before start().');
+    this.#handlers.set(type, { handler: handler as JobHandler<unknown[]>, options });
+    return this;
+  }
+
+  /** Registered job types. */
+  get types(): string[] {
+    return [...this.#handlers.keys()];
+  }
+
+  /** The handler of a type, for the testing helpers. */
+  handlerFor(
+    type: string,
+  ): { handler: JobHandler<unknown[]>; options: HandlerOptions } | undefined {
+    return this.#handlers.get(type);
+  }
+
+  on<E extends keyof WorkerEvents>(event: E, listener: Listener<E>): this {
+    let set = this.#listeners.get(event);
+    if (set === undefined) {
+      set = new Set();
+      this.#listeners.set(event, set);
+    }
+    set.add(listener as (event: never) => void);
+    return this;
+  }
+
+  off<E extends keyof WorkerEvents>(event: E, listener: Listener<E>): this {
+    this.#listeners.get(event)?.delete(listener as (event: never) => void);
+    return this;
+  }
+
+  #emit<E extends keyof WorkerEvents>(event: E, payload: WorkerEvents[E]): void {
+    for (const listener of this.#listeners.get(event) ?? []) {
+      try {
+        (listener as Listener<E>)(payload);
+      } catch (error) {
+        this.logger.error('worker event listener failed', { event, error: String(error) });
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /** Starts fetching and heartbeating; resolves once started. */
+  async start(): Promise<void> {
+    if (this.#state !== 'idle') throw new Error(`The worker is ${this.#state}; create a new one.`);
+    if (this.#handlers.size === 0) throw new Error('Register at least one handler before start().');
+    this.middleware.freeze('the worker has started');
+    this.#execution = this.middleware.list();
+    this.#state = 'running';
+    if (this.#options.handleSignals ?? true) this.#installSignals();
+    this.#heartbeatTimer = setInterval(() => void this.#heartbeat(), this.#heartbeatIntervalMs);
+    this.#loop = this.#fetchLoop();
+    this.logger.info('worker started', {
+      worker_id: this.workerId,
+      queues: this.queues,
+      concurrency: this.concurrency,
+      transport: this.transport.kind,
+    });
+  }
+
+  /** Resolves when the worker has stopped. */
+  async wait(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      if (this.#state === 'terminated') return resolve();
+      this.on('stopped', () => resolve());
+    });
+  }
+
+  /**
+   * Graceful stop: no more fetches, active jobs get `timeoutMs` (default
+   * the shutdown timeout) to finish, the rest are requeued. Idempotent.
+   */
+  stop(options: { timeoutMs?: number } = {}): Promise<void> {
+    if (this.#state === 'idle') {
+      this.#state = 'terminated';
+      return Promise.resolve();
+    }
+    this.#stopping ??= this.#shutdown(options.timeoutMs ?? this.#shutdownTimeoutMs);
+    return this.#stopping;
+  }
+
+  /** Quiet: finish active jobs, fetch no more (until resume()). */
+  quiet(): void {
+    if (this.#state !== 'running') return;
+    this.#state = 'quiet';
+    this.logger.info('worker quiet', { worker_id: this.workerId });
+  }
+
+  /** Back to running from quiet (never from terminate). */
+  resume(): void {
+    if (this.#state !== 'quiet') return;
+    this.#state = 'running';
+    this.#wake?.();
+    this.logger.info('worker resumed', { worker_id: this.workerId });
+  }
+
+  async #shutdown(graceMs: number): Promise<void> {
+    this.#state = 'terminate';
+    this.logger.info('worker stopping', {
+      worker_id: this.workerId,
+      active_jobs: this.#active.size,
+      grace_ms: graceMs,
+    });
+    this.#stopController.abort();
+    if (this.transport.abortableFetch) this.#fetchController.abort();
+    this.#wake?.();
+    // The in-flight fetch finishes (jobs it brings are requeued at once).
+    await this.#loop;
+    void this.#heartbeat();
+
+    const forced = new Promise<void>((resolve) => {
+      this.#forceStop = resolve;
+    });
+    const graceOver = new AbortController();
+    await Promise.race([this.#allSettled(), sleep(graceMs, graceOver.signal), forced]);
+    graceOver.abort();
+    const remaining = [...this.#active.values()].filter((entry) => !entry.settled);
+    if (remaining.length > 0) {
+      this.logger.warn('grace period over: requeueing active jobs', {
+        worker_id: this.workerId,
+        jobs: remaining.map((e) => e.job.id),
+      });
+    }
+    await Promise.all(remaining.map((entry) => this.#requeue(entry, new ShutdownError())));
+    await Promise.all([...this.#active.values()].map((entry) => entry.done));
+    clearInterval(this.#heartbeatTimer);
+    await this.#heartbeatInFlight;
+    this.#removeSignals();
+    this.#state = 'terminated';
+    this.logger.info('worker stopped', { worker_id: this.workerId });
+    this.#emit('stopped', {});
+  }
+
+  #allSettled(): Promise<void> {
+    return Promise.all([...this.#active.values()].map((entry) => entry.done)).then(() => {
+      // Jobs may have been added by the last fetch meanwhile.
+      if (this.#active.size > 0) return this.#allSettled();
+    });
+  }
+
+  #installSignals(): void {
+    if (typeof process === 'undefined' || typeof process.on !== 'function') return;
+    const exitOnSignal = this.#options.exitOnSignal ?? true;
+    const onStop = (signal: NodeJS.Signals) => () => {
+      if (this.#stopping !== undefined) {
+        // Second signal: skip the grace period.
+        this.logger.warn('second signal: requeueing active jobs now', { signal });
+        this.#forceStop?.();
+        return;
+      }
+      this.logger.info('signal received, stopping gracefully', { signal });
+      this.stop().then(
+        () => {
+          if (exitOnSignal) process.exit(0);
+        },
+        (error: unknown) => {
+          this.logger.error('graceful stop failed', { error: String(error) });
+          if (exitOnSignal) process.exit(1);
+        },
+      );
+    };
+    const handlers: Array<[NodeJS.Signals, () => void]> = [
+      ['SIGTERM', onStop('SIGTERM')],
+      ['SIGINT', onStop('SIGINT')],
+    ];
+    if (process.platform !== 'win32') {
+      handlers.push(['SIGTSTP', () => this.quiet()], ['SIGCONT', () => this.resume()]);
+    }
+    for (const [signal, handler] of handlers) process.on(signal, handler);
+    this.#signalHandlers = handlers;
+  }
+
+  #removeSignals(): void {
+    for (const [signal, handler] of this.#signalHandlers) process.off(signal, handler);
+    this.#signalHandlers = [];
+  }
+
+  // ---------------------------------------------------------------- fetch loop
+
+  /** A method, so TypeScript does not narrow the state across awaits. */
+  #isStopping(): boolean {
+    return this.#state === 'terminate' || this.#state === 'terminated';
+  }
+
+  /** Resolves when a slot is free, the state changes, or the worker stops. */
+  #waitForChange(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#wake = () => {
+        this.#wake = undefined;
+        resolve();
+      };
+    });
+  }
+
+  async #detectLongPoll(): Promise<void> {
+    if (this.#longPoll !== undefined) return;
+    let manifest: Manifest;
+    try {
+      manifest = await this.transport.manifest({ signal: this.#stopController.signal });
+    } catch (error) {
+      this.logger.warn('manifest unavailable; polling without long-poll', { error: String(error) });
+      this.#longPoll = false;
+      return;
+    }
+    this.#longPoll = manifest.capabilities?.long_poll_fetch === true;
+  }
+
+  async #fetchLoop(): Promise<void> {
+    let failures = 0;
+    await this.#detectLongPoll();
+    while (this.#state === 'running' || this.#state === 'quiet') {
+      const free = this.concurrency - this.#active.size;
+      if (this.#state === 'quiet' || free <= 0) {
+        await this.#waitForChange();
+        continue;
+      }
+      let jobs: Job[];
+      const started = Date.now();
+      try {
+        jobs = await this.transport.fetchJobs(
+          {
+            queues: [...this.queues],
+            count: free,
+            worker_id: this.workerId,
+            visibility_timeout_ms: this.#visibilityTimeoutMs,
+            ...(this.#longPoll ? { wait_ms: this.#pollWaitMs } : {}),
+          },
+          { signal: this.#fetchController.signal },
+        );
+        failures = 0;
+      } catch (error) {
+        if (this.#isStopping()) break;
+        failures++;
+        const delay = Math.min(30_000, 250 * 2 ** Math.min(failures, 7)) * (0.5 + Math.random());
+        this.logger.warn('fetch failed; backing off', {
+          worker_id: this.workerId,
+          error: String(error),
+          delay_ms: Math.round(delay),
+        });
+        this.#emit('error', { error, operation: 'fetch' });
+        await sleep(delay, this.#stopController.signal);
+        continue;
+      }
+      for (const job of jobs) {
+        if (this.#state === 'running' && this.#active.size < this.concurrency) this.#run(job);
+        else this.#requeueFetched(job);
+      }
+      // Without long poll, or when the server answers an empty long poll early, poll at
+      // most once per pollIntervalMs. A working long poll returns empty only after wait_ms.
+      const elapsed = Date.now() - started;
+      if (jobs.length === 0 && elapsed < this.#pollIntervalMs) {
+        await sleep(this.#pollIntervalMs - elapsed, this.#stopController.signal);
+      }
+    }
+  }
+
+  /** A job fetched while stopping (or beyond capacity): straight back to available. */
+  #requeueFetched(job: Job): void {
+    const entry = this.#track(job);
+    void this.#requeue(entry, new ShutdownError('The worker is stopping; job requeued.'));
+  }
+
+  // ---------------------------------------------------------------- execution
+
+  #track(job: Job): ActiveJob {
+    let release!: () => void;
+    const done = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const entry: ActiveJob = {
+      job,
+      controller: new AbortController(),
+      settled: false,
+      startedAt: Date.now(),
+      timer: undefined,
+      done,
+      release: () => {
+        if (this.#active.get(job.id) === entry) this.#active.delete(job.id);
+        release();
+        this.#wake?.();
+      },
+    };
+    this.#active.set(job.id, entry);
+    return entry;
+  }
+
+  #run(job: Job): void {
+    const entry = this.#track(job);
+    const registration = this.#handlers.get(job.type);
+    if (registration === undefined) {
+      // Another worker on the queue may have the handler: retry, don't discard.
+      void this.#settle(entry, {
+        kind: 'nack',
+        error: {
+          code: 'handler_error',
+          type: 'no_handler_registered',
+          message: `No handler registered for job type '${job.type}' on worker ${this.workerId}.`,
+          retryable: true,
+        },
+      });
+      return;
+    }
+    const timeoutMs =
+      registration.options.timeoutMs ?? job.timeout_ms ?? this.#options.jobTimeoutMs;
+    if (timeoutMs !== undefined && timeoutMs > 0) {
+      entry.timer = setTimeout(() => this.#timeout(entry, timeoutMs), timeoutMs);
+    }
+    this.#emit('jobStarted', { job });
+    this.logger.debug('job started', {
+      'ojs.job.id': job.id,
+      'ojs.job.type': job.type,
+      'ojs.job.queue': job.queue,
+      attempt: job.attempt,
+    });
+    let result: unknown;
+    let resultSet = false;
+    const ctx: JobContext = {
+      job,
+      args: job.args,
+      id: job.id,
+      type: job.type,
+      queue: job.queue,
+      attempt: job.attempt,
+      maxAttempts: job.max_attempts,
+      workerId: this.workerId,
+      signal: entry.controller.signal,
+      workflowId: job.workflow_id,
+      parentResults: job.parent_results,
+      metadata: {},
+      setResult: (value) => {
+        result = value;
+        resultSet = true;
+      },
+      heartbeat: () => this.#heartbeat(),
+      log: (level, message, fields) =>
+        this.logger[level](message, { 'ojs.job.id': job.id, 'ojs.job.type': job.type, ...fields }),
+    };
+    let outcome: Promise<unknown>;
+    try {
+      outcome = runExecutionChain(this.#execution, job, ctx, async () => registration.handler(ctx));
+    } catch (error) {
+      outcome = Promise.reject(error);
+    }
+    outcome.then(
+      (value) => {
+        if (entry.settled) return;
+        void this.#settle(entry, {
+          kind: 'ack',
+          result: value === undefined && resultSet ? result : value,
+        });
+      },
+      (error: unknown) => {
+        if (entry.settled) return;
+        void this.#settle(entry, {
+          kind: 'nack',
+          error: describeError(error, {
+            maxFrames: this.#options.maxBacktraceFrames,
+            maxChars: this.#options.maxBacktraceChars,
+          }),
+          cause: error,
+        });
+      },
+    );
+  }
+
+  #timeout(entry: ActiveJob, timeoutMs: number): void {
+    if (entry.settled) return;
+    const error = new JobTimeoutError(timeoutMs);
+    entry.controller.abort(error);
+    this.#emit('jobTimedOut', { job: entry.job, timeoutMs });
+    void this.#settle(entry, {
+      kind: 'nack',
+      error: {
+        code: 'timeout',
+        type: 'timeout',
+        message: error.message,
+        retryable: true,
+        details: { timeout_ms: timeoutMs },
+      },
+      cause: error,
+    });
+  }
+
+  async #requeue(entry: ActiveJob, reason: ShutdownError): Promise<void> {
+    if (entry.settled) return;
+    entry.controller.abort(reason);
+    await this.#settle(entry, {
+      kind: 'nack',
+      requeue: true,
+      error: {
+        code: 'handler_error',
+        type: 'shutdown',
+        message: reason.message,
+        retryable: true,
+        details: { reason: 'ShutdownError' },
+      },
+    });
+  }
+
+  /** Reports the outcome of a job exactly once, then frees its slot. */
+  async #settle(
+    entry: ActiveJob,
+    outcome:
+      | { kind: 'ack'; result: unknown }
+      | { kind: 'nack'; error: NackRequest['error']; requeue?: boolean; cause?: unknown }
+      | { kind: 'drop' },
+  ): Promise<void> {
+    if (entry.settled) return;
+    entry.settled = true;
+    clearTimeout(entry.timer);
+    const { job } = entry;
+    const durationMs = Date.now() - entry.startedAt;
+    try {
+      if (outcome.kind === 'ack') {
+        await this.transport.ack({
+          job_id: job.id,
+          worker_id: this.workerId,
+          result: outcome.result,
+        });
+        this.logger.debug('job completed', { 'ojs.job.id': job.id, duration_ms: durationMs });
+        this.#emit('jobCompleted', { job, result: outcome.result, durationMs });
+      } else if (outcome.kind === 'nack') {
+        const request: NackRequest = {
+          job_id: job.id,
+          worker_id: this.workerId,
+          error: outcome.error,
+        };
+        if (outcome.requeue) request.requeue = true;
+        const response = await this.transport.nack(request);
+        if (outcome.requeue) {
+          this.logger.info('job requeued', { 'ojs.job.id': job.id });
+          this.#emit('jobRequeued', { job });
+        } else {
+          this.logger.debug('job failed', {
+            'ojs.job.id': job.id,
+            'ojs.job.type': job.type,
+            error_type: outcome.error.type,
+            state: response.state,
+          });
+          this.#emit('jobFailed', {
+            job,
+            error: outcome.cause ?? outcome.error,
+            durationMs,
+            response,
+          });
+        }
+      }
+    } catch (error) {
+      // The lease will expire and the server will hand the job out again (at-least-once).
+      const conflict = error instanceof OjsError && error.status === 409;
+      (conflict ? this.logger.info : this.logger.error)(
+        conflict ? 'job no longer held by this worker' : 'could not report job outcome',
+        { 'ojs.job.id': job.id, operation: outcome.kind, error: String(error) },
+      );
+      if (!conflict) this.#emit('error', { error, operation: outcome.kind });
+    } finally {
+      entry.release();
+    }
+  }
+
+  // ---------------------------------------------------------------- heartbeat
+
+  #heartbeat(): Promise<void> {
+    if (this.#heartbeatInFlight !== undefined) return this.#heartbeatInFlight;
+    if (this.#state === 'idle' || this.#state === 'terminated') return Promise.resolve();
+    const sent = [...this.#active.values()].filter((e) => !e.settled);
+    const ids = sent.map((e) => e.job.id);
+    const state =
+      this.#state === 'terminate' ? 'terminate' : this.#state === 'quiet' ? 'quiet' : 'running';
+    const run = async () => {
+      let response: HeartbeatResponse;
+      try {
+        response = await this.transport.heartbeat({
+          worker_id: this.workerId,
+          state,
+          active_jobs: ids,
+          active_job_ids: ids,
+          visibility_timeout_ms: this.#visibilityTimeoutMs,
+          hostname: hostname(),
+          pid: process.pid,
+          queues: [...this.queues],
+          concurrency: this.concurrency,
+        });
+      } catch (error) {
+        // WP §8.4: keep the current state and try again at the next interval.
+        this.logger.warn('heartbeat failed', { worker_id: this.workerId, error: String(error) });
+        this.#emit('error', { error, operation: 'heartbeat' });
+        return;
+      }
+      this.#applyHeartbeat(response, sent);
+    };
+    this.#heartbeatInFlight = run().finally(() => {
+      this.#heartbeatInFlight = undefined;
+    });
+    return this.#heartbeatInFlight;
+  }
+
+  #applyHeartbeat(response: HeartbeatResponse, sent: ActiveJob[]): void {
+    const cancelled = new Set(response.jobsCancelled);
+    for (const entry of sent) {
+      if (entry.settled) continue;
+      if (cancelled.has(entry.job.id)) {
+        entry.controller.abort(new JobCancelledError());
+        this.logger.info('job cancelled by the server', { 'ojs.job.id': entry.job.id });
+        this.#emit('jobCancelled', { job: entry.job });
+        void this.#settle(entry, { kind: 'drop' });
+      } else if (
+        response.jobsExtended !== undefined &&
+        !response.jobsExtended.includes(entry.job.id)
+      ) {
+        entry.controller.abort(new LeaseLostError());
+        this.logger.warn('lease lost; abandoning job', { 'ojs.job.id': entry.job.id });
+        void this.#settle(entry, { kind: 'drop' });
+      }
+    }
+    const { directive } = response;
+    if (directive === 'quiet' && this.#state === 'running') {
+      this.#emit('directive', { directive });
+      this.quiet();
+    } else if (
+      directive === 'terminate' &&
+      (this.#state === 'running' || this.#state === 'quiet')
+    ) {
+      this.#emit('directive', { directive });
+      void this.stop();
+    }
+  }
+}
+
+export { OjsWorker as Worker };

@@ -1,0 +1,256 @@
+/**
+ * Test helpers: a real OJS server (HTTP) on a temporary store, and the two
+ * transports the end-to-end suites run over (HTTP and in-process).
+ *
+ * Stores: SQLite (a temporary file) always; PostgreSQL when it answers at
+ * OJS_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test)
+ * and @ojs/store-postgres loads, each server in a schema of its own that is
+ * dropped afterwards. OJS_SDK_TEST_STORES=sqlite (or =postgres) restricts
+ * the list.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Store } from '@ojs/core';
+import { Engine } from '@ojs/engine';
+import { OjsClient, OjsWorker, type Transport, type WorkerOptions } from '@ojs/sdk';
+import { InProcessTransport } from '@ojs/sdk/in-process';
+import { buildApp, startServer } from '@ojs/server';
+import { SqliteStore } from '@ojs/store-sqlite';
+
+export type Mode = 'http' | 'in-process';
+export const MODES: Mode[] = ['http', 'in-process'];
+export type StoreKind = 'sqlite' | 'postgres';
+
+export const POSTGRES_URL =
+  process.env.OJS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface TestServer {
+  url: string;
+  engine: Engine;
+  kind: StoreKind;
+  /** How a child process opens the same store: `sqlite:PATH` or the PostgreSQL URL. */
+  store: string;
+  /** PostgreSQL schema of this server's store. */
+  schema?: string;
+  close(): Promise<void>;
+  /** A transport for `mode` (in-process talks to this server's engine directly). */
+  transport(mode: Mode): Transport | undefined;
+  client(mode?: Mode): OjsClient;
+  worker(mode: Mode, options?: WorkerOptions): OjsWorker;
+}
+
+type PostgresModule = {
+  PostgresStore: new (options: {
+    connectionString: string;
+    schema?: string;
+    pool?: { max?: number };
+    onError?: (error: Error) => void;
+  }) => Store;
+};
+
+/** Smaller pools where many processes share one PostgreSQL (children, probes). */
+const POOL = { pool: { max: 5 } };
+
+export async function loadPostgres(): Promise<PostgresModule> {
+  const name = '@ojs/store-postgres';
+  return (await import(name)) as PostgresModule;
+}
+
+let postgresCheck: Promise<string | undefined> | undefined;
+
+/** undefined when the PostgreSQL store can be used, else the reason it cannot. */
+export function postgresUnavailable(): Promise<string | undefined> {
+  postgresCheck ??= (async () => {
+    let store: Store | undefined;
+    const schema = testSchema();
+    let PostgresStore: PostgresModule['PostgresStore'];
+    try {
+      ({ PostgresStore } = await loadPostgres());
+    } catch (error) {
+      return `@ojs/store-postgres is not installed: ${(error as Error).message}`;
+    }
+    try {
+      store = new PostgresStore({
+        ...POOL,
+        connectionString: POSTGRES_URL,
+        schema,
+        onError: () => {},
+      });
+      await store.init();
+      // A round trip through an engine: the store must implement what this engine needs.
+      const engine = new Engine({ store });
+      const created = await engine.enqueue({
+        type: 'probe.job',
+        args: [],
+        options: { queue: 'probe' },
+      });
+      const [claimed] = await engine.fetch({ queues: ['probe'], count: 1, workerId: 'probe' });
+      if (created.status !== 'created' || claimed === undefined)
+        throw new Error('probe job not claimed');
+      await engine.ack({ jobId: claimed.id, workerId: 'probe' });
+      await engine.heartbeat({ workerId: 'probe', jobIds: [] });
+      return undefined;
+    } catch (error) {
+      const reason = `PostgreSQL store unusable at ${POSTGRES_URL}: ${(error as Error).message}`;
+      // In CI a missing database is a failure, not a skip.
+      if (process.env.CI === 'true') throw new Error(reason);
+      return reason;
+    } finally {
+      await dropSchemaOf(store, schema).catch(() => {});
+    }
+  })();
+  return postgresCheck;
+}
+
+/** Stores the end-to-end suites run on (printing why PostgreSQL is skipped). */
+export async function testStores(): Promise<StoreKind[]> {
+  const wanted = (process.env.OJS_SDK_TEST_STORES ?? 'sqlite,postgres').split(',');
+  const stores: StoreKind[] = [];
+  if (wanted.includes('sqlite')) stores.push('sqlite');
+  if (wanted.includes('postgres')) {
+    const reason = await postgresUnavailable();
+    if (reason === undefined) stores.push('postgres');
+    else process.stdout.write(`# skipping PostgreSQL runs: ${reason}\n`);
+  }
+  return stores;
+}
+
+function testSchema(): string {
+  return `ojs_sdk_${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
+async function dropSchemaOf(store: Store | undefined, schema?: string): Promise<void> {
+  if (store === undefined) return;
+  await store.close().catch(() => {});
+  if (schema === undefined) return;
+  const { default: pg } = (await import('pg' as string)) as {
+    default: {
+      Client: new (o: {
+        connectionString: string;
+      }) => {
+        connect(): Promise<void>;
+        query(sql: string): Promise<unknown>;
+        end(): Promise<void>;
+        on(e: string, f: () => void): void;
+      };
+    };
+  };
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+function withModes(base: Omit<TestServer, 'transport' | 'client' | 'worker'>): TestServer {
+  const out: TestServer = {
+    ...base,
+    transport(mode) {
+      return mode === 'in-process' ? new InProcessTransport(base.engine) : undefined;
+    },
+    client(mode = 'http') {
+      return new OjsClient({ url: base.url, transport: out.transport(mode) });
+    },
+    worker(mode, workerOptions = {}) {
+      return new OjsWorker({
+        url: base.url,
+        transport: out.transport(mode),
+        handleSignals: false,
+        logLevel: 'silent',
+        pollWaitMs: 500,
+        pollIntervalMs: 50,
+        ...workerOptions,
+      });
+    },
+  };
+  return out;
+}
+
+export async function startTestServer(options: { store?: StoreKind } = {}): Promise<TestServer> {
+  const kind = options.store ?? 'sqlite';
+  if (kind === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'ojs-sdk-test-'));
+    const store = `sqlite:${join(dir, 'ojs.db')}`;
+    const server = await startServer({
+      port: 0,
+      store,
+      testMode: true,
+      sqliteSynchronous: 'NORMAL',
+    });
+    return withModes({
+      url: server.url,
+      engine: server.engine,
+      kind,
+      store,
+      async close() {
+        await server.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    });
+  }
+  // PostgreSQL: the server's pieces assembled by hand, so the store gets its own schema.
+  const { PostgresStore } = await loadPostgres();
+  const schema = testSchema();
+  const store = new PostgresStore({
+    ...POOL,
+    connectionString: POSTGRES_URL,
+    schema,
+    onError: () => {},
+  });
+  await store.init();
+  const engine = new Engine({ store, testMode: true });
+  const app = await buildApp({ testMode: true, logger: false }, engine);
+  engine.start();
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  return withModes({
+    url: `http://127.0.0.1:${port}`,
+    engine,
+    kind,
+    store: POSTGRES_URL,
+    schema,
+    async close() {
+      await app.close();
+      await engine.stop();
+      await dropSchemaOf(store, schema);
+    },
+  });
+}
+
+/** Opens the store a TestServer uses, from another process (child workers). */
+export async function openStore(spec: string, schema?: string): Promise<Store> {
+  if (spec.startsWith('postgres')) {
+    const { PostgresStore } = await loadPostgres();
+    const store = new PostgresStore({ ...POOL, connectionString: spec, schema, onError: () => {} });
+    await store.init();
+    return store;
+  }
+  const store = new SqliteStore({ path: spec.replace(/^sqlite:/, ''), synchronous: 'NORMAL' });
+  await store.init();
+  return store;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` until it returns a value other than undefined/false. */
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  options: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
+  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value as T;
+    if (Date.now() > deadline)
+      throw new Error(`Timed out waiting for ${options.what ?? 'condition'}.`);
+    await sleep(options.intervalMs ?? 20);
+  }
+}

@@ -1,0 +1,3 @@
+import { defineProcessSuites } from './processes-suite.ts';
+
+defineProcessSuites('sqlite');

@@ -1,0 +1,52 @@
+/**
+ * FETCH long poll over real HTTP: an empty fetch with wait_ms waits, and an
+ * enqueue wakes it before the deadline.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type RunningServer, startServer } from '../src/index.ts';
+
+const post = async (url: string, body: unknown) => {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/openjobspec+json' },
+    body: JSON.stringify(body),
+  });
+  return (await response.json()) as { jobs: { id: string }[] };
+};
+
+describe('long-poll fetch', () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer({ port: 0, store: ':memory:', testMode: true });
+  });
+  after(() => server.close());
+
+  it('waits for wait_ms when nothing is available', async () => {
+    const started = performance.now();
+    const result = await post(`${server.url}/ojs/v1/workers/fetch`, {
+      queues: ['lp-empty'],
+      wait_ms: 300,
+    });
+    assert.deepEqual(result.jobs, []);
+    assert.ok(performance.now() - started >= 280, 'the fetch returned before its wait');
+  });
+
+  it('is woken by an enqueue and returns the job', async () => {
+    const waiting = post(`${server.url}/ojs/v1/workers/fetch`, {
+      queues: ['lp-wake'],
+      wait_ms: 10_000,
+    });
+    // Enqueue once the fetch is parked on the notifier (a signal, not a sleep).
+    while (server.engine.notifier.waiting === 0) await new Promise((r) => setImmediate(r));
+    const enqueued = (await (
+      await fetch(`${server.url}/ojs/v1/jobs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/openjobspec+json' },
+        body: JSON.stringify({ type: 'lp.test', args: [], options: { queue: 'lp-wake' } }),
+      })
+    ).json()) as { job: { id: string } };
+    const result = await waiting;
+    assert.equal(result.jobs[0]?.id, enqueued.job.id);
+  });
+});
