@@ -155,6 +155,7 @@ export function buildEnvelope(
   if (options.schema !== undefined) envelope.schema = options.schema;
   if (options.pending !== undefined) envelope.pending = options.pending;
   if (options.rateLimit !== undefined) envelope.rate_limit = { ...options.rateLimit };
+  if (options.version !== undefined) envelope.version = options.version;
   return envelope;
 }
 

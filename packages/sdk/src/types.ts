@@ -166,6 +166,11 @@ export interface EnqueueOptions {
   rateLimit?: Record<string, unknown>;
   /** Extra top-level envelope fields (preserved by conforming servers). */
   extensions?: Record<string, unknown>;
+  /**
+   * Args schema version of this job (job-versioning extension): "2.0" or an
+   * integer. Workers whose declared range excludes it never receive it.
+   */
+  version?: string | number;
   signal?: AbortSignal;
 }
 
@@ -341,6 +346,8 @@ export interface FetchRequest {
   visibility_timeout_ms?: number;
   /** Long poll (extension, sent only when the manifest declares `long_poll_fetch`). */
   wait_ms?: number;
+  /** Job versioning: the types and version ranges this worker runs (sent when the server declares the extension). */
+  handlers?: { type: string; versions: string }[];
 }
 
 export interface AckRequest {

@@ -28,7 +28,9 @@
  * or lease lost). A handler that ignores its signal keeps running, but its
  * outcome after settlement is dropped.
  */
+
 import { hostname } from 'node:os';
+import { manifestSupports } from './client.ts';
 import {
   consoleLogger,
   DEFAULT_URL,
@@ -67,6 +69,13 @@ export type JobHandler<Args extends unknown[] = unknown[]> = (
 export interface HandlerOptions {
   /** Execution timeout for this type (overrides the job's `timeout_ms`). */
   timeoutMs?: number;
+  /**
+   * Job versions this handler accepts (job-versioning extension): "*"
+   * (default, any and unversioned), "2.0", ">=1.0 <3.0", ">=1.0, <2.0".
+   * The server then hands this worker only jobs whose version the range
+   * admits; unversioned jobs go to any worker of the type.
+   */
+  versions?: string;
 }
 
 export type WorkerState = 'idle' | 'running' | 'quiet' | 'terminate' | 'terminated';
@@ -145,6 +154,7 @@ interface Registration {
 }
 
 const MAX_MESSAGE_CHARS = 4096;
+const VERSIONING_EXTENSION = 'urn:ojs:ext:experimental:job-versioning';
 
 /** Splits an error's stack into frames, bounded in count and total size. */
 export function backtraceOf(error: unknown, maxFrames = 50, maxChars = 10_000): string[] {
@@ -215,6 +225,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   readonly logger: Logger;
 
   readonly #handlers = new Map<string, Registration>();
+  #versionRouting = false;
   readonly #active = new Map<string, ActiveJob>();
   readonly #listeners = new Map<keyof WorkerEvents, Set<(event: never) => void>>();
   readonly #options: WorkerOptions;
@@ -496,6 +507,18 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       return;
     }
     this.#longPoll = manifest.capabilities?.long_poll_fetch === true;
+    this.#versionRouting = manifestSupports(manifest, VERSIONING_EXTENSION);
+  }
+
+  /** Handler declarations for version routing (only to servers that declare the extension). */
+  #handlerDeclarations(): { handlers?: { type: string; versions: string }[] } {
+    if (!this.#versionRouting) return {};
+    return {
+      handlers: [...this.#handlers].map(([type, r]) => ({
+        type,
+        versions: r.options.versions ?? '*',
+      })),
+    };
   }
 
   async #fetchLoop(): Promise<void> {
@@ -517,6 +540,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
             worker_id: this.workerId,
             visibility_timeout_ms: this.#visibilityTimeoutMs,
             ...(this.#longPoll ? { wait_ms: this.#pollWaitMs } : {}),
+            ...this.#handlerDeclarations(),
           },
           { signal: this.#fetchController.signal },
         );
