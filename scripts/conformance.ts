@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { run, SHARED_SUITES, startServerProcess } from './lib.ts';
+import { run, runCaptured, SHARED_SUITES, startServerProcess } from './lib.ts';
 
 const LEVEL_DIRS: Record<string, string> = {
   '0': 'level-0-core',
@@ -21,7 +21,8 @@ export async function runConformance(
   store: string | undefined,
   levels: string[],
   extra: string[] = [],
-): Promise<number> {
+  options: { capture?: boolean } = {},
+): Promise<{ code: number; output: string }> {
   const tmp = mkdtempSync(join(tmpdir(), 'ojs-conformance-'));
   const server = await startServerProcess(store ?? `sqlite:${join(tmp, 'ojs.db')}`);
   try {
@@ -29,7 +30,7 @@ export async function runConformance(
       '--suites',
       join(SHARED_SUITES, LEVEL_DIRS[level] ?? level),
     ]);
-    return await run(process.execPath, [
+    const args = [
       'packages/conformance/src/bin.ts',
       '--url',
       server.url,
@@ -37,7 +38,15 @@ export async function runConformance(
       `${server.url}/ojs/v1/admin/reset`,
       ...suites,
       ...extra,
-    ]);
+    ];
+    const result = options.capture
+      ? await runCaptured(process.execPath, args)
+      : { code: await run(process.execPath, args), output: '' };
+    if (server.crashed() || result.code !== 0) {
+      // The server's own log explains a crash or a failure better than the runner can.
+      result.output += `\n[server ${server.crashed() ? 'exited during the run' : 'log'}]\n${server.logs()}`;
+    }
+    return result;
   } finally {
     await server.stop();
     rmSync(tmp, { recursive: true, force: true });
@@ -51,5 +60,11 @@ if (import.meta.main) {
     strict: false,
   });
   const levels = String(values.levels).split(',');
-  process.exitCode = await runConformance(values.store as string | undefined, levels, positionals);
+  const { code, output } = await runConformance(
+    values.store as string | undefined,
+    levels,
+    positionals,
+  );
+  process.stdout.write(output);
+  process.exitCode = code;
 }

@@ -7,9 +7,9 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const SHARED_SUITES = fileURLToPath(
-  new URL('../../shared/conformance/suites/', import.meta.url),
-);
+export const SHARED_SUITES =
+  process.env.OJS_SHARED_SUITES ??
+  fileURLToPath(new URL('../../shared/conformance/suites/', import.meta.url));
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -25,6 +25,10 @@ export function freePort(): Promise<number> {
 export interface ServerProcess {
   url: string;
   child: ChildProcess;
+  /** What the server wrote to stderr (shown when a run fails). */
+  logs(): string;
+  /** Whether the server exited before stop() was called. */
+  crashed(): boolean;
   stop(): Promise<void>;
 }
 
@@ -51,11 +55,15 @@ export async function startServerProcess(
     });
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
   });
+  let stopping = false;
   return {
     url,
     child,
+    logs: () => stderr,
+    crashed: () => !stopping && child.exitCode !== null,
     stop: () =>
       new Promise((resolve) => {
+        stopping = true;
         if (child.exitCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
@@ -75,5 +83,23 @@ export function run(
       env: { ...process.env, ...env },
     });
     child.once('exit', (code) => resolve(code ?? 1));
+  });
+}
+
+/** Like run(), but collects stdout and stderr instead of printing them. */
+export function runCaptured(
+  command: string,
+  args: string[],
+): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.once('close', (code) => resolve({ code: code ?? 1, output }));
   });
 }

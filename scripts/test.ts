@@ -1,10 +1,12 @@
 /**
  * The full test suite (`npm test`):
- *   1. unit, store and HTTP tests of every package (node --test);
- *   2. the official conformance suites against `ojs serve --test-mode` on
- *      each store, failing on any test outside KNOWN_SUITE_DEFECTS.
- * Stores: SQLite always; PostgreSQL and Redis when their packages exist
- * (OJS_TEST_POSTGRES_URL / OJS_TEST_REDIS_URL, defaults on loopback).
+ *   1. unit, store, HTTP and SDK tests of every package (node --test);
+ *   2. every shared official conformance suite against `ojs serve
+ *      --test-mode` on each store (SQLite, and PostgreSQL in a throwaway
+ *      schema), failing on any test outside KNOWN_SUITE_DEFECTS. The stores
+ *      run side by side: most of a run is the suite's own waiting.
+ * PostgreSQL is read from OJS_TEST_POSTGRES_URL (default on loopback); when
+ * it is unreachable its run is skipped with the reason, except with CI=true.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,8 +17,12 @@ import { ROOT, run } from './lib.ts';
 /** Suite tests that cannot pass as written (see ../shared/spec/conformance-suite.md §0 item 9). */
 export const KNOWN_SUITE_DEFECTS = new Set(['L1-RTR-014']);
 
-/** Levels whose shared suites CI runs (the manifest declares the highest that passes). */
-const LEVELS = (process.env.OJS_CONFORMANCE_LEVELS ?? '0,1,2,3,4').split(',');
+/** The shared suites CI runs: every level up to the one the manifest declares, and the extensions we declare. */
+const SUITES = (
+  process.env.OJS_CONFORMANCE_LEVELS ?? '0,1,2,3,4,ext-job-versioning,ext-schema-registry'
+).split(',');
+
+const POSTGRES_URL = process.env.OJS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 function testFiles(): string[] {
   const files: string[] = [];
@@ -30,15 +36,22 @@ function testFiles(): string[] {
   return files.sort();
 }
 
-async function conformanceOnStore(label: string, store: string | undefined): Promise<boolean> {
+interface Outcome {
+  label: string;
+  ok: boolean;
+  summary: string;
+  output: string;
+}
+
+async function conformanceOnStore(label: string, store: string | undefined): Promise<Outcome> {
   const dir = mkdtempSync(join(tmpdir(), 'ojs-report-'));
   const reportFile = join(dir, 'report.json');
   try {
-    process.stdout.write(`\n== conformance levels ${LEVELS.join(',')} on ${label}\n`);
-    await runConformance(store, LEVELS, ['--report', reportFile]);
+    const { output } = await runConformance(store, SUITES, ['--report', reportFile], {
+      capture: true,
+    });
     if (!existsSync(reportFile)) {
-      process.stdout.write(`conformance on ${label}: no report written\n`);
-      return false;
+      return { label, ok: false, summary: `conformance on ${label}: no report written`, output };
     }
     const report = JSON.parse(readFileSync(reportFile, 'utf8')) as {
       results: { total: number; passed: number; failed: number; errored: number };
@@ -46,19 +59,79 @@ async function conformanceOnStore(label: string, store: string | undefined): Pro
     };
     const unexpected = report.failures.filter((f) => !KNOWN_SUITE_DEFECTS.has(f.test_id));
     const { total, passed, failed, errored } = report.results;
-    process.stdout.write(
+    const lines = [
       `conformance on ${label}: ${passed}/${total} passed, ${failed} failed, ${errored} errored` +
-        ` (${report.failures.length - unexpected.length} known suite defects)\n`,
-    );
-    for (const f of unexpected) process.stdout.write(`  unexpected failure: ${f.test_id}\n`);
-    return unexpected.length === 0;
+        ` (${report.failures.length - unexpected.length} known suite defects)`,
+      ...unexpected.map((f) => `  unexpected failure: ${f.test_id}`),
+    ];
+    return { label, ok: unexpected.length === 0, summary: lines.join('\n'), output };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+/** A reachable PostgreSQL with the store package installed, or the reason there is none. */
+async function postgresProblem(): Promise<string | undefined> {
+  if (!existsSync(join(ROOT, 'packages', 'store-postgres', 'package.json'))) {
+    return 'the store-postgres package is not present';
+  }
+  try {
+    const pg = (await import('pg')) as unknown as {
+      default: { Client: new (o: { connectionString: string }) => PgClient };
+    };
+    const client = new pg.default.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    await client.end();
+    return undefined;
+  } catch (error) {
+    return `PostgreSQL unreachable at ${POSTGRES_URL}: ${(error as Error).message}`;
+  }
+}
+
+interface PgClient {
+  connect(): Promise<void>;
+  query(sql: string): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  const pg = (await import('pg')) as unknown as {
+    default: { Client: new (o: { connectionString: string }) => PgClient };
+  };
+  const client = new pg.default.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
+}
+
 const unitCode = await run(process.execPath, ['--test', '--test-reporter=spec', ...testFiles()]);
 let ok = unitCode === 0;
-ok = (await conformanceOnStore('sqlite', undefined)) && ok;
+
+const runs: Promise<Outcome>[] = [conformanceOnStore('sqlite', undefined)];
+const problem = await postgresProblem();
+const schema = `ojs_conformance_${process.pid}`;
+if (problem === undefined) {
+  const url = new URL(POSTGRES_URL);
+  url.searchParams.set('schema', schema);
+  runs.push(conformanceOnStore('postgres', url.toString()));
+} else if (process.env.CI === 'true') {
+  process.stdout.write(`\nconformance on postgres: FAILED, ${problem}\n`);
+  ok = false;
+} else {
+  process.stdout.write(`\nconformance on postgres: skipped, ${problem}\n`);
+}
+process.stdout.write(
+  `\n== conformance (${SUITES.join(', ')}) on ${runs.length} store(s), running side by side\n`,
+);
+const outcomes = await Promise.all(runs);
+if (problem === undefined) await dropSchema(schema).catch(() => {});
+for (const outcome of outcomes) {
+  process.stdout.write(`\n---- ${outcome.label}\n${outcome.output}`);
+}
+process.stdout.write('\n');
+for (const outcome of outcomes) {
+  process.stdout.write(`${outcome.summary}\n`);
+  ok = outcome.ok && ok;
+}
 process.stdout.write(`\n${ok ? 'ALL TESTS PASSED' : 'TESTS FAILED'}\n`);
 process.exitCode = ok ? 0 : 1;

@@ -3,7 +3,7 @@
  * The `ojs` command: serve, conformance, and the tools that grow around them.
  */
 import { parseArgs } from 'node:util';
-import { conformanceMain } from '@ojs/conformance';
+import { conformanceMain, validateMain } from '@ojs/conformance';
 import { startServer } from '@ojs/server';
 import { optionsFromEnv, parseValidationMode } from '@ojs/server/serve';
 
@@ -11,7 +11,9 @@ const USAGE = `Usage: ojs <command> [options]
 
 Commands:
   serve         Start the OJS server (default store: SQLite file ./data/ojs.db)
-  conformance   Run conformance suites against a server
+  conformance   Run conformance suites against any OJS server (report, badge, manifest check)
+  validate      Validate job envelopes (or a state sequence) against the spec (Parser tier)
+  migrate       Apply the PostgreSQL schema migrations: ojs migrate --store postgres://... [--schema NAME]
 
 ojs serve options (environment variables in brackets):
   --host HOST             Address to bind [OJS_HOST] (default 127.0.0.1)
@@ -74,6 +76,15 @@ async function main(argv: string[]): Promise<number> {
       return serve(rest);
     case 'conformance':
       return conformanceMain(rest);
+    case 'validate':
+      return validateMain(rest);
+    case 'migrate': {
+      const moduleName = '@ojs/store-postgres';
+      const { migrateMain } = (await import(moduleName)) as {
+        migrateMain: (argv: string[]) => Promise<number>;
+      };
+      return migrateMain(rest);
+    }
     case undefined:
     case 'help':
     case '--help':

@@ -1,47 +1,96 @@
 /**
- * Command line front-end: `conformanceMain(argv)` parses options, loads and filters the suites,
- * runs them and prints a table (or the JSON report). Exit codes follow the reference runner:
- * 0 conformant, 1 failures, 2 configuration error (bad option, parse error, nothing matched).
+ * Command line front-end of `ojs conformance`: `conformanceMain(argv)` parses options, loads and
+ * filters the suites (both formats, detected per file; the bundled seed-format suite when no
+ * `--suites` is given), checks the server's manifest, runs the tests and prints a table, the
+ * JSON report or JUnit XML. Exit codes follow the reference runner: 0 conformant, 1 failures,
+ * 2 configuration error (bad option, parse error, nothing matched).
  *
  * Flags accept one or two leading dashes and `--flag=value`, so the reference runner's Go-style
  * spellings (`-url`, `-reset-url`, `-report-file`, `-output`) work as well.
  */
-import { writeFile } from 'node:fs/promises';
-import { loadSuites, parseLevel, SuiteLoadError, selectTests, type TestFilter } from './loader.ts';
-import { buildReport, formatSummaryLine, formatTestResult, formatVerdict } from './report.ts';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { badgeFiles, badgeFor, markdownSnippet, renderSvg, shieldsJson } from './badge.ts';
+import { HttpClient } from './http.ts';
+import { renderJunit } from './junit.ts';
+import {
+  BUNDLED_SUITES,
+  loadSuitesWithInfo,
+  parseLevel,
+  SuiteLoadError,
+  selectTests,
+  type TestFilter,
+} from './loader.ts';
+import {
+  fetchManifest,
+  formatManifestCheck,
+  type ManifestCheck,
+  withComparison,
+} from './manifest.ts';
+import {
+  buildReport,
+  type ConformanceReport,
+  conformantLevel,
+  formatSummaryLine,
+  formatTestResult,
+  formatVerdict,
+} from './report.ts';
 import { runTests } from './runner.ts';
+import type { AnyTestCase } from './types.ts';
 
 export interface CliIo {
   out: (text: string) => void;
   err: (text: string) => void;
 }
 
+export type OutputFormat = 'table' | 'json' | 'junit';
+
 export interface CliOptions {
   url: string;
+  /** Empty = the bundled suite. */
   suites: string[];
   resetUrl?: string;
   filter: TestFilter;
   reportFile?: string;
-  format: 'table' | 'json';
+  junitFile?: string;
+  badgeFile?: string;
+  format: OutputFormat;
   timeoutMs: number;
+  /** false with --no-manifest. */
+  manifest: boolean;
+  manifestUrl?: string;
+  gate: 'all' | 'declared';
   help: boolean;
 }
 
-export const USAGE = `Usage: ojs-conformance --suites DIR [DIR...] [options]
+export const USAGE = `Usage: ojs conformance [--url URL] [options]
 
-Runs official OJS conformance test files (JSON) against a server.
+Runs OJS conformance tests against a server. Test files may use the official format or the
+seed format of the conformance specification; the format is detected per file. Without
+--suites the suite bundled with @ojs/conformance is run.
 
 Options:
-  --url URL            server base URL (default: $OJS_TEST_URL or http://localhost:8080)
-  --suites DIR...      test file directories or files; repeatable
-  --reset-url URL      POSTed before every test to wipe server state
-  --level N            only tests declaring level N (0-4, or "ext" = 99)
-  --test ID            only tests with this test_id
-  --category C         only tests in this category
-  --report FILE        also write the JSON report to FILE
-  --format table|json  stdout format (default: table)
-  --timeout SECONDS    per-request timeout (default: 30)
-  --help               show this help
+  --url URL              server base URL (default: $OJS_TEST_URL or http://localhost:8080)
+  --suites DIR...        test directories or files; repeatable (default: the bundled suite)
+  --reset-url URL        POSTed before every test to wipe server state (test-mode servers only)
+  --level N              official files: level N only; seed files: levels 0..N; "ext" = 99
+  --max-level N          levels 0..N, whatever the format
+  --test ID              only this test (seed tests also run the tests they require)
+  --category C           official: category C; seed: category or tag C
+  --format table|json|junit
+                         stdout format (default: table)
+  --report FILE          also write the JSON report to FILE
+  --junit FILE           also write a JUnit XML report to FILE
+  --badge FILE           write the conformance badge: FILE (SVG), plus a shields.io endpoint
+                         JSON and a Markdown snippet next to it (FILE.json, FILE.md)
+  --no-manifest          do not check GET /ojs/manifest
+  --manifest-url URL     read the manifest from URL (default: <url>/ojs/manifest)
+  --gate all|declared    exit 1 when any test fails (all, the default), or only when the manifest
+                         is invalid or a level at or below its declared level fails (declared)
+  --timeout SECONDS      per-request timeout (default: 30)
+  --help                 show this help
+
+Exit codes: 0 conformant, 1 failures, 2 configuration error.
 `;
 
 class UsageError extends Error {}
@@ -52,6 +101,8 @@ const ALIASES: Record<string, string> = {
   h: 'help',
 };
 
+const FORMATS: readonly OutputFormat[] = ['table', 'json', 'junit'];
+
 /** Parses argv (without node and script). Throws UsageError on invalid input. */
 export function parseCliArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): CliOptions {
   const options: CliOptions = {
@@ -60,6 +111,8 @@ export function parseCliArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     filter: {},
     format: 'table',
     timeoutMs: 30_000,
+    manifest: true,
+    gate: 'all',
     help: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -71,6 +124,10 @@ export function parseCliArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     const name = ALIASES[rawName] ?? rawName;
     if (name === 'help') {
       options.help = true;
+      continue;
+    }
+    if (name === 'no-manifest') {
+      options.manifest = false;
       continue;
     }
     const value = (): string => {
@@ -104,6 +161,12 @@ export function parseCliArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
         }
         break;
       }
+      case 'max-level': {
+        const text = value();
+        if (!/^[0-4]$/.test(text)) throw new UsageError(`--max-level must be 0-4, got "${text}"`);
+        options.filter.maxLevel = Number(text);
+        break;
+      }
       case 'test':
         options.filter.testId = value();
         break;
@@ -113,11 +176,27 @@ export function parseCliArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
       case 'report':
         options.reportFile = value();
         break;
+      case 'junit':
+        options.junitFile = value();
+        break;
+      case 'badge':
+        options.badgeFile = value();
+        break;
+      case 'manifest-url':
+        options.manifestUrl = value();
+        break;
+      case 'gate': {
+        const gate = value();
+        if (gate !== 'all' && gate !== 'declared')
+          throw new UsageError('--gate must be all or declared');
+        options.gate = gate;
+        break;
+      }
       case 'format': {
         const format = value();
-        if (format !== 'table' && format !== 'json')
-          throw new UsageError(`--format must be table or json`);
-        options.format = format;
+        if (!(FORMATS as readonly string[]).includes(format))
+          throw new UsageError(`--format must be table, json or junit`);
+        options.format = format as OutputFormat;
         break;
       }
       case 'timeout': {
@@ -134,10 +213,13 @@ export function parseCliArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   for (const [flag, url] of [
     ['--url', options.url],
     ['--reset-url', options.resetUrl],
+    ['--manifest-url', options.manifestUrl],
   ] as const) {
     if (url !== undefined && !URL.canParse(url))
       throw new UsageError(`${flag}: invalid URL "${url}"`);
   }
+  if (options.gate === 'declared' && !options.manifest)
+    throw new UsageError('--gate declared needs the manifest check (drop --no-manifest)');
   return options;
 }
 
@@ -145,6 +227,22 @@ const defaultIo: CliIo = {
   out: (text) => process.stdout.write(`${text}\n`),
   err: (text) => process.stderr.write(`${text}\n`),
 };
+
+async function writeOut(file: string, content: string): Promise<void> {
+  await mkdir(path.dirname(path.resolve(file)), { recursive: true });
+  await writeFile(file, content);
+}
+
+/** Exit status under `--gate declared`, with the reason when it fails. */
+function declaredGate(report: ConformanceReport): { ok: boolean; why: string } {
+  const manifest = report.manifest;
+  if (manifest === undefined || !manifest.valid)
+    return { ok: false, why: 'the manifest is missing or invalid' };
+  const comparison = manifest.comparison;
+  if (comparison === undefined) return { ok: false, why: 'the manifest declares no level' };
+  if (comparison.verdict === 'overclaimed') return { ok: false, why: comparison.message };
+  return { ok: true, why: comparison.message };
+}
 
 /** Entry point; returns the process exit code. */
 export async function conformanceMain(argv: string[], io: CliIo = defaultIo): Promise<number> {
@@ -159,13 +257,13 @@ export async function conformanceMain(argv: string[], io: CliIo = defaultIo): Pr
     io.out(USAGE);
     return 0;
   }
-  if (options.suites.length === 0) {
-    io.err(`error: --suites is required\n\n${USAGE}`);
-    return 2;
-  }
-  let tests: Awaited<ReturnType<typeof loadSuites>>;
+  const roots = options.suites.length > 0 ? options.suites : [BUNDLED_SUITES];
+  let tests: AnyTestCase[];
+  let versions: string[];
   try {
-    tests = selectTests(await loadSuites(options.suites), options.filter);
+    const loaded = await loadSuitesWithInfo(roots);
+    versions = loaded.versions;
+    tests = selectTests(loaded.tests, options.filter);
   } catch (err) {
     if (!(err instanceof SuiteLoadError)) throw err;
     io.err(`error: ${err.message}`);
@@ -179,32 +277,75 @@ export async function conformanceMain(argv: string[], io: CliIo = defaultIo): Pr
   const runAt = new Date();
   const started = performance.now();
   const table = options.format === 'table';
-  const results = await runTests(tests, {
-    baseUrl: options.url,
-    resetUrl: options.resetUrl,
-    timeoutMs: options.timeoutMs,
-    onTestResult: table ? (result) => io.out(formatTestResult(result)) : undefined,
-  });
+  const client = new HttpClient();
+  let manifest: ManifestCheck | undefined;
+  let results: Awaited<ReturnType<typeof runTests>>;
+  try {
+    if (options.manifest) {
+      const url = options.manifestUrl ?? `${options.url.replace(/\/+$/, '')}/ojs/manifest`;
+      manifest = await fetchManifest(client, url, options.timeoutMs);
+    }
+    results = await runTests(tests, {
+      baseUrl: options.url,
+      resetUrl: options.resetUrl,
+      timeoutMs: options.timeoutMs,
+      client,
+      onTestResult: table ? (result) => io.out(formatTestResult(result)) : undefined,
+    });
+  } finally {
+    client.close();
+  }
+  const measured = conformantLevel(results);
+  if (manifest !== undefined) manifest = withComparison(manifest, measured, results);
+  const testSuiteVersion = [...new Set(versions)].length === 1 ? versions[0] : undefined;
+  const badge =
+    options.badgeFile !== undefined
+      ? badgeFor(results, manifest, testSuiteVersion ?? '1.0')
+      : undefined;
   const report = buildReport(results, {
     target: options.url,
     runAt,
     durationMs: performance.now() - started,
-    requestedLevel: options.filter.level ?? null,
+    requestedLevel: options.filter.level ?? options.filter.maxLevel ?? null,
+    testSuiteVersion,
+    manifest,
+    badge,
   });
   const json = JSON.stringify(report, null, 2);
-  if (options.reportFile !== undefined) {
-    try {
-      await writeFile(options.reportFile, `${json}\n`);
-    } catch (err) {
-      io.err(`error: cannot write report ${options.reportFile}: ${(err as Error).message}`);
-      return 2;
+  try {
+    if (options.reportFile !== undefined) await writeOut(options.reportFile, `${json}\n`);
+    if (options.junitFile !== undefined)
+      await writeOut(options.junitFile, renderJunit(report, results));
+    if (options.badgeFile !== undefined && badge !== undefined) {
+      const files = badgeFiles(options.badgeFile);
+      await writeOut(files.svg, renderSvg(badge));
+      await writeOut(files.json, `${JSON.stringify(shieldsJson(badge), null, 2)}\n`);
+      await writeOut(
+        files.markdown,
+        markdownSnippet(badge, { runAt: report.run_at, target: report.target }),
+      );
     }
+  } catch (err) {
+    io.err(`error: cannot write output: ${(err as Error).message}`);
+    return 2;
   }
+  const gate = options.gate === 'declared' ? declaredGate(report) : undefined;
   if (table) {
+    if (manifest !== undefined) for (const line of formatManifestCheck(manifest)) io.out(line);
+    if (badge !== undefined) {
+      io.out(
+        `badge: ${badge.text}${badge.reason ? ` (${badge.reason})` : ''} -> ${options.badgeFile}`,
+      );
+    }
+    if (gate !== undefined)
+      io.out(`gate (declared level): ${gate.ok ? 'pass' : 'FAIL'} - ${gate.why}`);
     for (const line of formatVerdict(report)) io.out(line);
     io.out(formatSummaryLine(report.results));
-  } else {
+  } else if (options.format === 'json') {
     io.out(json);
+  } else {
+    io.out(renderJunit(report, results));
   }
+  if (gate !== undefined) return gate.ok ? 0 : 1;
   return report.conformant ? 0 : 1;
 }

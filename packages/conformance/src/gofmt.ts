@@ -55,3 +55,15 @@ export function preview(value: unknown, max = 120): string {
   else text = JSON.stringify(value) ?? String(value);
   return text.length > max ? `${text.slice(0, max - 3)}...` : text;
 }
+
+/** The text inside a `preview` of a string (its JSON quotes removed); other previews as is. */
+export function unquoted(previewText: string): string {
+  if (previewText.length >= 2 && previewText.startsWith('"') && previewText.endsWith('"')) {
+    try {
+      return JSON.parse(previewText) as string;
+    } catch {
+      return previewText.slice(1, -1);
+    }
+  }
+  return previewText;
+}

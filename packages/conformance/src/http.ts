@@ -17,6 +17,8 @@ export interface HttpRequest {
   /** undefined = no request body. */
   body?: string;
   timeoutMs: number;
+  /** Aborts the exchange (e.g. a long-poll fetch when a worker stops). */
+  signal?: AbortSignal;
 }
 
 export interface HttpResponse {
@@ -42,7 +44,8 @@ export class HttpClient {
 
   /** Sends one request, following redirects, within `timeoutMs` overall. */
   async request(req: HttpRequest): Promise<HttpResponse> {
-    const deadline = AbortSignal.timeout(Math.max(1, req.timeoutMs));
+    const timeout = AbortSignal.timeout(Math.max(1, req.timeoutMs));
+    const deadline = req.signal ? AbortSignal.any([timeout, req.signal]) : timeout;
     let method = req.method;
     let body = req.body;
     let url = new URL(req.url);
@@ -109,7 +112,10 @@ export class HttpClient {
         fn();
       };
       const onAbort = () => {
-        finish(() => reject(new TimeoutError('request timed out')));
+        const timedOut = (deadline.reason as { name?: string } | undefined)?.name !== 'AbortError';
+        finish(() =>
+          reject(timedOut ? new TimeoutError('request timed out') : new Error('request aborted')),
+        );
         req.destroy();
       };
       try {

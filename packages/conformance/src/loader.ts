@@ -1,12 +1,18 @@
 /**
- * Loading and selection of official conformance test files (digest §1.1): every `*.json` under
- * the given paths (symlinked directories are not followed, as with Go's filepath.Walk), parsed
- * strictly enough that a malformed file aborts the run, sorted by `test_id`.
+ * Loading and selection of conformance test files (digest §1.1): every `*.json` under the given
+ * paths (symlinked directories are not followed, as with Go's filepath.Walk), parsed strictly
+ * enough that a malformed file aborts the run, sorted by `test_id`. The format is detected per
+ * file (`detectFormat`): official files become `TestCase`, seed-format files `SeedTestCase`.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SuiteLoadError } from './loader-error.ts';
+import { detectFormat, parseSeedTest } from './seed-loader.ts';
 import {
+  type AnyTestCase,
   EXT_LEVEL,
+  isSeedTest,
   type Json,
   type JsonObject,
   type Step,
@@ -14,13 +20,20 @@ import {
   type TestCase,
 } from './types.ts';
 
-/** Configuration problem: unreadable path, invalid JSON or a field of the wrong type. */
-export class SuiteLoadError extends Error {
-  override name = 'SuiteLoadError';
-}
+export { SuiteLoadError };
+
+/** The suites shipped with the package, used when no `--suites` is given. */
+export const BUNDLED_SUITES = fileURLToPath(new URL('../suites/', import.meta.url));
 
 export interface TestFilter {
+  /**
+   * Official files: exactly this level (reference runner). Seed-format files: this level and
+   * every level below it (seed §8.3, "--level 1 runs Level 0 and Level 1").
+   */
   level?: number;
+  /** Levels 0..maxLevel, whatever the format. */
+  maxLevel?: number;
+  /** Official: exact `category`. Seed: `category` or any tag. */
   category?: string;
   testId?: string;
 }
@@ -125,6 +138,7 @@ export function parseTestCase(raw: unknown, file: string): TestCase {
     throw new SuiteLoadError(`${file}: ${(err as Error).message}`);
   }
   return {
+    format: 'official',
     test_id: optionalString(raw, 'test_id', file),
     level,
     category: optionalString(raw, 'category', file),
@@ -152,7 +166,22 @@ async function collectFiles(root: string, out: string[]): Promise<void> {
   }
 }
 
-async function loadFile(file: string): Promise<TestCase> {
+/**
+ * Suite metadata of the seed §8.1 layout: a `manifest.json` (suite version, test count) and
+ * `handlers/*.json` (handler definitions). They are not tests when they have no `test_id`.
+ */
+function isSuiteMetadata(file: string, raw: unknown): boolean {
+  if (!isObject(raw) || raw.test_id !== undefined) return false;
+  return (
+    path.basename(file) === 'manifest.json' || path.basename(path.dirname(file)) === 'handlers'
+  );
+}
+
+type Loaded =
+  | { kind: 'test'; test: AnyTestCase }
+  | { kind: 'metadata'; file: string; raw: JsonObject };
+
+async function loadFile(file: string): Promise<Loaded> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -165,11 +194,21 @@ async function loadFile(file: string): Promise<TestCase> {
   } catch (err) {
     throw new SuiteLoadError(`${file}: invalid JSON: ${(err as Error).message}`);
   }
-  return parseTestCase(raw, file);
+  if (isSuiteMetadata(file, raw)) return { kind: 'metadata', file, raw: raw as JsonObject };
+  const test = detectFormat(raw) === 'seed' ? parseSeedTest(raw, file) : parseTestCase(raw, file);
+  return { kind: 'test', test };
 }
 
-/** Loads every test under the given files/directories, sorted by test_id (stable by path). */
-export async function loadSuites(roots: string[]): Promise<TestCase[]> {
+export interface LoadedSuites {
+  tests: AnyTestCase[];
+  /** `version` of every suite manifest.json found, in path order. */
+  versions: string[];
+  /** `test_count` declared by each suite manifest, keyed by its file. */
+  declaredCounts: Map<string, number>;
+}
+
+/** Loads tests and suite metadata under the given files/directories. */
+export async function loadSuitesWithInfo(roots: string[]): Promise<LoadedSuites> {
   const files: string[] = [];
   for (const root of roots) {
     const info = await stat(root).catch((err: Error) => {
@@ -178,16 +217,104 @@ export async function loadSuites(roots: string[]): Promise<TestCase[]> {
     if (info.isDirectory()) await collectFiles(root, files);
     else files.push(root);
   }
-  const tests = await Promise.all(files.map(loadFile));
-  return tests.sort((a, b) => (a.test_id < b.test_id ? -1 : a.test_id > b.test_id ? 1 : 0));
+  const loaded = await Promise.all(files.map(loadFile));
+  const tests: AnyTestCase[] = [];
+  const versions: string[] = [];
+  const declaredCounts = new Map<string, number>();
+  for (const item of loaded) {
+    if (item.kind === 'test') tests.push(item.test);
+    else if (path.basename(item.file) === 'manifest.json') {
+      if (typeof item.raw.version === 'string') versions.push(item.raw.version);
+      if (typeof item.raw.test_count === 'number')
+        declaredCounts.set(item.file, item.raw.test_count);
+    }
+  }
+  if (versions.length === 0) {
+    // A sub-directory (e.g. suites/seed/level-1) takes the version of its suite's manifest.
+    for (const root of roots) {
+      const version = await ancestorSuiteVersion(root);
+      if (version !== undefined) versions.push(version);
+    }
+  }
+  tests.sort((a, b) => (a.test_id < b.test_id ? -1 : a.test_id > b.test_id ? 1 : 0));
+  return { tests, versions, declaredCounts };
 }
 
-/** Exact-match filters; every given filter must hold. */
-export function selectTests(tests: TestCase[], filter: TestFilter): TestCase[] {
-  return tests.filter(
+/** `version` of the nearest suite manifest.json (with `test_count`) up to 3 levels above. */
+async function ancestorSuiteVersion(root: string): Promise<string | undefined> {
+  let dir = path.resolve(root);
+  for (let i = 0; i < 3; i++) {
+    const parent = path.dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+    try {
+      const raw: unknown = JSON.parse(await readFile(path.join(dir, 'manifest.json'), 'utf8'));
+      if (isObject(raw) && typeof raw.version === 'string' && typeof raw.test_count === 'number')
+        return raw.version;
+    } catch {
+      // No (readable) manifest here; keep walking up.
+    }
+  }
+  return undefined;
+}
+
+/** Loads every test under the given files/directories, sorted by test_id (stable by path). */
+export async function loadSuites(roots: string[]): Promise<AnyTestCase[]> {
+  return (await loadSuitesWithInfo(roots)).tests;
+}
+
+function levelMatches(test: AnyTestCase, filter: TestFilter): boolean {
+  if (filter.maxLevel !== undefined && !(test.level <= filter.maxLevel)) return false;
+  if (filter.level === undefined) return true;
+  if (!isSeedTest(test)) return test.level === filter.level;
+  // "ext" (99) stays exact; a core level selects that level and the ones below it.
+  return filter.level === EXT_LEVEL ? test.level === EXT_LEVEL : test.level <= filter.level;
+}
+
+function categoryMatches(test: AnyTestCase, category: string | undefined): boolean {
+  if (category === undefined) return true;
+  if (test.category === category) return true;
+  return isSeedTest(test) && test.tags.includes(category);
+}
+
+/**
+ * Every given filter must hold. Seed-format tests pull in the tests they `require` (seed §5.3),
+ * and the result is ordered so that a required test always runs before the tests needing it.
+ */
+export function selectTests<T extends AnyTestCase>(tests: T[], filter: TestFilter): T[] {
+  const selected = tests.filter(
     (t) =>
-      (filter.level === undefined || t.level === filter.level) &&
-      (filter.category === undefined || t.category === filter.category) &&
+      levelMatches(t, filter) &&
+      categoryMatches(t, filter.category) &&
       (filter.testId === undefined || t.test_id === filter.testId),
   );
+  return withRequirements(selected, tests);
+}
+
+/** Adds required seed tests (transitively) and orders dependencies first; cycles are errors. */
+export function withRequirements<T extends AnyTestCase>(selected: T[], all: T[]): T[] {
+  const byId = new Map<string, T>();
+  for (const test of all) if (!byId.has(test.test_id)) byId.set(test.test_id, test);
+  const ordered: T[] = [];
+  const done = new Set<T>();
+  const visiting = new Set<T>();
+  const visit = (test: T, chain: string[]) => {
+    if (done.has(test)) return;
+    if (visiting.has(test)) {
+      throw new SuiteLoadError(`requires cycle: ${[...chain, test.test_id].join(' -> ')}`);
+    }
+    visiting.add(test);
+    if (isSeedTest(test)) {
+      for (const id of test.requires) {
+        const dep = byId.get(id);
+        // A requirement missing from the suites is reported by the runner as a skip.
+        if (dep !== undefined) visit(dep, [...chain, test.test_id]);
+      }
+    }
+    visiting.delete(test);
+    done.add(test);
+    ordered.push(test);
+  };
+  for (const test of selected) visit(test, []);
+  return ordered;
 }

@@ -33,6 +33,8 @@ export interface Step {
 }
 
 export interface TestCase {
+  /** Absent or 'official' for the official format. */
+  format?: 'official';
   test_id: string;
   level: number;
   category: string;
@@ -65,7 +67,8 @@ export type StepStatus = 'pass' | 'fail';
 
 export interface StepResult {
   id: string;
-  phase: 'setup' | 'test' | 'teardown';
+  /** `input` and `assertion` only occur in seed-format tests. */
+  phase: 'setup' | 'test' | 'teardown' | 'input' | 'assertion';
   action: string;
   url?: string;
   status: StepStatus;
@@ -76,7 +79,8 @@ export interface StepResult {
   notes?: string[];
 }
 
-export type TestStatus = 'pass' | 'fail' | 'error';
+/** `skip` only occurs for seed-format tests (unmet `requires`, deprecated tests). */
+export type TestStatus = 'pass' | 'fail' | 'error' | 'skip';
 
 export interface TestResult {
   test_id: string;
@@ -87,4 +91,97 @@ export interface TestResult {
   status: TestStatus;
   duration_ms: number;
   steps: StepResult[];
+  /** 'seed' for seed-format tests; absent for the official format. */
+  format?: 'seed';
+  /** One-line explanation of a failure, error or skip (seed §8.4 `reason`). */
+  reason?: string;
+  /** Deprecated tests (seed §9.4) are reported but never count toward conformance. */
+  deprecated?: boolean;
+  /** Built-in worker activity and other remarks, in order. */
+  notes?: string[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seed format (seed §5)
+
+export interface SeedExpect {
+  status?: Json;
+  headers?: JsonObject;
+  /** Dotted paths relative to the body root (`job.id`), or `$.`-prefixed JSONPath. */
+  body?: JsonObject;
+}
+
+export interface SeedStep {
+  /** 1-based position in its block. */
+  index: number;
+  /** `id`/`name` of the step when given, else `step-<index>`. */
+  id: string;
+  /** The action as written, e.g. `POST /ojs/v1/jobs`. */
+  action: string;
+  /** Upper-case method; `WAIT` for a step that only waits. */
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  /** undefined = no request body. */
+  body?: Json;
+  expect: SeedExpect;
+  /** Capture name -> source (`body.job.id`, `headers.Location`, `status`). */
+  capture: Record<string, string>;
+  wait_ms: number;
+  /** Re-send the step until `expect` holds, at most this long (format extension). */
+  poll_ms: number;
+}
+
+export interface SeedTiming {
+  text: string;
+  min: number;
+  max: number;
+  target?: number;
+}
+
+export interface SeedAssertion {
+  index: number;
+  attempt: number;
+  state_after?: string;
+  delay_after_failure?: SeedTiming;
+  active_for?: SeedTiming;
+  /** Matcher for the job's `result` after this attempt (format extension). */
+  result?: Json;
+}
+
+export interface SeedSetup {
+  /** Handler names the test declares (the built-in worker serves all nine standard ones). */
+  handlers: string[];
+  behavior?: string;
+  queues: string[];
+  /** Handler configuration: `duration` / `duration_ms` (test.slow), `result` (test.produce). */
+  config: JsonObject;
+}
+
+export interface SeedTestCase {
+  format: 'seed';
+  test_id: string;
+  level: number;
+  name: string;
+  description: string;
+  category: string;
+  tags: string[];
+  requires: string[];
+  file: string;
+  setup: SeedSetup | null;
+  input?: JsonObject;
+  steps: SeedStep[];
+  assertions: SeedAssertion[];
+  teardown: SeedStep[];
+  deprecated: boolean;
+  deprecated_reason?: string;
+  /** Upper bound for the behavioural part of the test. */
+  timeout_ms: number;
+}
+
+/** A loaded test of either format. */
+export type AnyTestCase = TestCase | SeedTestCase;
+
+export function isSeedTest(test: AnyTestCase): test is SeedTestCase {
+  return test.format === 'seed';
 }

@@ -48,8 +48,40 @@ describe('parseCliArgs', () => {
     assert.equal(options.timeoutMs, 1500);
     assert.equal(parseCliArgs(['--level', '3'], {}).filter.level, 3);
   });
+  it('parses the report, badge, manifest and gate options', () => {
+    const options = parseCliArgs(
+      [
+        '--format',
+        'junit',
+        '--junit',
+        'j.xml',
+        '--badge',
+        'b.svg',
+        '--max-level',
+        '2',
+        '--manifest-url',
+        'http://m/manifest',
+        '--gate',
+        'declared',
+      ],
+      {},
+    );
+    assert.equal(options.format, 'junit');
+    assert.equal(options.junitFile, 'j.xml');
+    assert.equal(options.badgeFile, 'b.svg');
+    assert.equal(options.filter.maxLevel, 2);
+    assert.equal(options.manifestUrl, 'http://m/manifest');
+    assert.equal(options.gate, 'declared');
+    assert.equal(options.manifest, true);
+    assert.equal(parseCliArgs(['--no-manifest'], {}).manifest, false);
+    assert.equal(parseCliArgs([], {}).gate, 'all');
+  });
   it('rejects invalid input', () => {
     for (const argv of [
+      ['--max-level', '5'],
+      ['--gate', 'some'],
+      ['--gate', 'declared', '--no-manifest'],
+      ['--manifest-url', 'nope'],
       ['--level', 'gold'],
       ['--timeout', '0'],
       ['--format', 'xml'],

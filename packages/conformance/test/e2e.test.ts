@@ -405,7 +405,8 @@ describe('end-to-end against a flawed server', () => {
       const io = capture();
       return { code: await conformanceMain(args, io), err: io.stderr.join('\n') };
     };
-    assert.equal((await run('--url', server.url)).code, 2); // no --suites
+    // Without --suites the bundled suite runs (see seed-e2e.test.ts); option conflicts are errors.
+    assert.equal((await run('--url', server.url, '--no-manifest', '--gate', 'declared')).code, 2);
     assert.match((await run('--suites', dir, '--test', 'NOPE')).err, /no tests matched/);
     assert.equal((await run('--suites', dir, '--test', 'NOPE')).code, 2);
     assert.equal((await run('--suites', path.join(dir, 'missing'))).code, 2);

@@ -4,7 +4,11 @@
  *  - validation errors (400) are sent with `Content-Type: application/json` (wrong media type);
  *  - DELETE /ojs/v1/jobs/{id} answers 202 instead of 200;
  *  - GET /ojs/v1/jobs/{id} omits the `queue` field;
- *  - an empty fetch answers 204 instead of 200 {"jobs": []}.
+ *  - an empty fetch answers 204 instead of 200 {"jobs": []};
+ *  - NACK ignores the retry policy's backoff: a retryable job is fetchable again after 100 ms;
+ *  - GET /ojs/manifest declares level 4 with a non-SemVer `implementation.version` and no
+ *    `backend`.
+ * ACK, NACK (attempt counting, max_attempts, discard) and heartbeat are otherwise correct.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -19,7 +23,15 @@ interface Job {
   state: string;
   attempt: number;
   args: unknown[];
+  max_attempts: number;
+  result?: unknown;
+  errors?: unknown[];
+  /** Epoch ms when a retryable job becomes fetchable again. */
+  retry_at?: number;
 }
+
+/** Retry delay the mock applies whatever the policy says (its deliberate defect). */
+export const MOCK_RETRY_DELAY_MS = 100;
 
 export interface MockServer {
   url: string;
@@ -85,7 +97,10 @@ export async function startMockServer(): Promise<MockServer> {
         );
         return;
       }
-      const options = (body.options ?? {}) as { queue?: string };
+      const options = (body.options ?? {}) as {
+        queue?: string;
+        retry?: { max_attempts?: number };
+      };
       const job: Job = {
         id: uuidv7(),
         type: body.type,
@@ -93,6 +108,7 @@ export async function startMockServer(): Promise<MockServer> {
         state: 'available',
         attempt: 0,
         args: (body.args as unknown[]) ?? [],
+        max_attempts: options.retry?.max_attempts ?? 3,
       };
       jobs.set(job.id, job);
       send(res, 201, { job });
@@ -108,8 +124,11 @@ export async function startMockServer(): Promise<MockServer> {
       send(res, 202, { job });
     } else if (route === 'POST /ojs/v1/workers/fetch') {
       const queues = (body.queues as string[]) ?? ['default'];
+      const now = Date.now();
       const job = [...jobs.values()].find(
-        (j) => j.state === 'available' && queues.includes(j.queue),
+        (j) =>
+          (j.state === 'available' || (j.state === 'retryable' && (j.retry_at ?? 0) <= now)) &&
+          queues.includes(j.queue),
       );
       if (queues.includes('parallel')) {
         // Answer only once both parallel fetches are in flight; a sequential runner gets 503.
@@ -132,6 +151,39 @@ export async function startMockServer(): Promise<MockServer> {
       job.state = 'active';
       job.attempt++;
       send(res, 200, { jobs: [job] });
+    } else if (route === 'POST /ojs/v1/workers/ack' || route === 'POST /ojs/v1/workers/nack') {
+      const job = jobs.get(String(body.job_id));
+      if (!job) return send(res, 404, { error: { code: 'not_found' } });
+      if (job.state !== 'active') return send(res, 409, { error: { code: 'conflict' } });
+      if (route.endsWith('/ack')) {
+        job.state = 'completed';
+        if (body.result !== undefined) job.result = body.result;
+      } else {
+        job.errors = [...(job.errors ?? []), body.error];
+        const retryable = (body.error as { retryable?: boolean } | undefined)?.retryable !== false;
+        if (!retryable || job.attempt >= job.max_attempts) job.state = 'discarded';
+        else {
+          job.state = 'retryable';
+          job.retry_at = Date.now() + MOCK_RETRY_DELAY_MS;
+        }
+      }
+      send(res, 200, { id: job.id, state: job.state, attempt: job.attempt });
+    } else if (route === 'POST /ojs/v1/workers/heartbeat') {
+      send(res, 200, { state: 'running' });
+    } else if (route === 'GET /ojs/manifest') {
+      send(
+        res,
+        200,
+        {
+          specversion: '1.0',
+          implementation: { name: 'mock', version: '1', language: 'typescript' },
+          conformance_level: 4,
+          conformance_tier: 'runtime',
+          protocols: ['http'],
+          unique_job_strength: 'strong',
+        },
+        'application/json',
+      );
     } else if (route === 'POST /echo') {
       send(res, 200, { received: body, raw: text });
     } else if (route === 'GET /ojs/v1/health') {

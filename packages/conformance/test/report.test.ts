@@ -109,3 +109,90 @@ describe('summary and report', () => {
     assert.equal(formatTestResult(result(0, 'pass', 'L0-OPS-001')), 'PASS L0-OPS-001 n (1 ms)');
   });
 });
+
+describe('seed §8.4 additions', () => {
+  const seedResults: TestResult[] = [
+    result(0, 'pass', 'L0-001'),
+    result(0, 'pass', 'L0-002'),
+    {
+      ...result(1, 'fail', 'L1-005'),
+      reason: 'assertion-3 (attempt 3): delay_after_failure: too slow',
+    },
+    { ...result(2, 'skip', 'L2-003'), reason: 'requires L1-005, which failed' },
+    { ...result(2, 'skip', 'L2-009'), reason: 'deprecated: replaced', deprecated: true },
+  ];
+  it('counts skips and reports level_N keys', () => {
+    const s = summarize(seedResults);
+    assert.equal(s.skipped, 2);
+    assert.deepEqual(s.level_0, {
+      total: 2,
+      passed: 2,
+      failed: 0,
+      skipped: 0,
+      errored: 0,
+      all_pass: true,
+    });
+    assert.deepEqual(s.level_1, {
+      total: 1,
+      passed: 0,
+      failed: 1,
+      skipped: 0,
+      errored: 0,
+      all_pass: false,
+    });
+    assert.equal(s.level_2!.all_pass, false);
+    assert.equal(summarize([result(99, 'pass')]).level_ext!.passed, 1);
+  });
+  it('conformant_level is the highest level for which all tests passed', () => {
+    assert.equal(conformantLevel(seedResults), 0);
+    assert.equal(isConformant(seedResults), false);
+    // A deprecated test never counts, a skip caused by a failure does.
+    assert.equal(
+      conformantLevel([result(0, 'pass'), { ...result(1, 'skip'), deprecated: true }]),
+      0,
+    );
+    assert.equal(
+      isConformant([result(0, 'pass'), { ...result(1, 'skip'), deprecated: true }]),
+      true,
+    );
+    assert.equal(isConformant([result(0, 'pass'), result(1, 'skip')]), false);
+  });
+  it('failures and skipped carry a reason', () => {
+    const report = buildReport(seedResults, {
+      target: 't',
+      runAt: new Date(0),
+      durationMs: 1,
+      requestedLevel: 2,
+      testSuiteVersion: '1.0.0',
+    });
+    assert.equal(report.test_suite_version, '1.0.0');
+    assert.deepEqual(
+      report.failures.map((f) => [f.test_id, f.reason]),
+      [['L1-005', 'assertion-3 (attempt 3): delay_after_failure: too slow']],
+    );
+    assert.deepEqual(
+      report.skipped.map((f) => [f.test_id, f.reason]),
+      [
+        ['L2-003', 'requires L1-005, which failed'],
+        ['L2-009', 'deprecated: replaced'],
+      ],
+    );
+    const official = buildReport([result(0, 'fail')], {
+      target: 't',
+      runAt: new Date(0),
+      durationMs: 1,
+      requestedLevel: null,
+    });
+    assert.equal(official.failures[0]!.reason, 'fail');
+  });
+  it('formats skips and the skipped count', () => {
+    assert.equal(
+      formatTestResult(seedResults[3]!),
+      'SKIP L2-003 n - requires L1-005, which failed',
+    );
+    assert.equal(
+      formatSummaryLine(summarize(seedResults)),
+      '2 passed, 1 failed, 0 errored, 2 skipped',
+    );
+  });
+});

@@ -36,7 +36,7 @@ function selectFields(source: unknown, fields: readonly string[]): Record<string
  * its first element).
  */
 export function uniqueKeyMaterial(
-  job: Pick<JobRecord, 'type' | 'queue' | 'args' | 'meta' | 'extensions'>,
+  job: Pick<JobRecord, 'type' | 'queue' | 'args' | 'meta' | 'extensions' | 'version_num'>,
   policy: UniquePolicy,
 ): Record<string, unknown> {
   // The job type is always part of the key (features §2.2).
@@ -56,7 +56,8 @@ export function uniqueKeyMaterial(
         material.meta = policy.meta_keys ? selectFields(job.meta, policy.meta_keys) : job.meta;
         break;
       case 'version':
-        material.version = job.extensions.version ?? null;
+        // Compared as a version: "2.0", 2 and "2.0.0" are the same version.
+        material.version = job.version_num ?? null;
         break;
     }
   }
@@ -67,7 +68,7 @@ export function uniqueKeyMaterial(
 }
 
 export function computeUniqueKey(
-  job: Pick<JobRecord, 'type' | 'queue' | 'args' | 'meta' | 'extensions'>,
+  job: Pick<JobRecord, 'type' | 'queue' | 'args' | 'meta' | 'extensions' | 'version_num'>,
   policy: UniquePolicy,
 ): string {
   const digest = createHash('sha256')

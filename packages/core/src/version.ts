@@ -6,22 +6,38 @@
  */
 import { invalidPayload, invalidRequest } from './errors.ts';
 
-const VERSION_PATTERN = /^(0|[1-9]\d{0,5})(?:\.(0|[1-9]\d{0,5}))?(?:\.(0|[1-9]\d{0,5}))?$/;
-const PART = 1_000_000;
+const VERSION_PATTERN = /^(0|[1-9]\d{0,6})(?:\.(0|[1-9]\d{0,4}))?(?:\.(0|[1-9]\d{0,4}))?$/;
+/**
+ * Packing: minor and patch take 16 bits each, the major 21, so every
+ * version is an exact integer below 2^53 (a double, a SQLite INTEGER and a
+ * PostgreSQL bigint all hold it exactly) and numeric order is version order.
+ */
+const PART = 65_536;
+const MAX_MAJOR = 2_097_151;
 
-/** Parses "2", "2.0", "2.0.1" or a non-negative integer; null when malformed. */
-export function parseVersion(value: unknown): number | null {
+interface ParsedVersion {
+  value: number;
+  /** How many parts were written: "2" -> 1, "2.0" -> 2, "2.0.1" -> 3. */
+  parts: number;
+}
+
+function parseParts(value: unknown): ParsedVersion | null {
   const text =
     typeof value === 'number' && Number.isInteger(value) && value >= 0 ? String(value) : value;
   if (typeof text !== 'string') return null;
   const match = VERSION_PATTERN.exec(text);
   if (match === null) return null;
-  const [major, minor, patch] = [match[1], match[2] ?? '0', match[3] ?? '0'].map(Number) as [
-    number,
-    number,
-    number,
-  ];
-  return (major * PART + minor) * PART + patch;
+  const major = Number(match[1]);
+  const minor = Number(match[2] ?? '0');
+  const patch = Number(match[3] ?? '0');
+  if (major > MAX_MAJOR || minor >= PART || patch >= PART) return null;
+  const parts = match[3] !== undefined ? 3 : match[2] !== undefined ? 2 : 1;
+  return { value: (major * PART + minor) * PART + patch, parts };
+}
+
+/** Parses "2", "2.0", "2.0.1" or a non-negative integer; null when malformed or out of range. */
+export function parseVersion(value: unknown): number | null {
+  return parseParts(value)?.value ?? null;
 }
 
 /** A comparable number for a version (major, minor, patch packed); also stored for SQL filtering. */
@@ -70,32 +86,42 @@ export function parseVersionRange(value: unknown, field = 'versions'): VersionRa
   for (const token of tokens) {
     const match = /^(>=|<=|>|<|=)?(.+)$/.exec(token)!;
     const op = match[1] ?? '=';
-    const version = parseVersion(match[2]);
-    if (version === null) {
+    const parsed = parseParts(match[2]);
+    if (parsed === null) {
       throw invalidRequest(
         `${field} '${value}': '${token}' is not a comparator like >=1.0 or <3.0.`,
-        { field },
+        {
+          field,
+        },
       );
     }
-    const raise = (bound: number) => (lo = lo === null ? bound : Math.max(lo, bound));
-    const lower = (bound: number) => (hi = hi === null ? bound : Math.min(hi, bound));
+    // A comparator covers the precision it is written in: "2.0" means every
+    // 2.0.x (a patch never changes the args schema), "2" every 2.x.y. So
+    // "2.0" and "<=2.0" admit 2.0.1, and ">2.0" starts at 2.1.0.
+    const start = parsed.value;
+    const end = start + (parsed.parts === 1 ? PART * PART : parsed.parts === 2 ? PART : 1);
+    const raise = (bound: number) => {
+      lo = lo === null ? bound : Math.max(lo, bound);
+    };
+    const lower = (bound: number) => {
+      hi = hi === null ? bound : Math.min(hi, bound);
+    };
     switch (op) {
       case '>=':
-        raise(version);
+        raise(start);
         break;
       case '>':
-        raise(version + 1);
+        raise(end);
         break;
       case '<':
-        lower(version);
+        lower(start);
         break;
       case '<=':
-        lower(version + 1);
+        lower(end);
         break;
       default:
-        // An exact "2.0" admits 2.0.x (patch never changes the args schema).
-        raise(version);
-        lower(version - (version % PART) + PART);
+        raise(start);
+        lower(end);
     }
   }
   if (lo !== null && hi !== null && lo >= hi) {

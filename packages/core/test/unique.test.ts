@@ -9,8 +9,9 @@ import {
   uniqueConflicts,
   uniqueKeyMaterial,
 } from '../src/unique.ts';
+import { parseVersion } from '../src/version.ts';
 
-type Material = Pick<JobRecord, 'type' | 'queue' | 'args' | 'meta' | 'extensions'>;
+type Material = Pick<JobRecord, 'type' | 'queue' | 'args' | 'meta' | 'extensions' | 'version_num'>;
 
 function material(overrides: Partial<Material> = {}): Material {
   return {
@@ -105,15 +106,15 @@ describe('computeUniqueKey', () => {
     assert.equal(key({ meta: { a: 1 } }), key({ meta: { a: 2 } }));
   });
 
-  it('includes the version extension when keys name it', () => {
+  it('includes the job version (compared as a version) when keys name it', () => {
     const p = { keys: ['type', 'version'] };
-    assert.notEqual(
-      key({ extensions: { version: '1' } }, p),
-      key({ extensions: { version: '2' } }, p),
-    );
+    const v = (text: string) => parseVersion(text)!;
+    assert.notEqual(key({ version_num: v('1') }, p), key({ version_num: v('2') }, p));
+    // "2.0", 2 and "2.0.0" are one version.
+    assert.equal(key({ version_num: v('2.0') }, p), key({ version_num: v('2.0.0') }, p));
     assert.equal(
-      key({ extensions: { version: '1', other: 1 } }, p),
-      key({ extensions: { version: '1' } }, p),
+      key({ extensions: { other: 1 }, version_num: v('1') }, p),
+      key({ version_num: v('1') }, p),
     );
   });
 

@@ -122,6 +122,12 @@ export class CronScheduler {
     const engine = this.#engine;
     const now = engine.now();
     const cron = parseCronRequest(body, now, engine.visibilityTimeoutMs);
+    // The template's args meet the registered schema now, not at 3 a.m.
+    await engine.schemas.check(
+      parseEnqueueRequest(cron.job_template, now, {
+        visibilityTimeoutMs: engine.visibilityTimeoutMs,
+      }),
+    );
     const existing = await engine.store.getCron(cron.name);
     if (existing !== null) {
       // An update keeps history (created_at, run_count, last run).
@@ -210,6 +216,7 @@ export class CronScheduler {
     }
 
     const job = this.#jobFor(cron, occurrence.fireAt, now);
+    await engine.routing.route(job);
     advanced.last_run_at = toIso(now);
     advanced.last_job_id = job.id;
     advanced.run_count = cron.run_count + 1;

@@ -139,11 +139,10 @@ export class Engine {
    */
   readonly wire = { job: toWire, workflow: workflowToWire, cron: cronToWire } as const;
   readonly schemas: SchemaRegistry;
-  /** Handlers declared by workers (registration, heartbeat), for fetches that do not send them. */
-  readonly #workerHandlers = new Map<string, HandlerDeclaration[]>();
   readonly #random: () => number;
   readonly #services: BackgroundServices;
   #lastPromotion = 0;
+  #stopping = false;
   readonly #unsubscribe: (() => void) | undefined;
 
   constructor(options: EngineOptions) {
@@ -170,10 +169,14 @@ export class Engine {
 
   /** Starts the promoter, lease reaper and event pruner. */
   start(): void {
+    this.#stopping = false;
     this.#services.start();
   }
 
+  /** Stops the background services and ends every waiting fetch now (shutdown). */
   async stop(): Promise<void> {
+    this.#stopping = true;
+    this.notifier.notify();
     await this.#services.stop();
     this.#unsubscribe?.();
     this.notifier.notify();
@@ -217,15 +220,21 @@ export class Engine {
 
   /** Canary routing, then schema validation of args (throws 422 in strict mode). */
   async #prepareVersioned(job: JobRecord): Promise<string[]> {
+    // Args are checked against the version the producer built them for,
+    // before canary routing picks the version that runs them.
+    const warnings = await this.schemas.check(job);
     await this.routing.route(job);
-    return this.schemas.check(job);
+    return warnings;
   }
 
   /**
    * Atomic batch enqueue: every job is validated first; one invalid job
    * rejects the batch and nothing is stored.
    */
-  async enqueueBatch(bodies: unknown): Promise<JobRecord[]> {
+  async enqueueBatch(
+    bodies: unknown,
+    report: { warnings?: { index: number; warnings: string[] }[] } = {},
+  ): Promise<JobRecord[]> {
     if (!Array.isArray(bodies) || bodies.length === 0) {
       throw new OjsError('invalid_payload', 'jobs must be a non-empty array of job envelopes.', {
         field: 'jobs',
@@ -252,7 +261,11 @@ export class Engine {
         );
         // A dropped job is left out of the batch; the rest proceeds (documented choice).
         if (job !== null) {
-          await this.#prepareVersioned(job);
+          const warnings = await this.#prepareVersioned(job);
+          if (warnings.length > 0) {
+            report.warnings ??= [];
+            report.warnings.push({ index, warnings });
+          }
           jobs.push(job);
         }
       } catch (error) {
@@ -339,6 +352,7 @@ export class Engine {
       const workflow = await this.store.getWorkflow(after.workflow_id);
       const advance = workflow && advanceWorkflow(workflow, after, now, this.#enqueueDefaults);
       if (workflow && advance) {
+        for (const job of advance.inserts) await this.routing.route(job);
         commit.workflowUpdates = [{ workflow: advance.workflow, expectRev: workflow.rev }];
         commit.inserts = advance.inserts;
         commit.events!.push(
@@ -363,6 +377,27 @@ export class Engine {
   async createWorkflow(body: unknown): Promise<WorkflowRecord> {
     const now = this.now();
     const { workflow, jobs, events } = createWorkflow(body, now, this.#enqueueDefaults);
+    // Every step's args are checked now (strict mode rejects the workflow);
+    // jobs enqueued later are only routed, so an ACK never fails on a schema.
+    const specs = [
+      ...workflow.steps.map((step, index) => ({ spec: step.spec, path: `steps[${index}]` })),
+      ...Object.entries(workflow.callbacks ?? {}).map(([kind, spec]) => ({
+        spec: spec!,
+        path: `callbacks.${kind}`,
+      })),
+    ];
+    for (const { spec, path } of specs) {
+      try {
+        await this.schemas.check(
+          parseEnqueueRequest({ args: [], ...spec }, now, this.#enqueueDefaults),
+        );
+      } catch (error) {
+        if (error instanceof OjsError)
+          throw new OjsError(error.code, `${path}: ${error.message}`, { path, ...error.details });
+        throw error;
+      }
+    }
+    for (const job of jobs) await this.routing.route(job);
     await this.store.commit({
       now,
       workflowInserts: [workflow],
@@ -465,7 +500,9 @@ export class Engine {
         now,
       });
       const remaining = deadline - this.now();
-      if (jobs.length > 0 || remaining <= 0 || request.signal?.aborted) return jobs;
+      if (jobs.length > 0 || remaining <= 0 || request.signal?.aborted || this.#stopping) {
+        return jobs;
+      }
       // Bounded slices: a job promoted by time (not by a notify) is still picked up.
       await this.notifier.wait(Math.min(remaining, 250), request.signal);
     }
@@ -578,7 +615,6 @@ export class Engine {
     handlers: HandlerDeclaration[] | undefined,
     info: Record<string, unknown> = {},
   ): Promise<void> {
-    if (handlers !== undefined) this.#workerHandlers.set(workerId, handlers);
     const store = this.store;
     const now = this.now();
     const value = {
@@ -598,18 +634,17 @@ export class Engine {
     }
   }
 
+  /**
+   * The handlers a fetch routes by: those it sends, else the worker's
+   * declaration in the shared directory (read each time, so a worker
+   * re-declared through another server process is routed by its new ranges).
+   */
   async #handlersFor(request: FetchRequest): Promise<HandlerDeclaration[] | undefined> {
     if (request.handlers !== undefined) return request.handlers;
     if (request.workerId === undefined) return undefined;
-    const known = this.#workerHandlers.get(request.workerId);
-    if (known !== undefined) return known;
-    // Declared through another server process: read the shared directory once.
     const record = await this.store.getSetting('worker', request.workerId);
     const declared = record?.value.handlers;
-    if (!Array.isArray(declared)) return undefined;
-    const handlers = parseHandlers(declared);
-    if (handlers !== undefined) this.#workerHandlers.set(request.workerId, handlers);
-    return handlers;
+    return Array.isArray(declared) ? parseHandlers(declared) : undefined;
   }
 
   async heartbeat(request: HeartbeatRequest): Promise<HeartbeatResult> {
@@ -743,7 +778,6 @@ export class Engine {
   async reset(): Promise<void> {
     if (!this.testMode) throw new OjsError('not_found', 'Reset is only available in test mode.');
     await this.store.reset();
-    this.#workerHandlers.clear();
   }
 }
 

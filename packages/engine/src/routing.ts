@@ -112,11 +112,17 @@ export function parseRoutingConfig(type: string, body: unknown, now: number): Ro
   return config;
 }
 
-/** The version traffic falls back to: the highest-weighted other rule, else the lowest other version. */
-function previousVersion(rules: RoutingRule[], failing: string): string | undefined {
-  const others = rules.filter((r) => r.version !== failing);
-  others.sort((a, b) => b.weight - a.weight || parseVersion(a.version)! - parseVersion(b.version)!);
-  return others[0]?.version;
+/**
+ * The version traffic falls back to: the newest rule older than the failing
+ * version. None when the failing version is the oldest: rolling "back" to a
+ * newer canary is not a rollback, so the rules stay as they are.
+ */
+export function previousVersion(rules: RoutingRule[], failing: string): string | undefined {
+  const failingNum = parseVersion(failing)!;
+  const older = rules
+    .filter((r) => parseVersion(r.version)! < failingNum)
+    .sort((a, b) => parseVersion(b.version)! - parseVersion(a.version)!);
+  return older[0]?.version;
 }
 
 interface Outcome {

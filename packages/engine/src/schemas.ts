@@ -5,7 +5,15 @@
  * (strict rejects with 422 naming every violation, warn accepts with
  * warnings, off only stores).
  */
-import { conflict, invalidRequest, notFound, OjsError, parseVersion, toIso } from '@ojs/core';
+import {
+  conflict,
+  invalidRequest,
+  notFound,
+  OjsError,
+  parseVersion,
+  toIso,
+  validateJobType,
+} from '@ojs/core';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { Engine } from './engine.ts';
 
@@ -85,6 +93,13 @@ export class SchemaRegistry {
   }
 
   async register(type: string, versionText: string, body: unknown): Promise<SchemaEntry> {
+    // A schema for a type no job can have would never apply.
+    try {
+      validateJobType(type, 'type');
+    } catch (error) {
+      if (error instanceof OjsError) throw invalidRequest(error.message, error.details);
+      throw error;
+    }
     const { version, versionNum } = parseSchemaVersion(versionText);
     const schema = isObject(body) ? (body.schema ?? body.args_schema) : undefined;
     if (!isObject(schema)) {

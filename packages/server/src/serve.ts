@@ -4,6 +4,7 @@
  * accepting requests, lets in-flight ones finish and closes the store.
  */
 import { isIP } from 'node:net';
+import type { Store } from '@ojs/core';
 import { Engine, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
@@ -65,6 +66,21 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   return options;
 }
 
+const log = (line: string) => process.stderr.write(`ojs: ${line}\n`);
+
+/** init() once; a shared store that is unreachable is reported and retried by the caller. */
+async function initStore(store: Store, spec: string): Promise<boolean> {
+  try {
+    await store.init();
+    return true;
+  } catch (error) {
+    // An embedded store that cannot open is a configuration error: fail fast.
+    if (store.backend === 'sqlite') throw error;
+    log(`store ${describeStore(spec)} unavailable at start: ${(error as Error).message}; retrying`);
+    return false;
+  }
+}
+
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? 8080;
@@ -80,8 +96,13 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     );
   }
   const storeSpec = options.store ?? DEFAULT_STORE;
-  const store = await createStore(storeSpec, { sqliteSynchronous: options.sqliteSynchronous });
-  await store.init();
+  const store = await createStore(storeSpec, {
+    sqliteSynchronous: options.sqliteSynchronous,
+    onError: (error, context) => log(`store: ${context}: ${error.message}`),
+  });
+  // A shared store that is down at start is retried in the background while
+  // /ojs/v1/health answers 503: the process does not crash-loop.
+  const ready = await initStore(store, storeSpec);
   const engine = new Engine({
     store,
     testMode: options.testMode,
@@ -92,7 +113,29 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     { testMode: options.testMode, auth, logger: options.logger ?? false },
     engine,
   );
-  engine.start();
+  let retrying: NodeJS.Timeout | undefined;
+  let closed = false;
+  if (ready) engine.start();
+  else {
+    let delay = 1000;
+    const retry = () => {
+      retrying = setTimeout(async () => {
+        if (closed) return;
+        try {
+          await store.init();
+          log('store reachable again; services started');
+          engine.start();
+        } catch (error) {
+          log(
+            `store still unavailable (${(error as Error).message}); retrying in ${delay / 1000} s`,
+          );
+          delay = Math.min(delay * 2, 30_000);
+          retry();
+        }
+      }, delay);
+    };
+    retry();
+  }
   await app.listen({ host, port });
   const address = app.server.address();
   const boundPort = typeof address === 'object' && address !== null ? address.port : port;
@@ -101,8 +144,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
-      await app.close();
+      closed = true;
+      clearTimeout(retrying);
+      // Waiting long polls return at once; in-flight requests finish; then the store closes.
       await engine.stop();
+      await app.close();
       await store.close();
     })();
     return closing;

@@ -12,15 +12,20 @@ export const DEFAULT_STORE = 'sqlite:./data/ojs.db';
 
 export interface StoreOptions {
   sqliteSynchronous?: 'FULL' | 'NORMAL';
+  /** Background errors of a shared store (idle connections, listener); logged, never fatal. */
+  onError?: (error: Error, context: string) => void;
 }
 
 export async function createStore(spec: string, options: StoreOptions = {}): Promise<Store> {
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
     const moduleName = '@ojs/store-postgres';
     const { PostgresStore } = (await import(moduleName)) as {
-      PostgresStore: new (options: { connectionString: string }) => Store;
+      PostgresStore: new (options: {
+        connectionString: string;
+        onError?: StoreOptions['onError'];
+      }) => Store;
     };
-    return new PostgresStore({ connectionString: spec });
+    return new PostgresStore({ connectionString: spec, onError: options.onError });
   }
   if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
     const moduleName = '@ojs/store-redis';

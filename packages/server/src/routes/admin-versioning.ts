@@ -58,7 +58,9 @@ export async function adminVersioningRoutes(app: FastifyInstance): Promise<void>
     '/ojs/v1/admin/schemas/:type/validation',
     async (request) => {
       const body = objectBody(request.body);
-      const mode = await engine.schemas.setMode(request.params.type, body.mode);
+      // Accept the shape GET answers ({validation: {mode}}) as well as {mode}.
+      const nested = body.validation as { mode?: unknown } | undefined;
+      const mode = await engine.schemas.setMode(request.params.type, body.mode ?? nested?.mode);
       return { type: request.params.type, validation: { mode } };
     },
   );

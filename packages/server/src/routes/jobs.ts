@@ -30,9 +30,14 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/ojs/v1/jobs/batch', async (request, reply) => {
     const body = objectBody(request.body);
-    const jobs = await engine.enqueueBatch(body.jobs);
+    const report: { warnings?: { index: number; warnings: string[] }[] } = {};
+    const jobs = await engine.enqueueBatch(body.jobs, report);
     reply.code(201);
-    return { jobs: jobs.map(toWire), count: jobs.length };
+    return {
+      jobs: jobs.map(toWire),
+      count: jobs.length,
+      ...(report.warnings ? { warnings: report.warnings } : {}),
+    };
   });
 
   app.get<{ Params: { id: string } }>('/ojs/v1/jobs/:id', async (request) => {

@@ -1,0 +1,183 @@
+/**
+ * Connections and transactions. Every store operation is one statement or
+ * one transaction (READ COMMITTED) on a pooled connection, through a
+ * Session that runs the store's statements as prepared statements.
+ *
+ * Connection loss: a statement or transaction that failed before reaching
+ * COMMIT is retried on a fresh connection (nothing of it can have
+ * committed); a loss during COMMIT is resolved with txid_status() on another
+ * connection, never retried blindly. Deadlocks and serialization failures
+ * are retried. The pool drops broken connections and opens new ones on
+ * demand, so the store recovers by itself once the database answers again.
+ */
+import type pg from 'pg';
+import { isConnectionError, isTransientConflict, isUnsent, wrapError } from './errors.ts';
+import { Session, TXID_SQL } from './statements.ts';
+
+/** Thrown inside a transaction body to roll back and return `value`. */
+export class Rollback<T> {
+  readonly value: T;
+  constructor(value: T) {
+    this.value = value;
+  }
+}
+
+export const MAX_ATTEMPTS = 4;
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class Database {
+  readonly #pool: pg.Pool;
+  readonly #names: Map<string, string>;
+  readonly #session: Session;
+  readonly #onError: (error: Error, context: string) => void;
+
+  constructor(
+    pool: pg.Pool,
+    names: Map<string, string>,
+    onError: (error: Error, context: string) => void,
+  ) {
+    this.#pool = pool;
+    this.#names = names;
+    this.#session = new Session(pool, names);
+    this.#onError = onError;
+  }
+
+  /**
+   * One statement outside a transaction, retried on a fresh connection when
+   * the connection was lost: always for reads and idempotent writes
+   * (`retry`), otherwise only when the statement never reached the server.
+   */
+  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    params: unknown[],
+    retry = true,
+  ): Promise<pg.QueryResult<R>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#session.query<R>(text, params);
+      } catch (error) {
+        const retryable = retry ? isConnectionError(error) : isUnsent(error);
+        if (retryable && attempt < MAX_ATTEMPTS) {
+          await delay(25 * attempt * attempt);
+          continue;
+        }
+        throw wrapError(error);
+      }
+    }
+  }
+
+  /**
+   * Runs `body` in BEGIN ... COMMIT on one pooled connection. `body` may
+   * throw a Rollback to undo everything and return a value. Retries the
+   * whole body (which therefore keeps its state inside) on deadlocks and
+   * serialization failures, and on connection loss before COMMIT was sent.
+   * When the connection is lost during COMMIT, the transaction's outcome is
+   * looked up with txid_status() on another connection: committed -> the
+   * result stands; aborted -> the body runs again; unknowable -> 503 with
+   * outcome "unknown".
+   */
+  async transaction<T>(body: (client: Session) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      let pooled: pg.PoolClient;
+      try {
+        pooled = await this.#pool.connect();
+      } catch (error) {
+        if (attempt < MAX_ATTEMPTS && isConnectionError(error)) {
+          await delay(25 * attempt * attempt);
+          continue;
+        }
+        throw wrapError(error);
+      }
+      let broken: Error | undefined;
+      // A checked-out client that loses its connection between two queries emits
+      // 'error' (the pool only listens while the client is idle): record it so the
+      // next query fails as a connection error and release() destroys the client.
+      const onClientError = (error: Error) => {
+        broken ??= error;
+      };
+      pooled.on('error', onClientError);
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        pooled.removeListener('error', onClientError);
+        pooled.release(broken);
+      };
+      const client = new Session(pooled, this.#names);
+      let committing = false;
+      let xid: string | null = null;
+      let result: T | undefined;
+      try {
+        await client.query('BEGIN');
+        try {
+          result = await body(client);
+        } catch (error) {
+          if (!(error instanceof Rollback)) throw error;
+          await client.query('ROLLBACK');
+          return error.value as T;
+        }
+        const { rows } = await client.query<{ xid: string | null }>(TXID_SQL);
+        xid = rows[0]!.xid;
+        // No await between this check and sending COMMIT: if the client is already
+        // known to be broken, COMMIT is never sent and the attempt is safely retried.
+        if (broken !== undefined) throw broken;
+        committing = true;
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        const lost = isConnectionError(error);
+        if (lost) {
+          broken ??= error as Error;
+        } else {
+          try {
+            await client.query('ROLLBACK');
+          } catch (rollbackError) {
+            broken ??= rollbackError as Error;
+          }
+        }
+        release();
+        if (lost && committing) {
+          // Nothing written (no xid): there is nothing to lose, the result stands.
+          if (xid === null) return result as T;
+          const outcome = await this.#outcome(xid);
+          if (outcome === 'committed') return result as T;
+          if (outcome !== 'aborted' || attempt >= MAX_ATTEMPTS) throw wrapError(error, true);
+          continue;
+        }
+        if ((lost || isTransientConflict(error)) && attempt < MAX_ATTEMPTS) {
+          await delay(lost ? 25 * attempt * attempt : Math.random() * 10 * attempt);
+          continue;
+        }
+        throw wrapError(error);
+      } finally {
+        release();
+      }
+    }
+  }
+
+  /**
+   * The fate of a transaction whose COMMIT reply was lost: 'committed',
+   * 'aborted', or 'unknown' (still in progress after a few seconds, or the
+   * database unreachable). A terminated backend finishes its transaction
+   * within milliseconds, so 'in progress' is polled briefly.
+   */
+  async #outcome(xid: string): Promise<'committed' | 'aborted' | 'unknown'> {
+    const deadline = Date.now() + 5000;
+    try {
+      for (;;) {
+        const { rows } = await this.query<{ status: string | null }>(
+          'SELECT txid_status($1::bigint) AS status',
+          [xid],
+        );
+        const status = rows[0]!.status;
+        if (status === 'committed' || status === 'aborted') return status;
+        if (status !== 'in progress' || Date.now() > deadline) return 'unknown';
+        await delay(20);
+      }
+    } catch (error) {
+      this.#onError(error as Error, 'resolving the outcome of an interrupted COMMIT');
+      return 'unknown';
+    }
+  }
+}

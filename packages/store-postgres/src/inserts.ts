@@ -1,0 +1,188 @@
+/**
+ * New jobs: insertJobs (all or nothing, duplicate ids, unique keys with
+ * reject / ignore / replace) and the unique policies of commit inserts.
+ *
+ * Unique keys are enforced by the database: the key's row in unique_locks
+ * (primary key) is locked by the inserting transaction, created locked when
+ * absent, so concurrent enqueues of one key are decided one after the
+ * other; the holder's job row is locked too before it is judged (core
+ * uniqueConflicts) or cancelled (replace).
+ */
+import {
+  cancel,
+  type InsertResult,
+  isTerminal,
+  type JobRecord,
+  jobEvent,
+  type OjsEvent,
+  uniqueConflicts,
+} from '@ojs/core';
+import { Rollback } from './database.ts';
+import {
+  appendEvents,
+  insertRows,
+  type JobWriteRow,
+  nextSeqs,
+  notifyAvailable,
+  type Tx,
+  updateRows,
+} from './tx.ts';
+
+/** New jobs of one transaction, and the unique-key holders they replace. */
+export class InsertBatch {
+  readonly pending = new Map<string, JobRecord>();
+  readonly replaced: JobWriteRow[] = [];
+  readonly events: OjsEvent[] = [];
+
+  get hasAvailable(): boolean {
+    return [...this.pending.values()].some((job) => job.state === 'available');
+  }
+}
+
+const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+/** The body of insertJobs: throws Rollback(results) when any job is refused. */
+export async function insertJobsTx(
+  tx: Tx,
+  jobs: JobRecord[],
+  events: OjsEvent[],
+  now: number,
+): Promise<InsertResult[]> {
+  const existing = new Map<string, JobRecord>();
+  if (jobs.length > 0) {
+    const { rows } = await tx.client.query<{ doc: JobRecord }>(tx.sql.jobsByIds, [
+      jobs.map((job) => job.id),
+    ]);
+    for (const row of rows) existing.set(row.doc.id, row.doc);
+  }
+  const seqs = await nextSeqs(tx, jobs.length);
+  const batch = new InsertBatch();
+  const results: InsertResult[] = [];
+  let abort = false;
+  for (const [index, job] of jobs.entries()) {
+    const sameId = existing.get(job.id) ?? batch.pending.get(job.id);
+    if (sameId !== undefined) {
+      results.push({ status: 'duplicate_id', existing: sameId });
+      abort = true;
+      continue;
+    }
+    const holder = await resolveUniqueKey(tx, job, now, batch);
+    if (holder !== null) {
+      if (job.unique!.on_conflict === 'reject') {
+        results.push({ status: 'rejected', existing: holder });
+        abort = true;
+      } else {
+        results.push({ status: 'existing', existing: holder });
+      }
+      continue;
+    }
+    // Returned as stored: a JSON round trip, exactly what getJob will read.
+    const stored = clone({ ...job, seq: seqs[index]! });
+    batch.pending.set(job.id, stored);
+    results.push({ status: 'inserted', job: stored });
+  }
+  if (abort) throw new Rollback(results);
+  await writeBatch(tx, batch, now);
+  await appendEvents(tx, [
+    ...batch.events,
+    ...events.filter((e) => e.subject === undefined || batch.pending.has(e.subject)),
+  ]);
+  if (batch.hasAvailable) await notifyAvailable(tx);
+  return results;
+}
+
+/**
+ * Commit inserts (workflow steps, cron firings): unique policies apply, but
+ * a held key (reject or ignore) skips the job instead of failing the commit.
+ * Returns the batch written and the ids skipped.
+ */
+export async function commitInsertsTx(
+  tx: Tx,
+  inserts: JobRecord[],
+  now: number,
+): Promise<{ batch: InsertBatch; skipped: Set<string> }> {
+  const batch = new InsertBatch();
+  const skipped = new Set<string>();
+  if (inserts.length === 0) return { batch, skipped };
+  const seqs = await nextSeqs(tx, inserts.length);
+  for (const [index, job] of inserts.entries()) {
+    if ((await resolveUniqueKey(tx, job, now, batch)) !== null) {
+      skipped.add(job.id);
+      continue;
+    }
+    batch.pending.set(job.id, { ...job, seq: seqs[index]! });
+  }
+  await writeBatch(tx, batch, now);
+  return { batch, skipped };
+}
+
+/** Stores a batch: cancels replaced holders (guarded), inserts the new jobs. */
+async function writeBatch(tx: Tx, batch: InsertBatch, now: number): Promise<void> {
+  if (!(await updateRows(tx, batch.replaced))) {
+    throw new Error('A job holding a unique key changed while it was locked.');
+  }
+  await insertRows(tx, [...batch.pending.values()], now);
+}
+
+/**
+ * Unique policy of one new job: returns the holder when the key is held and
+ * the policy is reject or ignore (the job must not be inserted); otherwise
+ * cancels a holder to replace (in `batch`) and points the key at the new
+ * job. Jobs without a unique key pass through.
+ */
+async function resolveUniqueKey(
+  tx: Tx,
+  job: JobRecord,
+  now: number,
+  batch: InsertBatch,
+): Promise<JobRecord | null> {
+  if (job.unique_key === undefined) return null;
+  if (job.unique !== undefined) {
+    const holder = await uniqueHolder(tx, job, now, batch.pending);
+    if (holder !== null && holder.id !== job.id) {
+      const policy = job.unique.on_conflict;
+      if (policy === 'reject' || policy === 'ignore') return holder;
+      // replace: the old job is cancelled in the same transaction.
+      if (!isTerminal(holder.state)) {
+        const cancelled = cancel(holder, now);
+        if (batch.pending.has(holder.id)) batch.pending.set(holder.id, cancelled);
+        else batch.replaced.push({ job: cancelled, expectRev: holder.rev });
+        batch.events.push(jobEvent('job.cancelled', cancelled, { reason: 'unique_replace' }, now));
+      }
+    }
+  }
+  await tx.client.query(tx.sql.takeUniqueKey, [job.unique_key, job.id, now]);
+  return null;
+}
+
+/**
+ * Locks the job's unique key (creating its row, locked, when absent) and
+ * returns the job holding it if that job still conflicts, else null.
+ */
+async function uniqueHolder(
+  tx: Tx,
+  job: JobRecord,
+  now: number,
+  pending: Map<string, JobRecord>,
+): Promise<JobRecord | null> {
+  const { client, sql } = tx;
+  const key = job.unique_key!;
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const { rows } = await client.query<{ job_id: string; locked_at: number }>(sql.lockUniqueKey, [
+      key,
+    ]);
+    const lock = rows[0];
+    if (lock === undefined) {
+      const created = await client.query(sql.createUniqueKey, [key, job.id, now]);
+      if (created.rowCount === 1) return null;
+      continue; // another transaction created it meanwhile: lock and judge that one
+    }
+    const holder =
+      pending.get(lock.job_id) ??
+      (await client.query<{ doc: JobRecord }>(sql.lockJob, [lock.job_id])).rows[0]?.doc ??
+      null;
+    if (holder === null) return null;
+    return uniqueConflicts(holder, job.unique!, lock.locked_at, now) ? holder : null;
+  }
+  throw new Error(`Could not lock unique key ${key}.`);
+}

@@ -1,0 +1,435 @@
+/**
+ * The PostgreSQL store: several stateless server processes share one
+ * database (DESIGN §4). Every operation is one statement or one transaction
+ * on a pooled connection (database.ts); every job transition is a guarded
+ * write (`UPDATE ... WHERE id = $1 AND rev = $2`) and the writes of one
+ * commit apply together or not at all (writes.ts, inserts.ts); claims take
+ * jobs with FOR UPDATE SKIP LOCKED (claim.ts). Jobs that become available
+ * are announced with NOTIFY in the same transaction (listener.ts); leases and
+ * schedules follow the database's clock (clock.ts).
+ */
+import {
+  type ClaimRequest,
+  type Commit,
+  type CronRecord,
+  type EventFilter,
+  type InsertResult,
+  JOB_STATES,
+  type JobRecord,
+  type OjsEvent,
+  type Page,
+  type QueueConfig,
+  type QueueInfo,
+  type QueueStats,
+  type SettingRecord,
+  type StateCounts,
+  type Store,
+  toIso,
+  type WorkflowRecord,
+} from '@ojs/core';
+import pg from 'pg';
+import { claimInTransaction } from './claim.ts';
+import { DatabaseClock } from './clock.ts';
+import { Database, MAX_ATTEMPTS } from './database.ts';
+import { isUniqueViolation, wrapError } from './errors.ts';
+import { insertJobsTx } from './inserts.ts';
+import { JobsAvailableListener } from './listener.ts';
+import { migrate } from './migrate.ts';
+import {
+  assertSchemaName,
+  DEFAULT_SCHEMA,
+  jobsAvailableChannel,
+  splitSchemaParam,
+} from './names.ts';
+import {
+  cronRow,
+  eventRow,
+  type QueueRow,
+  queueInfo,
+  type SettingRow,
+  settingRecord,
+  toNumber,
+} from './rows.ts';
+import { preparedNames, type Statements, statements } from './statements.ts';
+import { appendEvents, notifyAvailable, type Tx } from './tx.ts';
+import { commitTx, promoteDueJobsTx } from './writes.ts';
+
+export interface PostgresStoreOptions {
+  /** postgres://user:password@host:port/database (or use `pool` for discrete settings). */
+  connectionString?: string;
+  /** Extra pg pool settings, applied over the defaults (max 10, connect timeout 5 s, ...). */
+  pool?: pg.PoolConfig;
+  /**
+   * Schema holding the store's tables; one database can host several stores.
+   * Default: the connection string's `schema` parameter
+   * (postgres://host/db?schema=NAME), else $OJS_POSTGRES_SCHEMA, else 'ojs'.
+   */
+  schema?: string;
+  /** Apply pending migrations in init() (default true). */
+  migrate?: boolean;
+  /** How often the database clock offset is re-measured (default 60 s; 0 = only at init). */
+  clockSyncIntervalMs?: number;
+  /** application_name of the connections (default 'ojs'); the LISTEN connection adds ':listen'. */
+  applicationName?: string;
+  /**
+   * Where background errors go (idle connections dropped, LISTEN connection
+   * lost, clock re-sync failures). Default: console.warn. Errors of calls
+   * are thrown to the caller, never reported here.
+   */
+  onError?: (error: Error, context: string) => void;
+}
+
+export class PostgresStore implements Store {
+  readonly backend = 'postgres';
+  /** The database's clock (see clock.ts): decides leases and schedules in every process alike. */
+  readonly clock: DatabaseClock = new DatabaseClock();
+  readonly schema: string;
+  readonly #options: PostgresStoreOptions;
+  readonly #pool: pg.Pool;
+  readonly #db: Database;
+  readonly #sql: Statements;
+  readonly #channel: string;
+  readonly #listener: JobsAvailableListener;
+  readonly #onError: (error: Error, context: string) => void;
+  #clockTimer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(options: PostgresStoreOptions) {
+    this.#options = options;
+    const { connectionString, schema } = splitSchemaParam(options.connectionString);
+    this.schema = assertSchemaName(
+      options.schema ?? schema ?? process.env.OJS_POSTGRES_SCHEMA ?? DEFAULT_SCHEMA,
+    );
+    this.#sql = statements(this.schema);
+    this.#channel = jobsAvailableChannel(this.schema);
+    this.#onError =
+      options.onError ??
+      ((error, context) => console.warn(`[ojs store-postgres] ${context}: ${error.message}`));
+    const base: pg.ClientConfig = {
+      connectionString,
+      connectionTimeoutMillis: 5000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      // A process stuck inside a transaction must not hold row locks forever.
+      idle_in_transaction_session_timeout: 60_000,
+      application_name: options.applicationName ?? 'ojs',
+      ...options.pool,
+    };
+    this.#pool = new pg.Pool({ max: 10, idleTimeoutMillis: 30_000, ...base });
+    // Idle connections that die (pg_terminate_backend, restarts) are removed by
+    // the pool, which reports them here; without a listener they would crash the process.
+    this.#pool.on('error', (error) => this.#onError(error, 'idle pooled connection'));
+    this.#db = new Database(this.#pool, preparedNames(this.#sql), this.#onError);
+    this.#listener = new JobsAvailableListener({
+      config: { ...base, application_name: `${base.application_name}:listen` },
+      channel: this.#channel,
+      onError: this.#onError,
+    });
+  }
+
+  // ------------------------------------------------------------ lifecycle
+
+  async init(): Promise<void> {
+    try {
+      if (this.#options.migrate !== false) await migrate(this.#pool, this.schema);
+      await this.#syncClock();
+    } catch (error) {
+      throw wrapError(error);
+    }
+    const interval = this.#options.clockSyncIntervalMs ?? 60_000;
+    if (interval > 0 && this.#clockTimer === undefined) {
+      this.#clockTimer = setInterval(() => {
+        this.#syncClock().catch((error: Error) => this.#onError(error, 'database clock sync'));
+      }, interval);
+      this.#clockTimer.unref();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#clockTimer);
+    this.#clockTimer = undefined;
+    await this.#listener.close();
+    await this.#pool.end();
+  }
+
+  async ping(): Promise<void> {
+    await this.#db.query('SELECT 1', [], false);
+  }
+
+  async #syncClock(): Promise<void> {
+    await this.clock.sync(async () => {
+      const { rows } = await this.#db.query<{ ms: number }>(this.#sql.dbTimeMs, []);
+      return rows[0]!.ms;
+    });
+  }
+
+  /** Pool statistics, for health reporting. */
+  get poolStats(): { total: number; idle: number; waiting: number } {
+    return {
+      total: this.#pool.totalCount,
+      idle: this.#pool.idleCount,
+      waiting: this.#pool.waitingCount,
+    };
+  }
+
+  /** One transaction (database.ts) with the store's SQL and channel at hand. */
+  #transaction<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.#db.transaction((client) =>
+      body({ client, sql: this.#sql, schema: this.schema, channel: this.#channel }),
+    );
+  }
+
+  // ------------------------------------------------------------ jobs
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    const { rows } = await this.#db.query<{ doc: JobRecord }>(this.#sql.getJob, [id]);
+    return rows[0]?.doc ?? null;
+  }
+
+  async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#transaction((tx) => insertJobsTx(tx, jobs, events, now));
+      } catch (error) {
+        // A concurrent insert of the same id committed first: run again to report duplicate_id.
+        if (attempt < MAX_ATTEMPTS && isUniqueViolation(error, 'jobs_pkey')) continue;
+        throw error;
+      }
+    }
+  }
+
+  async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
+    return this.#transaction(async (tx) => {
+      const { jobs, events } = await claimInTransaction(tx, request);
+      await appendEvents(tx, events);
+      return jobs;
+    });
+  }
+
+  async commit(commit: Commit): Promise<boolean> {
+    const now = commit.now ?? this.clock.now();
+    return this.#transaction((tx) => commitTx(tx, commit, now));
+  }
+
+  async promoteDueJobs(now: number): Promise<number> {
+    return this.#transaction((tx) => promoteDueJobsTx(tx, now));
+  }
+
+  async findExpiredLeases(now: number, limit: number): Promise<JobRecord[]> {
+    const { rows } = await this.#db.query<{ doc: JobRecord }>(this.#sql.expiredLeases, [
+      now,
+      limit,
+    ]);
+    return rows.map((row) => row.doc);
+  }
+
+  async listDeadLetter(
+    queue: string | undefined,
+    limit: number,
+    offset: number,
+  ): Promise<Page<JobRecord>> {
+    const [count, page] = await Promise.all([
+      this.#db.query<{ n: string }>(this.#sql.deadLetterCount, [queue ?? null]),
+      this.#db.query<{ doc: JobRecord }>(this.#sql.deadLetterPage, [queue ?? null, limit, offset]),
+    ]);
+    return { items: page.rows.map((row) => row.doc), total: toNumber(count.rows[0]!.n) };
+  }
+
+  // ------------------------------------------------------------ queues
+
+  async listQueues(): Promise<QueueInfo[]> {
+    const { rows } = await this.#db.query<QueueRow>(this.#sql.listQueues, []);
+    return rows.map(queueInfo);
+  }
+
+  async queueStats(name: string, now: number): Promise<QueueStats> {
+    const { rows } = await this.#db.query<{
+      paused: boolean | null;
+      counts: Record<string, number>;
+      completed_last_minute: string;
+      completed_last_hour: string;
+      failed_last_hour: string;
+    }>(this.#sql.queueStats, [name, now - 60_000, now - 3_600_000]);
+    const row = rows[0]!;
+    const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
+    for (const [state, n] of Object.entries(row.counts)) counts[state as keyof StateCounts] = n;
+    return {
+      name,
+      paused: row.paused === true,
+      counts,
+      completed_last_minute: toNumber(row.completed_last_minute),
+      completed_last_hour: toNumber(row.completed_last_hour),
+      failed_last_hour: toNumber(row.failed_last_hour),
+    };
+  }
+
+  async setQueuePaused(name: string, paused: boolean, now: number): Promise<QueueInfo> {
+    return this.#transaction(async (tx) => {
+      await tx.client.query(this.#sql.ensureQueue, [name, toIso(now)]);
+      const { rows } = await tx.client.query<QueueRow>(this.#sql.setPaused, [
+        name,
+        paused,
+        paused ? toIso(now) : null,
+      ]);
+      if (!paused) await notifyAvailable(tx);
+      return queueInfo(rows[0]!);
+    });
+  }
+
+  async setQueueConfig(name: string, config: QueueConfig, now: number): Promise<QueueInfo> {
+    return this.#transaction(async (tx) => {
+      const sql = this.#sql;
+      await tx.client.query(sql.ensureQueue, [name, toIso(now)]);
+      if (config.concurrency !== undefined) {
+        await tx.client.query(sql.setConcurrency, [name, config.concurrency]);
+      }
+      if (config.rate_limit !== undefined) {
+        await tx.client.query(sql.setRateLimit, [
+          name,
+          config.rate_limit?.limit ?? null,
+          config.rate_limit?.period_ms ?? null,
+        ]);
+      }
+      const { rows } = await tx.client.query<QueueRow>(sql.getQueue, [name]);
+      // Raised or removed limits can make waiting jobs claimable.
+      await notifyAvailable(tx);
+      return queueInfo(rows[0]!);
+    });
+  }
+
+  // ------------------------------------------------------------ workflows
+
+  async getWorkflow(id: string): Promise<WorkflowRecord | null> {
+    const { rows } = await this.#db.query<{ doc: WorkflowRecord }>(this.#sql.getWorkflow, [id]);
+    return rows[0]?.doc ?? null;
+  }
+
+  async listWorkflowJobs(workflowId: string): Promise<JobRecord[]> {
+    const { rows } = await this.#db.query<{ doc: JobRecord }>(this.#sql.workflowJobs, [workflowId]);
+    return rows.map((row) => row.doc);
+  }
+
+  // ------------------------------------------------------------ crons
+
+  async upsertCron(cron: CronRecord): Promise<{ created: boolean; cron: CronRecord }> {
+    const row = cronRow(cron);
+    const { rows } = await this.#db.query<{ created: boolean; doc: CronRecord }>(
+      this.#sql.upsertCron,
+      [row.name, row.rev, row.enabled, row.next_run_ms, JSON.stringify(cron)],
+    );
+    return { created: rows[0]!.created, cron: rows[0]!.doc };
+  }
+
+  async getCron(name: string): Promise<CronRecord | null> {
+    const { rows } = await this.#db.query<{ doc: CronRecord }>(this.#sql.getCron, [name]);
+    return rows[0]?.doc ?? null;
+  }
+
+  async listCrons(): Promise<CronRecord[]> {
+    const { rows } = await this.#db.query<{ doc: CronRecord }>(this.#sql.listCrons, []);
+    return rows.map((row) => row.doc);
+  }
+
+  async deleteCron(name: string): Promise<CronRecord | null> {
+    const { rows } = await this.#db.query<{ doc: CronRecord }>(this.#sql.deleteCron, [name]);
+    return rows[0]?.doc ?? null;
+  }
+
+  async dueCrons(now: number): Promise<CronRecord[]> {
+    const { rows } = await this.#db.query<{ doc: CronRecord }>(this.#sql.dueCrons, [now]);
+    return rows.map((row) => row.doc);
+  }
+
+  // ------------------------------------------------------------ settings
+
+  async getSetting(namespace: string, key: string): Promise<SettingRecord | null> {
+    const { rows } = await this.#db.query<SettingRow>(this.#sql.getSetting, [namespace, key]);
+    return rows[0] === undefined ? null : settingRecord(rows[0]);
+  }
+
+  async listSettings(namespace: string, keyPrefix = ''): Promise<SettingRecord[]> {
+    const { rows } = await this.#db.query<SettingRow>(this.#sql.listSettings, [
+      namespace,
+      keyPrefix,
+    ]);
+    return rows.map(settingRecord);
+  }
+
+  async putSetting(
+    namespace: string,
+    key: string,
+    value: Record<string, unknown>,
+    expectRev: number | null,
+    now: number,
+  ): Promise<SettingRecord | null> {
+    const rev = expectRev === null ? 0 : expectRev + 1;
+    const params = [namespace, key, rev, toIso(now), JSON.stringify(value)];
+    const { rows } =
+      expectRev === null
+        ? await this.#db.query<SettingRow>(this.#sql.createSetting, params, false)
+        : await this.#db.query<SettingRow>(this.#sql.updateSetting, [...params, expectRev], false);
+    return rows[0] === undefined ? null : settingRecord(rows[0]);
+  }
+
+  async deleteSetting(namespace: string, key: string): Promise<boolean> {
+    const result = await this.#db.query(this.#sql.deleteSetting, [namespace, key]);
+    return result.rowCount === 1;
+  }
+
+  // ------------------------------------------------------------ events
+
+  async appendEvents(events: OjsEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.#db.query(this.#sql.insertEvents, [JSON.stringify(events.map(eventRow))], false);
+  }
+
+  async listEvents(filter: EventFilter): Promise<OjsEvent[]> {
+    const clauses: string[] = [];
+    const params: unknown[] = [];
+    const within = (column: string, values: string[] | undefined) => {
+      if (values === undefined || values.length === 0) return;
+      params.push(values);
+      clauses.push(`${column} = ANY($${params.length}::text[])`);
+    };
+    within('type', filter.types);
+    within('queue', filter.queues);
+    within('job_type', filter.jobTypes);
+    if (filter.after !== undefined) {
+      params.push(filter.after);
+      clauses.push(
+        `seq > coalesce((SELECT seq FROM ${this.#sql.eventsTable} WHERE id = $${params.length}), 0)`,
+      );
+    }
+    params.push(filter.limit);
+    const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
+    const { rows } = await this.#db.query<{ doc: OjsEvent }>(
+      `SELECT doc FROM ${this.#sql.eventsTable} ${where} ORDER BY seq LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map((row) => row.doc);
+  }
+
+  async pruneEvents(keep: number): Promise<number> {
+    const result = await this.#db.query(this.#sql.pruneEvents, [Math.max(0, keep)]);
+    return result.rowCount ?? 0;
+  }
+
+  // ------------------------------------------------------------ wake-ups, admin
+
+  onJobsAvailable(listener: () => void): () => void {
+    return this.#listener.subscribe(listener);
+  }
+
+  /** Resolves once this process LISTENs (tests; the server need not wait for it). */
+  async listening(): Promise<void> {
+    await this.#listener.ready();
+  }
+
+  async reset(): Promise<void> {
+    await this.#transaction(async (tx) => {
+      await tx.client.query(this.#sql.reset);
+    });
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * Rows of the job table, derived from the JobRecord (the `doc` column stays
+ * the source of truth; the others exist for indexes and guards), and the
+ * conversions of what the driver returns (bigint and count(*) as strings).
+ */
+import type {
+  ClaimRequest,
+  CronRecord,
+  JobRecord,
+  OjsEvent,
+  QueueInfo,
+  SettingRecord,
+} from '@ojs/core';
+
+export interface JobRow {
+  id: string;
+  seq: number | null;
+  queue: string;
+  type: string;
+  state: string;
+  priority: number;
+  attempt: number;
+  rev: number;
+  run_at: number | null;
+  deadline: number | null;
+  expires_at: number | null;
+  finished_at: number | null;
+  dead_letter: boolean;
+  unique_key: string | null;
+  workflow_id: string | null;
+  rate_key: string | null;
+  version_num: number | null;
+  doc: JobRecord;
+}
+
+function finishedAt(job: JobRecord): number | null {
+  const stamp =
+    job.state === 'completed'
+      ? job.completed_at
+      : job.state === 'discarded'
+        ? job.discarded_at
+        : undefined;
+  if (stamp === undefined) return null;
+  const ms = Date.parse(stamp);
+  return Number.isNaN(ms) ? null : ms;
+}
+
+/** The columns of one job (what the bulk INSERT/UPDATE statements read per row). */
+export function jobRow(job: JobRecord): JobRow {
+  const deadlines = [job.lease_until, job.timeout_at].filter((v): v is number => v !== undefined);
+  return {
+    id: job.id,
+    seq: job.seq ?? null,
+    queue: job.queue,
+    type: job.type,
+    state: job.state,
+    priority: job.priority,
+    attempt: job.attempt,
+    rev: job.rev,
+    run_at: job.run_at ?? null,
+    deadline: job.state === 'active' && deadlines.length > 0 ? Math.min(...deadlines) : null,
+    expires_at: job.expires_at_ms ?? null,
+    finished_at: finishedAt(job),
+    dead_letter: job.state === 'discarded' && job.dead_letter === true,
+    unique_key: job.unique_key ?? null,
+    workflow_id: job.workflow_id ?? null,
+    rate_key: job.rate_limit?.key ?? null,
+    version_num: job.version_num ?? null,
+    doc: job,
+  };
+}
+
+/** An event row (filter columns + the event document). */
+export function eventRow(event: OjsEvent): Record<string, unknown> {
+  return {
+    id: event.id,
+    type: event.type,
+    queue: typeof event.data.queue === 'string' ? event.data.queue : null,
+    job_type: typeof event.data.job_type === 'string' ? event.data.job_type : null,
+    doc: event,
+  };
+}
+
+export interface CronRow {
+  name: string;
+  rev: number;
+  enabled: boolean;
+  next_run_ms: number | null;
+  doc: CronRecord;
+}
+
+export function cronRow(cron: CronRecord): CronRow {
+  return {
+    name: cron.name,
+    rev: cron.rev,
+    enabled: cron.enabled,
+    next_run_ms: cron.enabled ? (cron.next_run_ms ?? null) : null,
+    doc: cron,
+  };
+}
+
+export interface QueueRow {
+  name: string;
+  paused: boolean;
+  created_at: string;
+  concurrency: number | null;
+  rate_limit: number | null;
+  rate_period_ms: number | null;
+}
+
+export function queueInfo(row: QueueRow): QueueInfo {
+  const info: QueueInfo = { name: row.name, paused: row.paused, created_at: row.created_at };
+  if (row.concurrency !== null) info.concurrency = row.concurrency;
+  if (row.rate_limit !== null && row.rate_period_ms !== null) {
+    info.rate_limit = { limit: row.rate_limit, period_ms: row.rate_period_ms };
+  }
+  return info;
+}
+
+/** count(*) and bigint come back as strings. */
+export const toNumber = (value: unknown): number => Number(value);
+
+/**
+ * Version routing of a claim as a jsonb parameter: one row per (type,
+ * admitted interval); null when the fetch declared no handlers.
+ */
+export function handlerRows(request: ClaimRequest): string | null {
+  if (request.handlers === undefined) return null;
+  return JSON.stringify(
+    request.handlers.flatMap((h) =>
+      h.range.any
+        ? [{ type: h.type, any: true, lo: null, hi: null }]
+        : h.range.intervals.map(([lo, hi]) => ({ type: h.type, any: false, lo, hi })),
+    ),
+  );
+}
+
+export interface SettingRow {
+  namespace: string;
+  key: string;
+  rev: number;
+  updated_at: string;
+  value: Record<string, unknown>;
+}
+
+export function settingRecord(row: SettingRow): SettingRecord {
+  return {
+    namespace: row.namespace,
+    key: row.key,
+    value: row.value,
+    rev: row.rev,
+    updated_at: row.updated_at,
+  };
+}

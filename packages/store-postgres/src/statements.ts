@@ -1,0 +1,334 @@
+/**
+ * The SQL of the PostgreSQL store, schema-qualified once per store. Each
+ * statement says what it reads ($n) and what it locks. Batches travel as
+ * one jsonb parameter (an array of row objects) unpacked with
+ * jsonb_to_recordset, so a batch of any size is one statement.
+ *
+ * Isolation is READ COMMITTED throughout: guards (`rev = $n`) and row locks
+ * (FOR UPDATE [SKIP LOCKED], unique-lock rows, advisory locks) carry the
+ * correctness, never snapshot timing.
+ */
+import type pg from 'pg';
+import { quoteSchema } from './names.ts';
+
+const JOB_COLUMNS = `id text, seq bigint, queue text, type text, state text, priority integer,
+  attempt integer, rev integer, run_at double precision, deadline double precision,
+  expires_at double precision, finished_at double precision, dead_letter boolean,
+  unique_key text, workflow_id text, rate_key text, version_num double precision, doc jsonb`;
+
+/**
+ * Version routing (ClaimRequest.handlers) over the jobs row `j`: $n is null
+ * (no routing) or a jsonb array of {type, any, lo, hi}; a job is admitted
+ * when a handler of its type admits its version (unversioned jobs: any).
+ */
+const admitted = (n: number, j: string) => `($${n}::jsonb IS NULL OR EXISTS (
+          SELECT 1 FROM jsonb_to_recordset($${n}::jsonb)
+                   AS h(type text, "any" boolean, lo double precision, hi double precision)
+           WHERE h.type = ${j}.type
+             AND (${j}.version_num IS NULL OR h."any"
+                  OR ((h.lo IS NULL OR ${j}.version_num >= h.lo)
+                      AND (h.hi IS NULL OR ${j}.version_num < h.hi)))))`;
+
+/**
+ * The claim as core `claim()` computes it, in SQL over the locked row `p`
+ * (id, attempt, rev, doc). Parameters: $1 now (ms), $2 started_at (ISO of
+ * $1), $3 visibility timeout override (ms or NULL), $4 worker id (or NULL).
+ * state active, attempt + 1, rev + 1, started_at, worker_id set or removed,
+ * lease_until = now + (override ?? visibility_timeout_ms), timeout_at = now
+ * + timeout_ms when the job has one; run_at, next_attempt_at and
+ * cancel_requested removed. The store-testkit compares the result with
+ * core `claim()` field by field.
+ */
+const CLAIMED_DOC = `(p.doc - 'run_at' - 'next_attempt_at' - 'cancel_requested' - 'worker_id')
+    || jsonb_build_object(
+         'state', 'active',
+         'attempt', p.attempt + 1,
+         'rev', p.rev + 1,
+         'started_at', $2::text,
+         'lease_until', $1::numeric + coalesce($3::numeric, (p.doc->>'visibility_timeout_ms')::numeric))
+    || CASE WHEN $4::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('worker_id', $4::text) END
+    || CASE WHEN jsonb_typeof(p.doc->'timeout_ms') = 'number'
+         THEN jsonb_build_object('timeout_at', $1::numeric + (p.doc->>'timeout_ms')::numeric)
+         ELSE '{}'::jsonb END`;
+
+function claimUpdate(s: string, picked: string): string {
+  return `WITH picked AS MATERIALIZED (${picked}),
+  claimed AS (SELECT p.id, ${CLAIMED_DOC} AS doc FROM picked p)
+UPDATE ${s}.jobs j
+   SET state = 'active',
+       attempt = (c.doc->>'attempt')::integer,
+       rev = (c.doc->>'rev')::integer,
+       run_at = NULL,
+       deadline = least((c.doc->>'lease_until')::double precision,
+                        (c.doc->>'timeout_at')::double precision),
+       doc = c.doc
+  FROM claimed c
+ WHERE j.id = c.id
+RETURNING j.doc`;
+}
+
+export function statements(schema: string) {
+  const s = quoteSchema(schema);
+  return {
+    // ------------------------------------------------------------ reads
+    getJob: `SELECT doc FROM ${s}.jobs WHERE id = $1`,
+    jobsByIds: `SELECT doc FROM ${s}.jobs WHERE id = ANY($1::text[])`,
+    /** Locks the job row: the holder of a unique key about to be judged (and maybe replaced). */
+    lockJob: `SELECT doc FROM ${s}.jobs WHERE id = $1 FOR UPDATE`,
+    workflowJobs: `SELECT doc FROM ${s}.jobs WHERE workflow_id = $1 ORDER BY seq`,
+    expiredLeases: `SELECT doc FROM ${s}.jobs WHERE state = 'active' AND deadline <= $1
+      ORDER BY deadline LIMIT $2`,
+
+    // ------------------------------------------------------------ inserts
+    /** $1 = n: n fresh values of the job sequence, ascending. */
+    nextSeqs: `SELECT nextval('${s}.job_seq')::text AS seq FROM generate_series(1, $1::integer)`,
+    /** $1 = jsonb array of job rows (rows.ts jobRow). Fails on a duplicate id (jobs_pkey). */
+    insertJobs: `INSERT INTO ${s}.jobs
+      (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
+       finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, doc)
+      SELECT id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
+             finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, doc
+        FROM jsonb_to_recordset($1::jsonb) AS r(${JOB_COLUMNS})`,
+    /** $1 = queue names, $2 = created_at. Takes no lock on existing rows. */
+    ensureQueues: `INSERT INTO ${s}.queues (name, created_at)
+      SELECT DISTINCT name, $2 FROM unnest($1::text[]) AS q(name)
+      ON CONFLICT (name) DO NOTHING`,
+
+    // ------------------------------------------------------------ unique keys
+    /** Locks the key's row if it exists (waits for a concurrent holder's transaction). */
+    lockUniqueKey: `SELECT job_id, locked_at FROM ${s}.unique_locks WHERE key = $1 FOR UPDATE`,
+    /** Creates the key's row (locked by this transaction); no row returned when it exists. */
+    createUniqueKey: `INSERT INTO ${s}.unique_locks (key, job_id, locked_at) VALUES ($1, $2, $3)
+      ON CONFLICT (key) DO NOTHING RETURNING key`,
+    /** Points the key at the new job (the row is already locked, or created here). */
+    takeUniqueKey: `INSERT INTO ${s}.unique_locks (key, job_id, locked_at) VALUES ($1, $2, $3)
+      ON CONFLICT (key) DO UPDATE SET job_id = EXCLUDED.job_id, locked_at = EXCLUDED.locked_at`,
+    releaseUniqueKeys: `DELETE FROM ${s}.unique_locks WHERE job_id = ANY($1::text[])`,
+
+    // ------------------------------------------------------------ guarded writes
+    /**
+     * $1 = jsonb array of job rows plus expect_rev. Applies each row only if
+     * the stored rev is still expect_rev; the caller compares the row count.
+     */
+    updateJobs: `UPDATE ${s}.jobs j
+       SET queue = u.queue, type = u.type, state = u.state, priority = u.priority,
+           attempt = u.attempt, rev = u.rev, run_at = u.run_at, deadline = u.deadline,
+           expires_at = u.expires_at, finished_at = u.finished_at, dead_letter = u.dead_letter,
+           unique_key = u.unique_key, workflow_id = u.workflow_id, rate_key = u.rate_key,
+           version_num = u.version_num, doc = u.doc
+      FROM jsonb_to_recordset($1::jsonb) AS u(${JOB_COLUMNS}, expect_rev integer)
+     WHERE j.id = u.id AND j.rev = u.expect_rev`,
+    /** $1 = jsonb array of {id, expect_rev}. */
+    deleteJobs: `DELETE FROM ${s}.jobs j
+      USING jsonb_to_recordset($1::jsonb) AS d(id text, expect_rev integer)
+      WHERE j.id = d.id AND j.rev = d.expect_rev
+      RETURNING j.id`,
+    insertWorkflows: `INSERT INTO ${s}.workflows (id, rev, doc)
+      SELECT id, rev, doc FROM jsonb_to_recordset($1::jsonb) AS w(id text, rev integer, doc jsonb)`,
+    updateWorkflows: `UPDATE ${s}.workflows w SET rev = u.rev, doc = u.doc
+      FROM jsonb_to_recordset($1::jsonb) AS u(id text, rev integer, expect_rev integer, doc jsonb)
+      WHERE w.id = u.id AND w.rev = u.expect_rev`,
+    updateCrons: `UPDATE ${s}.crons c
+       SET rev = u.rev, enabled = u.enabled, next_run_ms = u.next_run_ms, doc = u.doc
+      FROM jsonb_to_recordset($1::jsonb)
+           AS u(name text, rev integer, enabled boolean, next_run_ms double precision,
+                expect_rev integer, doc jsonb)
+     WHERE c.name = u.name AND c.rev = u.expect_rev`,
+
+    // ------------------------------------------------------------ claim
+    /**
+     * Per requested queue: its config and whether rate-limited jobs are
+     * waiting in it (which sends the claim down the limited path).
+     */
+    claimPlan: `SELECT n.name, coalesce(q.paused, false) AS paused, q.concurrency, q.rate_limit,
+        q.rate_period_ms,
+        EXISTS (SELECT 1 FROM ${s}.jobs j
+                 WHERE j.queue = n.name AND j.state = 'available' AND j.rate_key IS NOT NULL)
+          AS keyed
+      FROM unnest($1::text[]) WITH ORDINALITY AS n(name, ord)
+      LEFT JOIN ${s}.queues q ON q.name = n.name
+      ORDER BY n.ord`,
+    /**
+     * The claim of an unlimited queue in one statement: the CTE locks at
+     * most $6 available, unexpired jobs of queue $5 in claim order
+     * (priority desc, seq) that the fetch's handlers admit ($7), skipping
+     * rows other transactions hold, and the UPDATE turns exactly those into
+     * active jobs. Rows come back unordered.
+     */
+    claimQueue: claimUpdate(
+      s,
+      `SELECT id, attempt, rev, doc FROM ${s}.jobs j
+        WHERE queue = $5 AND state = 'available' AND rate_key IS NULL
+          AND (expires_at IS NULL OR expires_at > ($1::numeric)::double precision)
+          AND ${admitted(7, 'j')}
+        ORDER BY priority DESC, seq
+        LIMIT $6
+        FOR UPDATE SKIP LOCKED`,
+    ),
+    /** Claims jobs $5 (text[]) the limited path already locked and accepted. */
+    claimIds: claimUpdate(
+      s,
+      `SELECT id, attempt, rev, doc FROM ${s}.jobs
+        WHERE id = ANY($5::text[]) AND state = 'available'
+        FOR UPDATE`,
+    ),
+    /**
+     * Limited path: the next page of candidates after the (priority, seq)
+     * cursor, leaving out rate keys already found at their limit ($6) and
+     * jobs the handlers do not admit ($7), locked (SKIP LOCKED) while the
+     * limits are checked.
+     */
+    claimCandidates: `SELECT id, priority, seq::text AS seq, doc->'rate_limit' AS rate_limit
+      FROM ${s}.jobs j
+      WHERE queue = $1 AND state = 'available'
+        AND (expires_at IS NULL OR expires_at > $2::double precision)
+        AND (priority < $3::integer OR (priority = $3::integer AND seq > $4::bigint))
+        AND (rate_key IS NULL OR NOT (rate_key = ANY($6::text[])))
+        AND ${admitted(7, 'j')}
+      ORDER BY priority DESC, seq
+      LIMIT $5
+      FOR UPDATE SKIP LOCKED`,
+    activeInQueue: `SELECT count(*) AS n FROM ${s}.jobs WHERE queue = $1 AND state = 'active'`,
+    activeWithKey: `SELECT count(*) AS n FROM ${s}.jobs WHERE rate_key = $1 AND state = 'active'`,
+    /** Serialises limited claims of one queue / one rate key across processes. */
+    advisoryLock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
+    tryAdvisoryLock: 'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
+    rateWindow: `SELECT window_start, count FROM ${s}.rate_windows WHERE key = $1`,
+    /** $1 = jsonb array of {key, window_start, count}; the caller holds each key's lock. */
+    saveRateWindows: `INSERT INTO ${s}.rate_windows (key, window_start, count)
+      SELECT key, window_start, count
+        FROM jsonb_to_recordset($1::jsonb) AS w(key text, window_start double precision, count integer)
+      ON CONFLICT (key) DO UPDATE SET window_start = EXCLUDED.window_start, count = EXCLUDED.count`,
+
+    // ------------------------------------------------------------ time
+    /** Unstarted jobs past expires_at, locked (SKIP LOCKED) for expire(). */
+    lockExpiring: `SELECT doc FROM ${s}.jobs
+      WHERE expires_at IS NOT NULL AND expires_at <= $1
+        AND state IN ('scheduled', 'available', 'pending', 'retryable')
+      ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+    /** Due scheduled/retryable jobs, locked (SKIP LOCKED) for promote(). */
+    lockDue: `SELECT doc FROM ${s}.jobs
+      WHERE state IN ('scheduled', 'retryable') AND run_at <= $1
+      ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+
+    // ------------------------------------------------------------ queues
+    listQueues: `SELECT name, paused, created_at, concurrency, rate_limit, rate_period_ms
+      FROM ${s}.queues ORDER BY name`,
+    getQueue: `SELECT name, paused, created_at, concurrency, rate_limit, rate_period_ms
+      FROM ${s}.queues WHERE name = $1`,
+    ensureQueue: `INSERT INTO ${s}.queues (name, created_at) VALUES ($1, $2)
+      ON CONFLICT (name) DO NOTHING`,
+    setPaused: `UPDATE ${s}.queues SET paused = $2, paused_at = $3 WHERE name = $1
+      RETURNING name, paused, created_at, concurrency, rate_limit, rate_period_ms`,
+    setConcurrency: `UPDATE ${s}.queues SET concurrency = $2 WHERE name = $1`,
+    setRateLimit: `UPDATE ${s}.queues SET rate_limit = $2, rate_period_ms = $3 WHERE name = $1`,
+    queueStats: `SELECT
+        (SELECT paused FROM ${s}.queues WHERE name = $1) AS paused,
+        (SELECT coalesce(jsonb_object_agg(state, n), '{}'::jsonb)
+           FROM (SELECT state, count(*) AS n FROM ${s}.jobs WHERE queue = $1 GROUP BY state) c)
+          AS counts,
+        (SELECT count(*) FROM ${s}.jobs
+          WHERE queue = $1 AND state = 'completed' AND finished_at >= $2) AS completed_last_minute,
+        (SELECT count(*) FROM ${s}.jobs
+          WHERE queue = $1 AND state = 'completed' AND finished_at >= $3) AS completed_last_hour,
+        (SELECT count(*) FROM ${s}.jobs
+          WHERE queue = $1 AND state = 'discarded' AND finished_at >= $3) AS failed_last_hour`,
+    deadLetterCount: `SELECT count(*) AS n FROM ${s}.jobs
+      WHERE dead_letter AND ($1::text IS NULL OR queue = $1)`,
+    deadLetterPage: `SELECT doc FROM ${s}.jobs
+      WHERE dead_letter AND ($1::text IS NULL OR queue = $1)
+      ORDER BY seq DESC LIMIT $2 OFFSET $3`,
+
+    // ------------------------------------------------------------ workflows, crons
+    getWorkflow: `SELECT doc FROM ${s}.workflows WHERE id = $1`,
+    /**
+     * Insert or replace by name in one statement; a replace bumps rev (so a
+     * concurrent guarded cron update fails) and `created` tells which.
+     */
+    upsertCron: `INSERT INTO ${s}.crons AS c (name, rev, enabled, next_run_ms, doc)
+      VALUES ($1, $2, $3, $4, $5::jsonb)
+      ON CONFLICT (name) DO UPDATE SET
+        rev = c.rev + 1, enabled = EXCLUDED.enabled, next_run_ms = EXCLUDED.next_run_ms,
+        doc = EXCLUDED.doc || jsonb_build_object('rev', c.rev + 1)
+      RETURNING (xmax = 0) AS created, doc`,
+    getCron: `SELECT doc FROM ${s}.crons WHERE name = $1`,
+    listCrons: `SELECT doc FROM ${s}.crons ORDER BY name`,
+    deleteCron: `DELETE FROM ${s}.crons WHERE name = $1 RETURNING doc`,
+    dueCrons: `SELECT doc FROM ${s}.crons WHERE enabled AND next_run_ms <= $1
+      ORDER BY next_run_ms, name`,
+
+    // ------------------------------------------------------------ settings
+    getSetting: `SELECT namespace, key, rev, updated_at, value FROM ${s}.settings
+      WHERE namespace = $1 AND key = $2`,
+    listSettings: `SELECT namespace, key, rev, updated_at, value FROM ${s}.settings
+      WHERE namespace = $1 AND starts_with(key, $2) ORDER BY key`,
+    /** Create: only when the key is free. */
+    createSetting: `INSERT INTO ${s}.settings (namespace, key, rev, updated_at, value)
+      VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT DO NOTHING
+      RETURNING namespace, key, rev, updated_at, value`,
+    /** Update guarded on rev ($6). */
+    updateSetting: `UPDATE ${s}.settings SET rev = $3, updated_at = $4, value = $5::jsonb
+      WHERE namespace = $1 AND key = $2 AND rev = $6
+      RETURNING namespace, key, rev, updated_at, value`,
+    deleteSetting: `DELETE FROM ${s}.settings WHERE namespace = $1 AND key = $2`,
+
+    // ------------------------------------------------------------ events
+    /** $1 = jsonb array of event rows, inserted (seq assigned) in array order. */
+    insertEvents: `INSERT INTO ${s}.events (id, type, queue, job_type, doc)
+      SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
+             e.value->'doc'
+        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, ord)
+       ORDER BY e.ord`,
+    /** Deletes all but the newest $1 events (by seq; gaps in seq do not matter). */
+    pruneEvents: `DELETE FROM ${s}.events WHERE seq <= (
+        SELECT seq FROM ${s}.events ORDER BY seq DESC OFFSET $1 LIMIT 1)`,
+    eventsTable: `${s}.events`,
+
+    // ------------------------------------------------------------ admin
+    notify: 'SELECT pg_notify($1, $2)',
+    reset: `TRUNCATE ${s}.jobs, ${s}.queues, ${s}.events, ${s}.unique_locks, ${s}.rate_windows,
+      ${s}.workflows, ${s}.crons, ${s}.settings`,
+    dbTimeMs: 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::double precision AS ms',
+  };
+}
+
+export type Statements = ReturnType<typeof statements>;
+
+/**
+ * Names under which the statements are prepared on each connection (node-pg
+ * prepares a named statement once per connection and then only binds and
+ * executes it), saving PostgreSQL the parse and plan of every call.
+ */
+export function preparedNames(sql: Statements): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const [key, text] of Object.entries(sql)) {
+    if (key !== 'eventsTable' && key !== 'reset') names.set(text, `ojs_${key}`);
+  }
+  names.set(TXID_SQL, 'ojs_txid');
+  return names;
+}
+
+/** The transaction's id if it wrote anything (asked just before COMMIT). */
+export const TXID_SQL = 'SELECT txid_current_if_assigned()::text AS xid';
+
+/**
+ * What the store's code queries through: a pooled client (or the pool) that
+ * runs the known statements as prepared statements.
+ */
+export class Session {
+  readonly #target: pg.Pool | pg.PoolClient;
+  readonly #names: Map<string, string>;
+
+  constructor(target: pg.Pool | pg.PoolClient, names: Map<string, string>) {
+    this.#target = target;
+    this.#names = names;
+  }
+
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values: unknown[] = [],
+  ): Promise<pg.QueryResult<R>> {
+    const name = this.#names.get(text);
+    return this.#target.query<R>(name === undefined ? { text, values } : { name, text, values });
+  }
+}

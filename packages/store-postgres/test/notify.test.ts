@@ -1,0 +1,125 @@
+/**
+ * LISTEN/NOTIFY wake-ups between processes: a listener on one store (its
+ * own dedicated connection) hears jobs made available through another
+ * store's pool, in every way a job can become available, and keeps
+ * hearing them after its connection is killed.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it, test } from 'node:test';
+import { activate, type JobRecord, parseEnqueueRequest } from '@ojs/core';
+import type { PostgresStore } from '../src/index.ts';
+import {
+  dropSchema,
+  eventually,
+  openStore,
+  terminateBackends,
+  testSchema,
+  unavailable,
+} from './helpers.ts';
+
+const T0 = Date.UTC(2026, 0, 1, 12);
+
+function newJob(options: Record<string, unknown> = {}): JobRecord {
+  return parseEnqueueRequest({ type: 'notify.test', args: [], options }, T0, {
+    visibilityTimeoutMs: 30_000,
+  });
+}
+
+const reason = await unavailable();
+if (reason !== undefined) {
+  test('PostgreSQL LISTEN/NOTIFY', { skip: reason }, () => {});
+} else {
+  describe('onJobsAvailable across processes', () => {
+    const schema = testSchema('notify');
+    let listenerStore: PostgresStore;
+    let writer: PostgresStore;
+    let other: PostgresStore;
+    let wakes = 0;
+
+    before(async () => {
+      listenerStore = await openStore(schema, { applicationName: `ojs-test-${schema}-a` });
+      writer = await openStore(schema, { applicationName: `ojs-test-${schema}-b` });
+      // A store on another schema of the same database must not wake us.
+      other = await openStore(`${schema}_x`, { applicationName: `ojs-test-${schema}-c` });
+      listenerStore.onJobsAvailable(() => wakes++);
+      await listenerStore.listening();
+    });
+    after(async () => {
+      await Promise.all([listenerStore.close(), writer.close(), other.close()]);
+      await dropSchema(schema);
+      await dropSchema(`${schema}_x`);
+    });
+    beforeEach(async () => {
+      await writer.reset();
+      // Let notifications of the reset and earlier steps drain before counting.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      wakes = 0;
+    });
+
+    const woken = (what: string) => eventually(() => wakes > 0, 5000, what);
+
+    it('fires when another process inserts an available job', async () => {
+      await writer.insertJobs([newJob()], [], T0);
+      await woken('a wake-up after insert');
+    });
+
+    it('does not fire for scheduled or pending jobs, nor for another schema', async () => {
+      await writer.insertJobs(
+        [newJob({ scheduled_at: '+PT1H' }), newJob({ pending: true })],
+        [],
+        T0,
+      );
+      await other.insertJobs([newJob()], [], T0);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(wakes, 0);
+    });
+
+    it('fires on promotion, activation and queue resume', async () => {
+      const [scheduled, pending] = await writer.insertJobs(
+        [newJob({ scheduled_at: '+PT1S' }), newJob({ pending: true })],
+        [],
+        T0,
+      );
+      assert.equal(await writer.promoteDueJobs(T0 + 1000), 1);
+      await woken('a wake-up after promotion');
+      assert.equal(scheduled!.status, 'inserted');
+
+      wakes = 0;
+      const job = (pending as { job: JobRecord }).job;
+      assert.equal(
+        await writer.commit({ updates: [{ job: activate(job, T0), expectRev: job.rev }] }),
+        true,
+      );
+      await woken('a wake-up after activate');
+
+      wakes = 0;
+      await writer.setQueuePaused('default', true, T0);
+      await writer.setQueuePaused('default', false, T0);
+      await woken('a wake-up after resume');
+    });
+
+    it('an unsubscribed listener is not called', async () => {
+      let calls = 0;
+      const unsubscribe = listenerStore.onJobsAvailable(() => calls++);
+      await writer.insertJobs([newJob()], [], T0);
+      await eventually(() => calls > 0, 5000, 'the second listener');
+      unsubscribe();
+      calls = 0;
+      wakes = 0;
+      await writer.insertJobs([newJob()], [], T0);
+      await woken('the remaining listener');
+      assert.equal(calls, 0);
+    });
+
+    it('reconnects after its connection is terminated and keeps firing', async () => {
+      const killed = await terminateBackends(`ojs-test-${schema}-a:listen`);
+      assert.equal(killed, 1, 'the LISTEN connection was terminated');
+      // After reconnecting it wakes subscribers once (notifications may have been missed).
+      await woken('the wake-up after reconnect');
+      wakes = 0;
+      await listenerStore.listening();
+      await writer.insertJobs([newJob()], [], T0);
+      await woken('a wake-up on the new connection');
+    });
+  });
+}
