@@ -103,3 +103,30 @@ export function runCaptured(
     child.once('close', (code) => resolve({ code: code ?? 1, output }));
   });
 }
+
+interface PgClient {
+  connect(): Promise<void>;
+  query(sql: string): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+/** Runs `fn` with a connected pg client (pg comes with the store-postgres package). */
+export async function withPostgres<T>(
+  url: string,
+  fn: (client: PgClient) => Promise<T>,
+): Promise<T> {
+  const pg = (await import('pg')) as unknown as {
+    default: { Client: new (o: { connectionString: string }) => PgClient };
+  };
+  const client = new pg.default.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export function dropPostgresSchema(url: string, schema: string): Promise<unknown> {
+  return withPostgres(url, (client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+}

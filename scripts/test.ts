@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runConformance } from './conformance.ts';
-import { ROOT, run } from './lib.ts';
+import { dropPostgresSchema, ROOT, run, withPostgres } from './lib.ts';
 
 /** Suite tests that cannot pass as written (see ../shared/spec/conformance-suite.md §0 item 9). */
 export const KNOWN_SUITE_DEFECTS = new Set(['L1-RTR-014']);
@@ -76,32 +76,11 @@ async function postgresProblem(): Promise<string | undefined> {
     return 'the store-postgres package is not present';
   }
   try {
-    const pg = (await import('pg')) as unknown as {
-      default: { Client: new (o: { connectionString: string }) => PgClient };
-    };
-    const client = new pg.default.Client({ connectionString: POSTGRES_URL });
-    await client.connect();
-    await client.end();
+    await withPostgres(POSTGRES_URL, async () => {});
     return undefined;
   } catch (error) {
     return `PostgreSQL unreachable at ${POSTGRES_URL}: ${(error as Error).message}`;
   }
-}
-
-interface PgClient {
-  connect(): Promise<void>;
-  query(sql: string): Promise<unknown>;
-  end(): Promise<void>;
-}
-
-async function dropSchema(schema: string): Promise<void> {
-  const pg = (await import('pg')) as unknown as {
-    default: { Client: new (o: { connectionString: string }) => PgClient };
-  };
-  const client = new pg.default.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
 }
 
 const unitCode = await run(process.execPath, ['--test', '--test-reporter=spec', ...testFiles()]);
@@ -124,7 +103,7 @@ process.stdout.write(
   `\n== conformance (${SUITES.join(', ')}) on ${runs.length} store(s), running side by side\n`,
 );
 const outcomes = await Promise.all(runs);
-if (problem === undefined) await dropSchema(schema).catch(() => {});
+if (problem === undefined) await dropPostgresSchema(POSTGRES_URL, schema).catch(() => {});
 for (const outcome of outcomes) {
   process.stdout.write(`\n---- ${outcome.label}\n${outcome.output}`);
 }

@@ -137,7 +137,12 @@ export class Engine {
    * The HTTP binding's wire projections, for in-process clients (the SDK's
    * in-process transport) that must answer exactly what the server would.
    */
-  readonly wire = { job: toWire, workflow: workflowToWire, cron: cronToWire } as const;
+  readonly wire = {
+    job: toWire,
+    workflow: workflowToWire,
+    cron: cronToWire,
+    handlers: parseHandlers,
+  } as const;
   readonly schemas: SchemaRegistry;
   readonly #random: () => number;
   readonly #services: BackgroundServices;

@@ -141,7 +141,7 @@ export class InProcessTransport implements Transport {
         language: 'typescript',
         mode: 'in-process',
       },
-      conformance_level: workflows ? 3 : cron ? 2 : 1,
+      conformance_level: workflows ? 4 : cron ? 2 : 1,
       protocols: ['in-process'],
       backend: engine.store.backend,
       capabilities: {
@@ -153,7 +153,16 @@ export class InProcessTransport implements Transport {
         pause_resume: true,
         long_poll_fetch: true,
       },
-      extensions: { official: [], experimental: [] },
+      extensions: {
+        official: [],
+        experimental: [
+          {
+            name: 'job-versioning',
+            uri: 'urn:ojs:ext:experimental:job-versioning',
+            version: '0.1.0',
+          },
+        ],
+      },
     };
   }
 
@@ -207,6 +216,7 @@ export class InProcessTransport implements Transport {
         workerId: request.worker_id,
         visibilityTimeoutMs: request.visibility_timeout_ms,
         waitMs: request.wait_ms,
+        handlers: this.engine.wire.handlers(request.handlers),
         signal: options.signal,
       });
       return jobs.map((j) => this.#job(j));

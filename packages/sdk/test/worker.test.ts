@@ -13,11 +13,12 @@ import {
   JobCancelledError,
   JobTimeoutError,
   type OjsClient,
-  type OjsWorker,
+  OjsWorker,
   parseTraceparent,
   ShutdownError,
   traceContext,
 } from '@ojs/sdk';
+import { InProcessTransport } from '@ojs/sdk/in-process';
 import {
   MODES,
   type Mode,
@@ -383,9 +384,24 @@ for (const store of await testStores())
         assert.equal(seen[1], flow.id);
       });
 
-      it('a job without a handler is failed as retryable, not discarded', async () => {
+      it('without handler routing (server lacks the extension), a job with no handler fails as retryable', async () => {
         const q = queue();
-        const w = worker(mode, { queues: [q] });
+        // A transport whose manifest does not list job-versioning: the worker
+        // cannot declare its handlers, so it must fail what it cannot run.
+        const transport = new InProcessTransport(server.engine, {
+          manifest: {
+            specversion: '1.0',
+            conformance_level: 1,
+            capabilities: { long_poll_fetch: true },
+          },
+        });
+        const w = new OjsWorker({
+          transport,
+          queues: [q],
+          heartbeatIntervalMs: 100,
+          exitOnSignal: false,
+        });
+        workers.push(w);
         w.register('known.job', async () => 1);
         const job = await client.enqueue('unknown.job', [], {
           queue: q,
@@ -395,6 +411,21 @@ for (const store of await testStores())
         const failed = await client.waitForJob(job!.id, { states: ['retryable', 'discarded'] });
         assert.equal(failed.state, 'retryable');
         assert.equal(failed.error?.type, 'no_handler_registered');
+      });
+
+      it('a job of a type without a handler is left for a worker that has one', async () => {
+        // The worker declares its handlers with each fetch (the server lists the
+        // job-versioning extension), so the server never hands it this job.
+        const q = queue();
+        const w = worker(mode, { queues: [q] });
+        w.register('known.job', async () => 1);
+        const unknown = await client.enqueue('unknown.job', [], { queue: q });
+        const known = await client.enqueue('known.job', [], { queue: q });
+        await w.start();
+        await client.waitForJob(known!.id, { states: ['completed'] });
+        const held = await client.getJob(unknown!.id);
+        assert.equal(held.state, 'available');
+        assert.equal(held.attempt, 0);
       });
     });
   }
