@@ -9,6 +9,7 @@ export * from './lifecycle.ts';
 export * from './retry.ts';
 export * from './states.ts';
 export * from './store.ts';
+export * from './store-columns.ts';
 export * from './time.ts';
 export * from './unique.ts';
 export * from './uuid.ts';

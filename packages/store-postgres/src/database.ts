@@ -31,6 +31,12 @@ export class Database {
   readonly #names: Map<string, string>;
   readonly #session: Session;
   readonly #onError: (error: Error, context: string) => void;
+  /**
+   * Attempts on connection loss: more than the pool holds, because after a
+   * database restart every idle pooled connection may be dead and each retry
+   * can draw one of them before the pool notices.
+   */
+  readonly #connectionAttempts: number;
 
   constructor(
     pool: pg.Pool,
@@ -38,6 +44,7 @@ export class Database {
     onError: (error: Error, context: string) => void,
   ) {
     this.#pool = pool;
+    this.#connectionAttempts = Math.max(MAX_ATTEMPTS, (pool.options.max ?? 10) + 2);
     this.#names = names;
     this.#session = new Session(pool, names);
     this.#onError = onError;
@@ -58,8 +65,8 @@ export class Database {
         return await this.#session.query<R>(text, params);
       } catch (error) {
         const retryable = retry ? isConnectionError(error) : isUnsent(error);
-        if (retryable && attempt < MAX_ATTEMPTS) {
-          await delay(25 * attempt * attempt);
+        if (retryable && attempt < this.#connectionAttempts) {
+          await delay(Math.min(1000, 25 * attempt * attempt));
           continue;
         }
         throw wrapError(error);
@@ -83,8 +90,8 @@ export class Database {
       try {
         pooled = await this.#pool.connect();
       } catch (error) {
-        if (attempt < MAX_ATTEMPTS && isConnectionError(error)) {
-          await delay(25 * attempt * attempt);
+        if (attempt < this.#connectionAttempts && isConnectionError(error)) {
+          await delay(Math.min(1000, 25 * attempt * attempt));
           continue;
         }
         throw wrapError(error);
@@ -145,8 +152,11 @@ export class Database {
           if (outcome !== 'aborted' || attempt >= MAX_ATTEMPTS) throw wrapError(error, true);
           continue;
         }
-        if ((lost || isTransientConflict(error)) && attempt < MAX_ATTEMPTS) {
-          await delay(lost ? 25 * attempt * attempt : Math.random() * 10 * attempt);
+        if (
+          (lost || isTransientConflict(error)) &&
+          attempt < (lost ? this.#connectionAttempts : MAX_ATTEMPTS)
+        ) {
+          await delay(lost ? Math.min(1000, 25 * attempt * attempt) : Math.random() * 10 * attempt);
           continue;
         }
         throw wrapError(error);

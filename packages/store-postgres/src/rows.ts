@@ -3,71 +3,26 @@
  * the source of truth; the others exist for indexes and guards), and the
  * conversions of what the driver returns (bigint and count(*) as strings).
  */
-import type {
-  ClaimRequest,
-  CronRecord,
-  JobRecord,
-  OjsEvent,
-  QueueInfo,
-  SettingRecord,
+import {
+  type ClaimRequest,
+  type CronRecord,
+  type JobColumns,
+  type JobRecord,
+  jobColumns,
+  type OjsEvent,
+  type QueueInfo,
+  type SettingRecord,
 } from '@ojs/core';
 
-export interface JobRow {
-  id: string;
+/** The core-derived index columns, the FIFO sequence and the document. */
+export interface JobRow extends JobColumns {
   seq: number | null;
-  queue: string;
-  type: string;
-  state: string;
-  priority: number;
-  attempt: number;
-  rev: number;
-  run_at: number | null;
-  deadline: number | null;
-  expires_at: number | null;
-  finished_at: number | null;
-  dead_letter: boolean;
-  unique_key: string | null;
-  workflow_id: string | null;
-  rate_key: string | null;
-  version_num: number | null;
   doc: JobRecord;
-}
-
-function finishedAt(job: JobRecord): number | null {
-  const stamp =
-    job.state === 'completed'
-      ? job.completed_at
-      : job.state === 'discarded'
-        ? job.discarded_at
-        : undefined;
-  if (stamp === undefined) return null;
-  const ms = Date.parse(stamp);
-  return Number.isNaN(ms) ? null : ms;
 }
 
 /** The columns of one job (what the bulk INSERT/UPDATE statements read per row). */
 export function jobRow(job: JobRecord): JobRow {
-  const deadlines = [job.lease_until, job.timeout_at].filter((v): v is number => v !== undefined);
-  return {
-    id: job.id,
-    seq: job.seq ?? null,
-    queue: job.queue,
-    type: job.type,
-    state: job.state,
-    priority: job.priority,
-    attempt: job.attempt,
-    rev: job.rev,
-    run_at: job.run_at ?? null,
-    deadline: job.state === 'active' && deadlines.length > 0 ? Math.min(...deadlines) : null,
-    expires_at: job.expires_at_ms ?? null,
-    finished_at: finishedAt(job),
-    dead_letter: job.state === 'discarded' && job.dead_letter === true,
-    unique_key: job.unique_key ?? null,
-    workflow_id: job.workflow_id ?? null,
-    rate_key: job.rate_limit?.key ?? null,
-    version_num: job.version_num ?? null,
-    doc: job,
-  };
+  return { ...jobColumns(job), seq: job.seq ?? null, doc: job };
 }
 
 /** An event row (filter columns + the event document). */

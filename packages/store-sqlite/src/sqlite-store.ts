@@ -18,6 +18,7 @@ import {
   isTerminal,
   JOB_STATES,
   type JobRecord,
+  jobColumns,
   jobEvent,
   type OjsEvent,
   type Page,
@@ -56,38 +57,10 @@ const UPDATE_JOB = `UPDATE ojs_jobs SET queue = :queue, type = :type, state = :s
   unique_key = :unique_key, workflow_id = :workflow_id, rate_key = :rate_key, version_num = :version_num, doc = :doc
   WHERE id = :id AND rev = :expect_rev`;
 
-function finishedAt(job: JobRecord): number | null {
-  const stamp =
-    job.state === 'completed'
-      ? job.completed_at
-      : job.state === 'discarded'
-        ? job.discarded_at
-        : undefined;
-  return stamp === undefined ? null : Date.parse(stamp);
-}
-
-/** Columns derived from the document; `doc` stays the source of truth. */
+/** The core-derived index columns in SQLite's types, plus the document. */
 function columns(job: JobRecord): Record<string, string | number | null> {
-  const deadlines = [job.lease_until, job.timeout_at].filter((v): v is number => v !== undefined);
-  return {
-    id: job.id,
-    queue: job.queue,
-    type: job.type,
-    state: job.state,
-    priority: job.priority,
-    attempt: job.attempt,
-    rev: job.rev,
-    run_at: job.run_at ?? null,
-    deadline: job.state === 'active' && deadlines.length > 0 ? Math.min(...deadlines) : null,
-    expires_at: job.expires_at_ms ?? null,
-    finished_at: finishedAt(job),
-    dead_letter: job.state === 'discarded' && job.dead_letter ? 1 : 0,
-    unique_key: job.unique_key ?? null,
-    workflow_id: job.workflow_id ?? null,
-    rate_key: job.rate_limit?.key ?? null,
-    version_num: job.version_num ?? null,
-    doc: JSON.stringify(job),
-  };
+  const derived = jobColumns(job);
+  return { ...derived, dead_letter: derived.dead_letter ? 1 : 0, doc: JSON.stringify(job) };
 }
 
 /** Version routing as JSON rows for the claim query: one row per (type, interval). */
