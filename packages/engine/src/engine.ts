@@ -49,6 +49,7 @@ import { Notifier } from './notifier.ts';
 import { VersionRouter } from './routing.ts';
 import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
+import { SettingsCache } from './settings-cache.ts';
 
 export interface EngineOptions {
   store: Store;
@@ -133,6 +134,8 @@ export class Engine {
   readonly notifier = new Notifier();
   readonly cron: CronScheduler = new CronScheduler(this);
   readonly routing: VersionRouter = new VersionRouter(this);
+  /** Settings read on every enqueue (schemas, routing rules), cached briefly. */
+  readonly settings: SettingsCache;
   /**
    * The HTTP binding's wire projections, for in-process clients (the SDK's
    * in-process transport) that must answer exactly what the server would.
@@ -159,6 +162,7 @@ export class Engine {
     this.maxFetchCount = options.maxFetchCount ?? 1000;
     this.maxBatchSize = options.maxBatchSize ?? 10_000;
     this.#random = options.random ?? Math.random;
+    this.settings = new SettingsCache(this.store);
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
     this.#unsubscribe = this.store.onJobsAvailable?.(() => this.notifier.notify());
     this.#services = new BackgroundServices(
@@ -783,6 +787,7 @@ export class Engine {
   async reset(): Promise<void> {
     if (!this.testMode) throw new OjsError('not_found', 'Reset is only available in test mode.');
     await this.store.reset();
+    this.settings.clear();
   }
 }
 

@@ -152,7 +152,10 @@ export class VersionRouter {
         existing?.rev ?? null,
         this.#engine.now(),
       );
-      if (stored !== null) return config;
+      if (stored !== null) {
+        this.#engine.settings.invalidate(NAMESPACE);
+        return config;
+      }
     }
   }
 
@@ -163,12 +166,14 @@ export class VersionRouter {
   }
 
   async delete(type: string): Promise<void> {
-    if (!(await this.#engine.store.deleteSetting(NAMESPACE, type))) throw notFound('routing', type);
+    const deleted = await this.#engine.store.deleteSetting(NAMESPACE, type);
+    this.#engine.settings.invalidate(NAMESPACE);
+    if (!deleted) throw notFound('routing', type);
   }
 
   /** Routes a new job when rules exist for its type: records routed_version and routes by it. */
   async route(job: JobRecord): Promise<void> {
-    const record = await this.#engine.store.getSetting(NAMESPACE, job.type);
+    const record = await this.#engine.settings.get(NAMESPACE, job.type);
     if (record === null) return;
     const config = record.value as unknown as RoutingConfig;
     const version = this.#pick(job.type, record.rev, config.rules);
@@ -195,7 +200,7 @@ export class VersionRouter {
   /** Records the outcome of a routed job's attempt and rolls back when the error rate trips. */
   async observe(job: JobRecord, failed: boolean): Promise<void> {
     if (job.routed_version === undefined) return;
-    const record = await this.#engine.store.getSetting(NAMESPACE, job.type);
+    const record = await this.#engine.settings.get(NAMESPACE, job.type);
     if (record === null) return;
     const config = record.value as unknown as RoutingConfig;
     const rollback = config.auto_rollback;
@@ -227,6 +232,7 @@ export class VersionRouter {
       record.rev,
       now,
     );
+    this.#engine.settings.invalidate(NAMESPACE);
     if (stored !== null) {
       this.#outcomes.delete(key);
       await this.#engine.store.appendEvents([

@@ -138,6 +138,7 @@ export class SchemaRegistry {
       null,
       this.#engine.now(),
     );
+    this.#engine.settings.invalidate(NAMESPACE);
     if (stored === null) {
       throw conflict(
         `A schema for ${type} version ${versionText} is already registered; delete it first.`,
@@ -171,6 +172,7 @@ export class SchemaRegistry {
   async delete(type: string, versionText: string): Promise<SchemaEntry> {
     const entry = await this.get(type, versionText);
     await this.#engine.store.deleteSetting(NAMESPACE, versionKey(type, entry.version_num));
+    this.#engine.settings.invalidate(NAMESPACE);
     return entry;
   }
 
@@ -187,11 +189,12 @@ export class SchemaRegistry {
       existing?.rev ?? null,
       this.#engine.now(),
     );
+    this.#engine.settings.invalidate(MODE_NAMESPACE);
     return mode as ValidationMode;
   }
 
   async modeFor(type: string): Promise<ValidationMode> {
-    const record = await this.#engine.store.getSetting(MODE_NAMESPACE, type);
+    const record = await this.#engine.settings.get(MODE_NAMESPACE, type);
     return (record?.value.mode as ValidationMode | undefined) ?? this.#defaultMode;
   }
 
@@ -203,7 +206,9 @@ export class SchemaRegistry {
   async check(job: { type: string; args: unknown[]; version_num?: number }): Promise<string[]> {
     const mode = await this.modeFor(job.type);
     if (mode === 'off') return [];
-    const entries = await this.list(job.type);
+    // The enqueue path reads through the settings cache.
+    const records = await this.#engine.settings.list(NAMESPACE, `${job.type}@`);
+    const entries = records.map((r) => r.value as unknown as SchemaEntry).reverse();
     const entry =
       job.version_num === undefined
         ? entries[0]
