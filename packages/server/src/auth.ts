@@ -20,7 +20,11 @@ function rolesFor(request: FastifyRequest): Role[] {
   if (path.startsWith('/ojs/v1/workers/') || /^\/ojs\/v1\/jobs\/[^/]+\/(ack|nack)$/.test(path)) {
     return ['worker', 'admin'];
   }
-  if (path.startsWith('/ojs/v1/jobs')) return ['producer', 'admin'];
+  // Producers enqueue jobs and workflows and read them back; everything else
+  // (queues, cron, dead letter, events, admin) is the admin role's.
+  if (path.startsWith('/ojs/v1/jobs') || path.startsWith('/ojs/v1/workflows')) {
+    return ['producer', 'admin'];
+  }
   return ['admin'];
 }
 
