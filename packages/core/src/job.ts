@@ -134,8 +134,3 @@ export function toWire(job: JobRecord): Record<string, unknown> {
   if (job.unique_key !== undefined) out.unique_key = job.unique_key;
   return out;
 }
-
-/** Deep copy for records handed across the store seam (stores must not share objects). */
-export function cloneJob(job: JobRecord): JobRecord {
-  return structuredClone(job);
-}

@@ -3,7 +3,8 @@
  * core decided: every state change is a guarded write (the job's `rev` read
  * before the decision must still be the stored one), and everything that
  * belongs to one transition (the job, new jobs, workflow records, events)
- * commits atomically or not at all.
+ * commits atomically or not at all. Records handed across the seam are
+ * never shared: a store returns its own copies and keeps none of the caller's.
  */
 import type { Clock } from './clock.ts';
 import type { JobRecord } from './job.ts';

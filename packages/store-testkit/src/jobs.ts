@@ -119,7 +119,7 @@ export function jobTests(ctx: SuiteContext): void {
       assert.deepEqual(
         (result as { job: JobRecord }).job.args,
         [{ n: 1 }],
-        'the returned record is not the caller input (cloneJob rule of the seam)',
+        'the returned record is not the caller input (stores never share objects with callers)',
       );
     });
 
