@@ -106,6 +106,16 @@ export interface HeartbeatRequest {
   visibilityTimeoutMs?: number;
 }
 
+/** One settled item of a batched acknowledgement, in request order (acks, then nacks). */
+export type SettleOutcome =
+  | { jobId: string; status: 'ok'; job: JobRecord }
+  | { jobId: string; status: 'conflict' | 'not_found' | 'invalid'; error: OjsError };
+
+export interface SettleBatchRequest {
+  acks?: AckRequest[];
+  nacks?: NackRequest[];
+}
+
 export type WorkerDirective = 'running' | 'quiet' | 'terminate';
 
 export interface HeartbeatResult {
@@ -545,6 +555,32 @@ export class Engine {
     });
     if (request.requeue !== true) await this.routing.observe(after, true);
     return after;
+  }
+
+  /**
+   * Batched ACK/NACK (our extension `ack-batch`): each item is fenced and
+   * settled on its own; a stale or unknown item is reported in its slot and
+   * does not stop the others.
+   */
+  async settleBatch(request: SettleBatchRequest): Promise<SettleOutcome[]> {
+    const outcomes: SettleOutcome[] = [];
+    const settle = async (jobId: string, run: () => Promise<JobRecord>) => {
+      try {
+        outcomes.push({ jobId, status: 'ok', job: await run() });
+      } catch (error) {
+        if (!(error instanceof OjsError)) throw error;
+        const status =
+          error.code === 'not_found'
+            ? 'not_found'
+            : error.code === 'conflict'
+              ? 'conflict'
+              : 'invalid';
+        outcomes.push({ jobId, status, error });
+      }
+    };
+    for (const ack of request.acks ?? []) await settle(ack.jobId, () => this.ack(ack));
+    for (const nack of request.nacks ?? []) await settle(nack.jobId, () => this.nack(nack));
+    return outcomes;
   }
 
   #failureEvents(before: JobRecord, after: JobRecord, now: number): OjsEvent[] {

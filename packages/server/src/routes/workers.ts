@@ -7,6 +7,7 @@ import {
   type FailureReport,
   invalidRequest,
   type JobRecord,
+  OjsError,
   parseHandlers,
   toIso,
   toWire,
@@ -85,6 +86,35 @@ function heartbeatJobIds(body: Obj): string[] {
   return list as string[];
 }
 
+/** Largest number of items (acks + nacks) in one batched acknowledgement. */
+export const MAX_ACK_BATCH = 1000;
+
+function batchItems(body: Obj, field: 'acks' | 'nacks'): Obj[] {
+  const list = body[field];
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) throw invalidRequest(`${field} must be an array.`, { field });
+  return list.map((item, index) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) {
+      throw invalidRequest(`${field}[${index}] must be an object with job_id.`, {
+        field: `${field}[${index}]`,
+      });
+    }
+    return item as Obj;
+  });
+}
+
+/** Item fields, with the item's path in the error (`acks[3].attempt must be ...`). */
+function itemField<T>(field: string, index: number, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof OjsError) {
+      throw invalidRequest(`${field}[${index}].${error.message}`, { field: `${field}[${index}]` });
+    }
+    throw error;
+  }
+}
+
 export async function workerRoutes(app: FastifyInstance): Promise<void> {
   const { engine } = app;
 
@@ -143,6 +173,65 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
   app.post('/ojs/v1/workers/nack', async (request) => {
     const body = objectBody(request.body);
     return nack(requiredString(body, 'job_id'), body);
+  });
+
+  // Batched acknowledgement (our extension `ack-batch`, manifest
+  // endpoints.ack_batch): every item is fenced and settled on its own; the
+  // answer has one result per item, acks first, then nacks, in order.
+  // Malformed items reject the whole request before anything changes.
+  app.post('/ojs/v1/workers/ack/batch', async (request) => {
+    const body = objectBody(request.body);
+    const acks = batchItems(body, 'acks').map((item, index) =>
+      itemField('acks', index, () => ({
+        jobId: requiredString(item, 'job_id'),
+        result: item.result,
+        workerId: optionalString(item, 'worker_id'),
+        attempt: optionalInt(item, 'attempt', 1),
+      })),
+    );
+    const nacks = batchItems(body, 'nacks').map((item, index) =>
+      itemField('nacks', index, () => ({
+        jobId: requiredString(item, 'job_id'),
+        error: failureReport(item.error),
+        requeue: item.requeue === true,
+        workerId: optionalString(item, 'worker_id'),
+        attempt: optionalInt(item, 'attempt', 1),
+      })),
+    );
+    const total = acks.length + nacks.length;
+    if (total === 0) {
+      throw invalidRequest('Send at least one item in acks or nacks.', { field: 'acks' });
+    }
+    if (total > MAX_ACK_BATCH) {
+      throw invalidRequest(
+        `A batched acknowledgement holds at most ${MAX_ACK_BATCH} items (got ${total}).`,
+        { field: 'acks', max: MAX_ACK_BATCH, actual: total },
+      );
+    }
+    const outcomes = await engine.settleBatch({ acks, nacks });
+    return {
+      results: outcomes.map((outcome) =>
+        outcome.status === 'ok'
+          ? {
+              job_id: outcome.jobId,
+              status: 'ok',
+              state: outcome.job.state,
+              attempt: outcome.job.attempt,
+            }
+          : {
+              job_id: outcome.jobId,
+              status: outcome.status,
+              // Lean per item: the request's id is in the X-Request-Id header.
+              error: {
+                code: outcome.error.code,
+                type: outcome.error.code,
+                message: outcome.error.message,
+                retryable: outcome.error.retryable,
+                details: outcome.error.details,
+              },
+            },
+      ),
+    };
   });
 
   // Per-job forms used by some clients and extension suites (OA).
