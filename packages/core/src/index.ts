@@ -7,6 +7,7 @@ export * from './events.ts';
 export * from './job.ts';
 export * from './lifecycle.ts';
 export * from './retry.ts';
+export * from './settle.ts';
 export * from './states.ts';
 export * from './store.ts';
 export * from './store-columns.ts';

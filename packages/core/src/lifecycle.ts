@@ -55,10 +55,14 @@ export function assertLeaseHolder(
   }
 }
 
+/**
+ * The next revision of a record. A shallow copy is enough (and far cheaper
+ * than a deep clone on the hot path): every decision below assigns or
+ * deletes top-level fields and builds new arrays (errors) rather than
+ * mutating nested values, so the record as read is never changed.
+ */
 function next(job: JobRecord): JobRecord {
-  const copy = structuredClone(job);
-  copy.rev = job.rev + 1;
-  return copy;
+  return { ...job, rev: job.rev + 1 };
 }
 
 function clearLease(job: JobRecord): void {
@@ -239,6 +243,14 @@ export function extendLease(job: JobRecord, now: number, extendMs?: number): Job
   const out = next(job);
   out.lease_until = now + (extendMs ?? job.visibility_timeout_ms);
   return out;
+}
+
+/**
+ * The heartbeat of the batched seam: the same extension, but a lease is not a
+ * revision of the record, so rev stays and a concurrent ACK's guard holds.
+ */
+export function leaseExtension(job: JobRecord, now: number, extendMs?: number): JobRecord {
+  return { ...job, lease_until: now + (extendMs ?? job.visibility_timeout_ms) };
 }
 
 /** Dead letter retry: same id, fresh attempts, history kept, error cleared. */

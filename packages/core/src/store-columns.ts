@@ -29,6 +29,8 @@ export interface JobColumns {
   workflow_id: string | null;
   rate_key: string | null;
   version_num: number | null;
+  /** The lease holder while active: part of the guard of a settlement. */
+  worker_id: string | null;
 }
 
 function finishedAt(job: JobRecord): number | null {
@@ -62,5 +64,6 @@ export function jobColumns(job: JobRecord): JobColumns {
     workflow_id: job.workflow_id ?? null,
     rate_key: job.rate_limit?.key ?? null,
     version_num: job.version_num ?? null,
+    worker_id: job.state === 'active' ? (job.worker_id ?? null) : null,
   };
 }

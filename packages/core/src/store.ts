@@ -8,6 +8,7 @@
  */
 import type { Clock } from './clock.ts';
 import type { JobRecord } from './job.ts';
+import type { LeaseItem, LeaseResult, SettleItem, SettleResult } from './settle.ts';
 import type { JobState } from './states.ts';
 import type { HandlerDeclaration } from './version.ts';
 import type { CronRecord, WorkflowRecord } from './workflow-types.ts';
@@ -128,6 +129,13 @@ export interface Page<T> {
   total: number;
 }
 
+export interface SettleRequest {
+  items: SettleItem[];
+  now: number;
+  /** Backoff jitter source (tests pass a fixed one). */
+  random?: () => number;
+}
+
 export interface Store {
   /** 'sqlite', 'postgres', 'redis'. */
   readonly backend: string;
@@ -163,6 +171,26 @@ export interface Store {
    * A fixed window starts at the first start after the previous one ended.
    */
   claimJobs(request: ClaimRequest): Promise<JobRecord[]>;
+  /**
+   * The hot path of ACK, FAIL and lease expiry, batched: one atomic step (one
+   * transaction, or one script) for all items. Per item, the store reads the
+   * job as stored, lets core `decideSettlement` decide, and writes the result
+   * guarded in the statement itself on state = 'active', attempt, worker_id
+   * and rev, with the decision's events. Items are independent: a refused
+   * item (`conflict`, `not_found`) does not stop the others. A job of a
+   * workflow is not written (`workflow`): the engine settles it through
+   * `commit` with its workflow's advancement. When one id appears more than
+   * once, the first item decides and later ones see the job as it decided.
+   * Results are in item order.
+   */
+  settleJobs(request: SettleRequest): Promise<SettleResult[]>;
+  /**
+   * Heartbeats, batched: per item core `decideLeaseExtension`; an extended
+   * lease changes lease_until and the deadline column only (rev stays, so a
+   * racing ACK of the same worker still commits), with job.heartbeat events.
+   * Results in item order.
+   */
+  extendLeases(items: LeaseItem[], now: number): Promise<LeaseResult[]>;
   /** Applies a commit atomically; false (and nothing applied) if any guard failed. */
   commit(commit: Commit): Promise<boolean>;
   /**

@@ -8,21 +8,16 @@
 import {
   activate,
   advanceWorkflow,
-  assertLeaseHolder,
   type Clock,
   type Commit,
   cancel,
   cancelWorkflow,
-  complete,
   conflict,
   createWorkflow,
-  durationSinceStart,
+  decideSettlement,
   type EventFilter,
   enqueueEvents,
-  expireLease,
-  extendLease,
   type FailureReport,
-  fail,
   type HandlerDeclaration,
   invalidRequest,
   isTerminal,
@@ -35,6 +30,7 @@ import {
   parseEnqueueRequest,
   parseHandlers,
   reviveDeadLetter,
+  type SettleItem,
   type Store,
   systemClock,
   toIso,
@@ -530,114 +526,86 @@ export class Engine {
   // ---------------------------------------------------------------- ACK / FAIL
 
   async ack(request: AckRequest): Promise<JobRecord> {
-    const { after } = await this.#transition(request.jobId, (job, now) => {
-      assertLeaseHolder(job, request, 'ack');
-      const completed = complete(job, request.result, now);
-      const data: Record<string, unknown> = {
-        attempt: job.attempt,
-        duration_ms: durationSinceStart(job, now),
-      };
-      if (request.result !== undefined) data.result = request.result;
-      return { job: completed, events: [jobEvent('job.completed', completed, data, now)] };
-    });
-    await this.routing.observe(after, false);
-    return after;
+    return settledOrThrow(await this.#settle([ackItem(request)]));
   }
 
   async nack(request: NackRequest): Promise<JobRecord> {
-    const { after } = await this.#transition(request.jobId, (job, now) => {
-      assertLeaseHolder(job, request, 'nack');
-      const failed = fail(job, request.error, now, {
-        requeue: request.requeue,
-        random: this.#random,
-      });
-      return { job: failed, events: this.#failureEvents(job, failed, now) };
-    });
-    if (request.requeue !== true) await this.routing.observe(after, true);
-    return after;
+    return settledOrThrow(await this.#settle([nackItem(request)]));
   }
 
   /**
-   * Batched ACK/NACK (our extension `ack-batch`): each item is fenced and
-   * settled on its own; a stale or unknown item is reported in its slot and
-   * does not stop the others.
+   * Batched ACK/NACK (our extension `ack-batch`): one store batch for all
+   * items, each fenced on its own; a stale or unknown item is reported in its
+   * slot and does not stop the others. Outcomes in order: acks, then nacks.
    */
   async settleBatch(request: SettleBatchRequest): Promise<SettleOutcome[]> {
+    return this.#settle([
+      ...(request.acks ?? []).map(ackItem),
+      ...(request.nacks ?? []).map(nackItem),
+    ]);
+  }
+
+  /**
+   * Settles active jobs through the store's batched operation (no read
+   * before the write). Jobs of a workflow come back unwritten and are
+   * settled one by one with their workflow's advancement in one commit.
+   */
+  async #settle(items: SettleItem[]): Promise<SettleOutcome[]> {
+    if (items.length === 0) return [];
+    const results = await this.store.settleJobs({ items, now: this.now(), random: this.#random });
     const outcomes: SettleOutcome[] = [];
-    const settle = async (jobId: string, run: () => Promise<JobRecord>) => {
-      try {
-        outcomes.push({ jobId, status: 'ok', job: await run() });
-      } catch (error) {
-        if (!(error instanceof OjsError)) throw error;
-        const status =
-          error.code === 'not_found'
-            ? 'not_found'
-            : error.code === 'conflict'
-              ? 'conflict'
-              : 'invalid';
-        outcomes.push({ jobId, status, error });
+    let available = false;
+    for (const [index, result] of results.entries()) {
+      const item = items[index]!;
+      let outcome: SettleOutcome;
+      switch (result.status) {
+        case 'settled':
+          outcome = { jobId: item.id, status: 'ok', job: result.job };
+          break;
+        case 'not_found':
+          outcome = { jobId: item.id, status: 'not_found', error: notFound('job', item.id) };
+          break;
+        case 'conflict':
+          outcome = { jobId: item.id, status: 'conflict', error: asOjsError(result.error) };
+          break;
+        case 'workflow':
+          outcome = await this.#settleWorkflowJob(item);
+          break;
       }
-    };
-    for (const ack of request.acks ?? []) await settle(ack.jobId, () => this.ack(ack));
-    for (const nack of request.nacks ?? []) await settle(nack.jobId, () => this.nack(nack));
+      outcomes.push(outcome);
+      if (outcome.status !== 'ok') continue;
+      if (outcome.job.state === 'available') available = true;
+      if (outcome.job.routed_version !== undefined) {
+        await this.routing.observe(outcome.job, countsAsFailure(item));
+      }
+    }
+    if (available) this.notifier.notify();
     return outcomes;
   }
 
-  #failureEvents(before: JobRecord, after: JobRecord, now: number): OjsEvent[] {
-    if (after.state === 'available' && after.error === before.error) return [];
-    const error = after.error;
-    const errorData = error && {
-      code: error.code,
-      message: error.message,
-      retryable: error.retryable ?? true,
-    };
-    const events = [
-      jobEvent(
-        'job.failed',
-        after,
-        { attempt: before.attempt, error: errorData, duration_ms: durationSinceStart(before, now) },
-        now,
-      ),
-    ];
-    if (after.state === 'retryable') {
-      events.push(
-        jobEvent(
-          'job.retrying',
-          after,
-          {
-            attempt: before.attempt,
-            max_attempts: after.retry.max_attempts,
-            next_retry_at: after.next_attempt_at,
-            error: errorData,
-          },
-          now,
-        ),
+  async #settleWorkflowJob(item: SettleItem): Promise<SettleOutcome> {
+    try {
+      const { after } = await this.#transition(item.id, (job, now) =>
+        decideSettlement(job, item, now, this.#random),
       );
-    } else if (after.state === 'discarded') {
-      events.push(
-        jobEvent(
-          'job.discarded',
-          after,
-          { total_attempts: before.attempt, last_error: errorData },
-          now,
-        ),
-      );
-      if (after.dead_letter)
-        events.push(jobEvent('dead_letter.added', after, { reason: 'exhausted' }, now));
+      return { jobId: item.id, status: 'ok', job: after };
+    } catch (error) {
+      if (!(error instanceof OjsError)) throw error;
+      return { jobId: item.id, status: statusOf(error), error };
     }
-    return events;
   }
 
-  /** Lease reaper step: expired visibility or execution deadline. */
+  /** Lease reaper step: expired visibility or execution deadline, settled as one batch. */
   async expireLeases(limit = 500): Promise<number> {
-    const now = this.now();
-    const expired = await this.store.findExpiredLeases(now, limit);
-    for (const job of expired) {
-      const next = expireLease(job, now, this.#random);
-      if (await this.#commitJobChange(job, next, this.#failureEvents(job, next, now), now)) {
-        await this.routing.observe(next, true);
-      }
-    }
+    const expired = await this.store.findExpiredLeases(this.now(), limit);
+    await this.#settle(
+      expired.map((job) => ({
+        id: job.id,
+        workerId: job.worker_id,
+        attempt: job.attempt,
+        settlement: { kind: 'expire' },
+      })),
+    );
     return expired.length;
   }
 
@@ -699,44 +667,19 @@ export class Engine {
     const jobsExtended: string[] = [];
     const jobsCancelled: string[] = [];
     let directive: WorkerDirective = 'running';
-    for (const id of request.jobIds) {
-      for (let tries = 0; tries < MAX_GUARD_RETRIES; tries++) {
-        const job = await this.store.getJob(id);
-        if (job === null) break;
-        if (job.state === 'cancelled' && job.cancel_requested) {
-          jobsCancelled.push(id);
-          break;
-        }
-        if (job.state !== 'active') break;
-        if (
-          request.workerId !== undefined &&
-          job.worker_id !== undefined &&
-          job.worker_id !== request.workerId
-        )
-          break;
-        if (this.testMode) directive = strongerDirective(directive, testDirective(job));
-        const now = this.now();
-        const extended = extendLease(job, now, request.visibilityTimeoutMs);
-        const event = jobEvent(
-          'job.heartbeat',
-          extended,
-          {
-            worker_id: request.workerId ?? job.worker_id ?? null,
-            attempt: job.attempt,
-            visible_until: toIso(extended.lease_until!),
-          },
-          now,
-        );
-        if (
-          await this.store.commit({
-            updates: [{ job: extended, expectRev: job.rev }],
-            events: [event],
-          })
-        ) {
-          jobsExtended.push(id);
-          break;
-        }
-      }
+    const results = await this.store.extendLeases(
+      request.jobIds.map((id) => ({
+        id,
+        workerId: request.workerId,
+        visibilityTimeoutMs: request.visibilityTimeoutMs,
+      })),
+      this.now(),
+    );
+    for (const result of results) {
+      if (result.status === 'cancelled') jobsCancelled.push(result.job.id);
+      if (result.status !== 'extended') continue;
+      jobsExtended.push(result.job.id);
+      if (this.testMode) directive = strongerDirective(directive, testDirective(result.job));
     }
     return { state: directive, jobsExtended, jobsCancelled, serverTime: toIso(this.now()) };
   }
@@ -825,6 +768,50 @@ export class Engine {
     await this.store.reset();
     this.settings.clear();
   }
+}
+
+function ackItem(request: AckRequest): SettleItem {
+  return {
+    id: request.jobId,
+    workerId: request.workerId,
+    attempt: request.attempt,
+    settlement: { kind: 'complete', result: request.result },
+  };
+}
+
+function nackItem(request: NackRequest): SettleItem {
+  return {
+    id: request.jobId,
+    workerId: request.workerId,
+    attempt: request.attempt,
+    settlement: { kind: 'fail', error: request.error, requeue: request.requeue },
+  };
+}
+
+/** Canary rollback counts failed attempts: a requeue (shutdown) is not one. */
+function countsAsFailure(item: SettleItem): boolean {
+  const settlement = item.settlement;
+  return (
+    settlement.kind === 'expire' || (settlement.kind === 'fail' && settlement.requeue !== true)
+  );
+}
+
+function statusOf(error: OjsError): 'conflict' | 'not_found' | 'invalid' {
+  return error.code === 'not_found'
+    ? 'not_found'
+    : error.code === 'conflict'
+      ? 'conflict'
+      : 'invalid';
+}
+
+function asOjsError(error: Error): OjsError {
+  return error instanceof OjsError ? error : conflict(error.message);
+}
+
+function settledOrThrow(outcomes: SettleOutcome[]): JobRecord {
+  const outcome = outcomes[0]!;
+  if (outcome.status === 'ok') return outcome.job;
+  throw outcome.error;
 }
 
 const DIRECTIVE_RANK: Record<WorkerDirective, number> = { running: 0, quiet: 1, terminate: 2 };

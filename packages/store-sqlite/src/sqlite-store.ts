@@ -12,6 +12,9 @@ import {
   type CronRecord,
   cancel,
   claim,
+  conflict,
+  decideLeaseExtension,
+  decideSettlement,
   type EventFilter,
   expire,
   type InsertResult,
@@ -20,6 +23,9 @@ import {
   type JobRecord,
   jobColumns,
   jobEvent,
+  type LeaseItem,
+  type LeaseResult,
+  OjsError,
   type OjsEvent,
   type Page,
   promote,
@@ -27,12 +33,15 @@ import {
   type QueueInfo,
   type QueueStats,
   type SettingRecord,
+  type SettleRequest,
+  type SettleResult,
   type StateCounts,
   type Store,
   toIso,
   uniqueConflicts,
   type WorkflowRecord,
 } from '@ojs/core';
+import { GroupCommit, Rollback } from './group-commit.ts';
 import { migrate } from './migrate.ts';
 
 export interface SqliteStoreOptions {
@@ -47,15 +56,28 @@ type Row = Record<string, unknown>;
 
 const INSERT_JOB = `INSERT INTO ojs_jobs
   (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at, finished_at,
-   dead_letter, unique_key, workflow_id, rate_key, version_num, doc)
+   dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id, doc)
   VALUES (:id, :seq, :queue, :type, :state, :priority, :attempt, :rev, :run_at, :deadline,
-   :expires_at, :finished_at, :dead_letter, :unique_key, :workflow_id, :rate_key, :version_num, :doc)`;
+   :expires_at, :finished_at, :dead_letter, :unique_key, :workflow_id, :rate_key, :version_num,
+   :worker_id, :doc)`;
 
-const UPDATE_JOB = `UPDATE ojs_jobs SET queue = :queue, type = :type, state = :state,
+const SET_JOB = `SET queue = :queue, type = :type, state = :state,
   priority = :priority, attempt = :attempt, rev = :rev, run_at = :run_at, deadline = :deadline,
   expires_at = :expires_at, finished_at = :finished_at, dead_letter = :dead_letter,
-  unique_key = :unique_key, workflow_id = :workflow_id, rate_key = :rate_key, version_num = :version_num, doc = :doc
-  WHERE id = :id AND rev = :expect_rev`;
+  unique_key = :unique_key, workflow_id = :workflow_id, rate_key = :rate_key,
+  version_num = :version_num, worker_id = :worker_id, doc = :doc`;
+
+const UPDATE_JOB = `UPDATE ojs_jobs ${SET_JOB} WHERE id = :id AND rev = :expect_rev`;
+
+/** A settlement (ACK, FAIL, expiry): guarded on the lease as read, in the statement. */
+const SETTLE_JOB = `UPDATE ojs_jobs ${SET_JOB}
+  WHERE id = :id AND state = 'active' AND attempt = :expect_attempt AND rev = :expect_rev
+    AND worker_id IS :expect_worker`;
+
+/** A heartbeat: the lease only; rev stays (a lease is not a revision). */
+const EXTEND_LEASE = `UPDATE ojs_jobs SET deadline = :deadline, doc = :doc
+  WHERE id = :id AND state = 'active' AND attempt = :expect_attempt AND rev = :expect_rev
+    AND worker_id IS :expect_worker`;
 
 /** The core-derived index columns in SQLite's types, plus the document. */
 function columns(job: JobRecord): Record<string, string | number | null> {
@@ -107,6 +129,11 @@ function queueInfo(row: Row): QueueInfo {
   return info;
 }
 
+/** A guard that failed in the statement itself (the lease changed under the decision). */
+function staleLease(job: JobRecord): OjsError {
+  return conflict(`Job '${job.id}' changed while it was being settled.`, { job_id: job.id });
+}
+
 const parseJob = (row: Row | undefined): JobRecord | null =>
   row === undefined ? null : (JSON.parse(row.doc as string) as JobRecord);
 
@@ -114,6 +141,7 @@ export class SqliteStore implements Store {
   readonly backend = 'sqlite';
   readonly #options: SqliteStoreOptions;
   #db: DatabaseSync | undefined;
+  #group: GroupCommit | undefined;
   readonly #statements = new Map<string, StatementSync>();
 
   constructor(options: SqliteStoreOptions) {
@@ -128,16 +156,19 @@ export class SqliteStore implements Store {
     db.exec('PRAGMA foreign_keys = ON');
     migrate(db);
     this.#db = db;
+    this.#group = new GroupCommit(db);
   }
 
   async close(): Promise<void> {
+    this.#group?.flush();
+    this.#group = undefined;
     this.#statements.clear();
     this.#db?.close();
     this.#db = undefined;
   }
 
   async ping(): Promise<void> {
-    this.#stmt('SELECT 1').get();
+    await this.#read(() => this.#stmt('SELECT 1').get());
   }
 
   #stmt(sql: string): StatementSync {
@@ -150,19 +181,22 @@ export class SqliteStore implements Store {
     return statement;
   }
 
-  /** One write transaction; rolls back on any throw. */
-  #write<T>(fn: () => T): T {
-    const db = this.#db;
-    if (db === undefined) throw new Error('SqliteStore is not initialised (call init()).');
-    db.exec('BEGIN IMMEDIATE');
-    try {
-      const result = fn();
-      db.exec('COMMIT');
-      return result;
-    } catch (error) {
-      db.exec('ROLLBACK');
-      throw error;
-    }
+  #groupCommit(): GroupCommit {
+    if (this.#group === undefined) throw new Error('SqliteStore is not initialised (call init()).');
+    return this.#group;
+  }
+
+  /**
+   * One atomic write, group-committed with the other writes of this turn
+   * (group-commit.ts); throwing Rollback(value) undoes it and answers value.
+   */
+  #write<T>(fn: () => T): Promise<T> {
+    return this.#groupCommit().write(fn);
+  }
+
+  /** A read, answered once anything it may have seen is committed. */
+  #read<T>(fn: () => T): Promise<T> {
+    return this.#groupCommit().read(fn);
   }
 
   #nextSeq(): number {
@@ -213,7 +247,7 @@ export class SqliteStore implements Store {
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
-    return this.#getJob(id);
+    return this.#read(() => this.#getJob(id));
   }
 
   /** The job holding `job`'s unique key in a conflicting way, if any (core uniqueConflicts). */
@@ -236,10 +270,8 @@ export class SqliteStore implements Store {
   }
 
   async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
-    const db = this.#db!;
-    const results: InsertResult[] = [];
-    db.exec('BEGIN IMMEDIATE');
-    try {
+    return this.#write(() => {
+      const results: InsertResult[] = [];
       let abort = false;
       const extraEvents: OjsEvent[] = [];
       for (const job of jobs) {
@@ -265,10 +297,7 @@ export class SqliteStore implements Store {
         }
         results.push({ status: 'inserted', job: this.#insertJob(job, now) });
       }
-      if (abort) {
-        db.exec('ROLLBACK');
-        return results;
-      }
+      if (abort) throw new Rollback(results);
       const insertedIds = new Set(
         results.flatMap((r) => (r.status === 'inserted' ? [r.job.id] : [])),
       );
@@ -276,12 +305,8 @@ export class SqliteStore implements Store {
         ...extraEvents,
         ...events.filter((e) => e.subject === undefined || insertedIds.has(e.subject)),
       ]);
-      db.exec('COMMIT');
       return results;
-    } catch (error) {
-      db.exec('ROLLBACK');
-      throw error;
-    }
+    });
   }
 
   async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
@@ -417,24 +442,16 @@ export class SqliteStore implements Store {
   }
 
   async commit(commit: Commit): Promise<boolean> {
-    const db = this.#db!;
-    db.exec('BEGIN IMMEDIATE');
-    try {
+    return this.#write(() => {
       for (const write of commit.updates ?? []) {
-        if (!this.#updateJob(write.job, write.expectRev)) {
-          db.exec('ROLLBACK');
-          return false;
-        }
+        if (!this.#updateJob(write.job, write.expectRev)) throw new Rollback(false);
       }
       for (const del of commit.deletes ?? []) {
         const result = this.#stmt('DELETE FROM ojs_jobs WHERE id = ? AND rev = ?').run(
           del.id,
           del.expectRev,
         );
-        if (Number(result.changes) !== 1) {
-          db.exec('ROLLBACK');
-          return false;
-        }
+        if (Number(result.changes) !== 1) throw new Rollback(false);
         this.#stmt('DELETE FROM ojs_unique_locks WHERE job_id = ?').run(del.id);
       }
       for (const write of commit.workflowUpdates ?? []) {
@@ -446,19 +463,13 @@ export class SqliteStore implements Store {
           write.workflow.id,
           write.expectRev,
         );
-        if (Number(result.changes) !== 1) {
-          db.exec('ROLLBACK');
-          return false;
-        }
+        if (Number(result.changes) !== 1) throw new Rollback(false);
       }
       for (const write of commit.cronUpdates ?? []) {
         const result = this.#stmt(
           'UPDATE ojs_crons SET rev = ?, enabled = ?, next_run_ms = ?, doc = ? WHERE name = ? AND rev = ?',
         ).run(...cronColumns(write.cron), write.cron.name, write.expectRev);
-        if (Number(result.changes) !== 1) {
-          db.exec('ROLLBACK');
-          return false;
-        }
+        if (Number(result.changes) !== 1) throw new Rollback(false);
       }
       for (const workflow of commit.workflowInserts ?? []) {
         this.#stmt('INSERT INTO ojs_workflows (id, rev, doc) VALUES (?, ?, ?)').run(
@@ -489,12 +500,81 @@ export class SqliteStore implements Store {
         ...extraEvents,
         ...(commit.events ?? []).filter((e) => e.subject === undefined || !skipped.has(e.subject)),
       ]);
-      db.exec('COMMIT');
       return true;
-    } catch (error) {
-      db.exec('ROLLBACK');
-      throw error;
-    }
+    });
+  }
+
+  async settleJobs(request: SettleRequest): Promise<SettleResult[]> {
+    return this.#write(() => {
+      const settle = this.#stmt(SETTLE_JOB);
+      const results: SettleResult[] = [];
+      const events: OjsEvent[] = [];
+      for (const item of request.items) {
+        // Read inside the write transaction: a repeated id sees the earlier item's result.
+        const job = this.#getJob(item.id);
+        if (job === null) {
+          results.push({ status: 'not_found' });
+          continue;
+        }
+        if (job.workflow_id !== undefined) {
+          results.push({ status: 'workflow', job });
+          continue;
+        }
+        let decision: ReturnType<typeof decideSettlement>;
+        try {
+          decision = decideSettlement(job, item, request.now, request.random);
+        } catch (error) {
+          if (!(error instanceof OjsError)) throw error;
+          results.push({ status: 'conflict', error, job });
+          continue;
+        }
+        const written = settle.run({
+          ...columns(decision.job),
+          expect_attempt: job.attempt,
+          expect_rev: job.rev,
+          expect_worker: job.worker_id ?? null,
+        });
+        if (Number(written.changes) !== 1) {
+          results.push({ status: 'conflict', error: staleLease(job), job });
+          continue;
+        }
+        events.push(...decision.events);
+        results.push({ status: 'settled', before: job, job: decision.job });
+      }
+      this.#appendEvents(events);
+      return results;
+    });
+  }
+
+  async extendLeases(items: LeaseItem[], now: number): Promise<LeaseResult[]> {
+    return this.#write(() => {
+      const extend = this.#stmt(EXTEND_LEASE);
+      const results: LeaseResult[] = [];
+      const events: OjsEvent[] = [];
+      for (const item of items) {
+        const job = this.#getJob(item.id);
+        const decision = decideLeaseExtension(job, item, now);
+        if (decision.result.status === 'extended') {
+          const extended = decision.result.job;
+          const written = extend.run({
+            id: extended.id,
+            deadline: jobColumns(extended).deadline,
+            doc: JSON.stringify(extended),
+            expect_attempt: job!.attempt,
+            expect_rev: job!.rev,
+            expect_worker: job!.worker_id ?? null,
+          });
+          if (Number(written.changes) !== 1) {
+            results.push({ status: 'not_held', job });
+            continue;
+          }
+        }
+        events.push(...decision.events);
+        results.push(decision.result);
+      }
+      this.#appendEvents(events);
+      return results;
+    });
   }
 
   async promoteDueJobs(now: number): Promise<number> {
@@ -533,10 +613,12 @@ export class SqliteStore implements Store {
   }
 
   async findExpiredLeases(now: number, limit: number): Promise<JobRecord[]> {
-    const rows = this.#stmt(
-      `SELECT doc FROM ojs_jobs WHERE state = 'active' AND deadline <= ? ORDER BY deadline LIMIT ?`,
-    ).all(now, limit) as Row[];
-    return rows.map((row) => parseJob(row)!);
+    return this.#read(() => {
+      const rows = this.#stmt(
+        `SELECT doc FROM ojs_jobs WHERE state = 'active' AND deadline <= ? ORDER BY deadline LIMIT ?`,
+      ).all(now, limit) as Row[];
+      return rows.map((row) => parseJob(row)!);
+    });
   }
 
   async listDeadLetter(
@@ -544,20 +626,24 @@ export class SqliteStore implements Store {
     limit: number,
     offset: number,
   ): Promise<Page<JobRecord>> {
-    const where = queue === undefined ? 'dead_letter = 1' : 'dead_letter = 1 AND queue = ?';
-    const params = queue === undefined ? [] : [queue];
-    const total = (
-      this.#stmt(`SELECT count(*) AS n FROM ojs_jobs WHERE ${where}`).get(...params) as Row
-    ).n as number;
-    const rows = this.#stmt(
-      `SELECT doc FROM ojs_jobs WHERE ${where} ORDER BY seq DESC LIMIT ? OFFSET ?`,
-    ).all(...params, limit, offset) as Row[];
-    return { items: rows.map((row) => parseJob(row)!), total };
+    return this.#read(() => {
+      const where = queue === undefined ? 'dead_letter = 1' : 'dead_letter = 1 AND queue = ?';
+      const params = queue === undefined ? [] : [queue];
+      const total = (
+        this.#stmt(`SELECT count(*) AS n FROM ojs_jobs WHERE ${where}`).get(...params) as Row
+      ).n as number;
+      const rows = this.#stmt(
+        `SELECT doc FROM ojs_jobs WHERE ${where} ORDER BY seq DESC LIMIT ? OFFSET ?`,
+      ).all(...params, limit, offset) as Row[];
+      return { items: rows.map((row) => parseJob(row)!), total };
+    });
   }
 
   async listQueues(): Promise<QueueInfo[]> {
-    const rows = this.#stmt('SELECT * FROM ojs_queues ORDER BY name').all() as Row[];
-    return rows.map(queueInfo);
+    return this.#read(() => {
+      const rows = this.#stmt('SELECT * FROM ojs_queues ORDER BY name').all() as Row[];
+      return rows.map(queueInfo);
+    });
   }
 
   async setQueueConfig(name: string, config: QueueConfig, now: number): Promise<QueueInfo> {
@@ -581,15 +667,21 @@ export class SqliteStore implements Store {
   }
 
   async getWorkflow(id: string): Promise<WorkflowRecord | null> {
-    const row = this.#stmt('SELECT doc FROM ojs_workflows WHERE id = ?').get(id) as Row | undefined;
-    return row === undefined ? null : (JSON.parse(row.doc as string) as WorkflowRecord);
+    return this.#read(() => {
+      const row = this.#stmt('SELECT doc FROM ojs_workflows WHERE id = ?').get(id) as
+        | Row
+        | undefined;
+      return row === undefined ? null : (JSON.parse(row.doc as string) as WorkflowRecord);
+    });
   }
 
   async listWorkflowJobs(workflowId: string): Promise<JobRecord[]> {
-    const rows = this.#stmt('SELECT doc FROM ojs_jobs WHERE workflow_id = ? ORDER BY seq').all(
-      workflowId,
-    ) as Row[];
-    return rows.map((row) => parseJob(row)!);
+    return this.#read(() => {
+      const rows = this.#stmt('SELECT doc FROM ojs_jobs WHERE workflow_id = ? ORDER BY seq').all(
+        workflowId,
+      ) as Row[];
+      return rows.map((row) => parseJob(row)!);
+    });
   }
 
   async upsertCron(cron: CronRecord): Promise<{ created: boolean; cron: CronRecord }> {
@@ -609,35 +701,47 @@ export class SqliteStore implements Store {
   }
 
   async getCron(name: string): Promise<CronRecord | null> {
-    const row = this.#stmt('SELECT doc FROM ojs_crons WHERE name = ?').get(name) as Row | undefined;
-    return row === undefined ? null : (JSON.parse(row.doc as string) as CronRecord);
+    return this.#read(() => {
+      const row = this.#stmt('SELECT doc FROM ojs_crons WHERE name = ?').get(name) as
+        | Row
+        | undefined;
+      return row === undefined ? null : (JSON.parse(row.doc as string) as CronRecord);
+    });
   }
 
   async listCrons(): Promise<CronRecord[]> {
-    const rows = this.#stmt('SELECT doc FROM ojs_crons ORDER BY name').all() as Row[];
-    return rows.map((row) => JSON.parse(row.doc as string) as CronRecord);
+    return this.#read(() => {
+      const rows = this.#stmt('SELECT doc FROM ojs_crons ORDER BY name').all() as Row[];
+      return rows.map((row) => JSON.parse(row.doc as string) as CronRecord);
+    });
   }
 
   async deleteCron(name: string): Promise<CronRecord | null> {
-    const row = this.#stmt('DELETE FROM ojs_crons WHERE name = ? RETURNING doc').get(name) as
-      | Row
-      | undefined;
-    return row === undefined ? null : (JSON.parse(row.doc as string) as CronRecord);
+    return this.#write(() => {
+      const row = this.#stmt('DELETE FROM ojs_crons WHERE name = ? RETURNING doc').get(name) as
+        | Row
+        | undefined;
+      return row === undefined ? null : (JSON.parse(row.doc as string) as CronRecord);
+    });
   }
 
   async getSetting(namespace: string, key: string): Promise<SettingRecord | null> {
-    const row = this.#stmt('SELECT * FROM ojs_settings WHERE namespace = ? AND key = ?').get(
-      namespace,
-      key,
-    ) as Row | undefined;
-    return row === undefined ? null : settingRecord(row);
+    return this.#read(() => {
+      const row = this.#stmt('SELECT * FROM ojs_settings WHERE namespace = ? AND key = ?').get(
+        namespace,
+        key,
+      ) as Row | undefined;
+      return row === undefined ? null : settingRecord(row);
+    });
   }
 
   async listSettings(namespace: string, keyPrefix = ''): Promise<SettingRecord[]> {
-    const rows = this.#stmt(
-      'SELECT * FROM ojs_settings WHERE namespace = ? AND substr(key, 1, ?) = ? ORDER BY key',
-    ).all(namespace, keyPrefix.length, keyPrefix) as Row[];
-    return rows.map(settingRecord);
+    return this.#read(() => {
+      const rows = this.#stmt(
+        'SELECT * FROM ojs_settings WHERE namespace = ? AND substr(key, 1, ?) = ? ORDER BY key',
+      ).all(namespace, keyPrefix.length, keyPrefix) as Row[];
+      return rows.map(settingRecord);
+    });
   }
 
   async putSetting(
@@ -647,59 +751,67 @@ export class SqliteStore implements Store {
     expectRev: number | null,
     now: number,
   ): Promise<SettingRecord | null> {
-    const record: SettingRecord = {
-      namespace,
-      key,
-      value,
-      rev: expectRev === null ? 0 : expectRev + 1,
-      updated_at: toIso(now),
-    };
-    const result =
-      expectRev === null
-        ? this.#stmt(
-            'INSERT INTO ojs_settings (namespace, key, rev, updated_at, doc) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
-          ).run(namespace, key, record.rev, record.updated_at, JSON.stringify(value))
-        : this.#stmt(
-            'UPDATE ojs_settings SET rev = ?, updated_at = ?, doc = ? WHERE namespace = ? AND key = ? AND rev = ?',
-          ).run(record.rev, record.updated_at, JSON.stringify(value), namespace, key, expectRev);
-    return Number(result.changes) === 1 ? record : null;
+    return this.#write(() => {
+      const record: SettingRecord = {
+        namespace,
+        key,
+        value,
+        rev: expectRev === null ? 0 : expectRev + 1,
+        updated_at: toIso(now),
+      };
+      const result =
+        expectRev === null
+          ? this.#stmt(
+              'INSERT INTO ojs_settings (namespace, key, rev, updated_at, doc) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+            ).run(namespace, key, record.rev, record.updated_at, JSON.stringify(value))
+          : this.#stmt(
+              'UPDATE ojs_settings SET rev = ?, updated_at = ?, doc = ? WHERE namespace = ? AND key = ? AND rev = ?',
+            ).run(record.rev, record.updated_at, JSON.stringify(value), namespace, key, expectRev);
+      return Number(result.changes) === 1 ? record : null;
+    });
   }
 
   async deleteSetting(namespace: string, key: string): Promise<boolean> {
-    const result = this.#stmt('DELETE FROM ojs_settings WHERE namespace = ? AND key = ?').run(
-      namespace,
-      key,
-    );
-    return Number(result.changes) === 1;
+    return this.#write(() => {
+      const result = this.#stmt('DELETE FROM ojs_settings WHERE namespace = ? AND key = ?').run(
+        namespace,
+        key,
+      );
+      return Number(result.changes) === 1;
+    });
   }
 
   async dueCrons(now: number): Promise<CronRecord[]> {
-    const rows = this.#stmt(
-      'SELECT doc FROM ojs_crons WHERE enabled = 1 AND next_run_ms <= ? ORDER BY next_run_ms',
-    ).all(now) as Row[];
-    return rows.map((row) => JSON.parse(row.doc as string) as CronRecord);
+    return this.#read(() => {
+      const rows = this.#stmt(
+        'SELECT doc FROM ojs_crons WHERE enabled = 1 AND next_run_ms <= ? ORDER BY next_run_ms',
+      ).all(now) as Row[];
+      return rows.map((row) => JSON.parse(row.doc as string) as CronRecord);
+    });
   }
 
   async queueStats(name: string, now: number): Promise<QueueStats> {
-    const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
-    const rows = this.#stmt(
-      'SELECT state, count(*) AS n FROM ojs_jobs WHERE queue = ? GROUP BY state',
-    ).all(name) as Row[];
-    for (const row of rows) counts[row.state as keyof StateCounts] = row.n as number;
-    const finished = this.#stmt(
-      'SELECT count(*) AS n FROM ojs_jobs WHERE queue = ? AND state = ? AND finished_at >= ?',
-    );
-    const queue = this.#stmt('SELECT paused FROM ojs_queues WHERE name = ?').get(name) as
-      | Row
-      | undefined;
-    return {
-      name,
-      paused: queue?.paused === 1,
-      counts,
-      completed_last_minute: (finished.get(name, 'completed', now - 60_000) as Row).n as number,
-      completed_last_hour: (finished.get(name, 'completed', now - 3_600_000) as Row).n as number,
-      failed_last_hour: (finished.get(name, 'discarded', now - 3_600_000) as Row).n as number,
-    };
+    return this.#read(() => {
+      const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
+      const rows = this.#stmt(
+        'SELECT state, count(*) AS n FROM ojs_jobs WHERE queue = ? GROUP BY state',
+      ).all(name) as Row[];
+      for (const row of rows) counts[row.state as keyof StateCounts] = row.n as number;
+      const finished = this.#stmt(
+        'SELECT count(*) AS n FROM ojs_jobs WHERE queue = ? AND state = ? AND finished_at >= ?',
+      );
+      const queue = this.#stmt('SELECT paused FROM ojs_queues WHERE name = ?').get(name) as
+        | Row
+        | undefined;
+      return {
+        name,
+        paused: queue?.paused === 1,
+        counts,
+        completed_last_minute: (finished.get(name, 'completed', now - 60_000) as Row).n as number,
+        completed_last_hour: (finished.get(name, 'completed', now - 3_600_000) as Row).n as number,
+        failed_last_hour: (finished.get(name, 'discarded', now - 3_600_000) as Row).n as number,
+      };
+    });
   }
 
   async setQueuePaused(name: string, paused: boolean, now: number): Promise<QueueInfo> {
@@ -716,30 +828,31 @@ export class SqliteStore implements Store {
   }
 
   async appendEvents(events: OjsEvent[]): Promise<void> {
-    this.#write(() => this.#appendEvents(events));
+    return this.#write(() => this.#appendEvents(events));
   }
 
   async listEvents(filter: EventFilter): Promise<OjsEvent[]> {
-    const clauses: string[] = [];
-    const params: (string | number)[] = [];
-    const within = (column: string, values: string[] | undefined) => {
-      if (values === undefined || values.length === 0) return;
-      clauses.push(`${column} IN (${values.map(() => '?').join(', ')})`);
-      params.push(...values);
-    };
-    within('type', filter.types);
-    within('queue', filter.queues);
-    within('job_type', filter.jobTypes);
-    if (filter.after !== undefined) {
-      clauses.push('seq > coalesce((SELECT seq FROM ojs_events WHERE id = ?), 0)');
-      params.push(filter.after);
-    }
-    const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
-    const rows = this.#db!.prepare(`SELECT doc FROM ojs_events ${where} ORDER BY seq LIMIT ?`).all(
-      ...params,
-      filter.limit,
-    ) as Row[];
-    return rows.map((row) => JSON.parse(row.doc as string) as OjsEvent);
+    return this.#read(() => {
+      const clauses: string[] = [];
+      const params: (string | number)[] = [];
+      const within = (column: string, values: string[] | undefined) => {
+        if (values === undefined || values.length === 0) return;
+        clauses.push(`${column} IN (${values.map(() => '?').join(', ')})`);
+        params.push(...values);
+      };
+      within('type', filter.types);
+      within('queue', filter.queues);
+      within('job_type', filter.jobTypes);
+      if (filter.after !== undefined) {
+        clauses.push('seq > coalesce((SELECT seq FROM ojs_events WHERE id = ?), 0)');
+        params.push(filter.after);
+      }
+      const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
+      const rows = this.#db!.prepare(
+        `SELECT doc FROM ojs_events ${where} ORDER BY seq LIMIT ?`,
+      ).all(...params, filter.limit) as Row[];
+      return rows.map((row) => JSON.parse(row.doc as string) as OjsEvent);
+    });
   }
 
   async pruneEvents(keep: number): Promise<number> {
@@ -752,7 +865,7 @@ export class SqliteStore implements Store {
   }
 
   async reset(): Promise<void> {
-    this.#write(() => {
+    return this.#write(() => {
       for (const table of [
         'ojs_jobs',
         'ojs_queues',

@@ -23,6 +23,7 @@ import { eventTests } from './events.ts';
 import { jobTests } from './jobs.ts';
 import { limitTests } from './limits.ts';
 import { queueTests } from './queues.ts';
+import { settleTests } from './settle.ts';
 import { timeTests } from './time.ts';
 import { uniqueTests } from './unique.ts';
 import { workflowTests } from './workflows.ts';
@@ -40,6 +41,7 @@ export function runStoreSuite(name: string, factory: StoreFactory): void {
     claimTests(ctx);
     limitTests(ctx);
     commitTests(ctx);
+    settleTests(ctx);
     timeTests(ctx);
     queueTests(ctx);
     eventTests(ctx);

@@ -1,0 +1,120 @@
+/**
+ * Group commit for node:sqlite (DESIGN §6). node:sqlite is synchronous and
+ * with `synchronous=FULL` every COMMIT fsyncs, so one transaction per
+ * request would cost one fsync per job and stall the event loop for each.
+ * Instead, the first write of an event-loop turn opens a transaction; every
+ * write arriving in the same turn (enqueues, claims, ACKs of many concurrent
+ * requests) runs inside it, each in its own SAVEPOINT so a failing write
+ * rolls back alone; one COMMIT (one fsync) at the end of the turn
+ * (setImmediate) makes them all durable together. No caller hears of its
+ * write before that COMMIT: an HTTP 2xx still means "on disk".
+ *
+ * Reads run at once, but a read made while a group is open may have seen
+ * that group's uncommitted writes, so it too answers only after the COMMIT
+ * (and fails if the COMMIT fails): nobody is told of data that never became
+ * durable.
+ */
+import type { DatabaseSync } from 'node:sqlite';
+
+/** Thrown by a write to roll back its own changes and answer `value`. */
+export class Rollback<T> {
+  readonly value: T;
+  constructor(value: T) {
+    this.value = value;
+  }
+}
+
+/**
+ * The group open in this process, across all connections. node:sqlite
+ * blocks the thread while it waits for the write lock, so a second
+ * connection to the same file (two stores in one process) must never wait
+ * for a group that only this thread's next turn would commit: opening a
+ * group first commits any other open one.
+ */
+let openGroup: GroupCommit | null = null;
+
+interface Waiter {
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+export class GroupCommit {
+  readonly #db: DatabaseSync;
+  /** Waiters of the open group; null when no transaction is open. */
+  #group: Waiter[] | null = null;
+  /** Writes per group before it commits early (bounds the transaction). */
+  readonly #maxWrites: number;
+  #writes = 0;
+
+  constructor(db: DatabaseSync, options: { maxWrites?: number } = {}) {
+    this.#db = db;
+    this.#maxWrites = options.maxWrites ?? 10_000;
+  }
+
+  /** Runs `fn` now inside the open group; resolves with its value once the group committed. */
+  write<T>(fn: () => T): Promise<T> {
+    const group = this.#open();
+    const db = this.#db;
+    db.exec('SAVEPOINT ojs_write');
+    let value: T;
+    try {
+      value = fn();
+      db.exec('RELEASE ojs_write');
+    } catch (error) {
+      db.exec('ROLLBACK TO ojs_write');
+      db.exec('RELEASE ojs_write');
+      // Nothing of this write remains, so its answer need not wait for the group.
+      if (error instanceof Rollback) return Promise.resolve(error.value as T);
+      return Promise.reject(error);
+    }
+    const done = new Promise<T>((resolve, reject) => {
+      group.push({ resolve: () => resolve(value), reject });
+    });
+    if (++this.#writes >= this.#maxWrites) this.flush();
+    return done;
+  }
+
+  /** Runs a read now; answers after the open group (if any) committed. */
+  read<T>(fn: () => T): Promise<T> {
+    const value = fn();
+    const group = this.#group;
+    if (group === null) return Promise.resolve(value);
+    return new Promise<T>((resolve, reject) => {
+      group.push({ resolve: () => resolve(value), reject });
+    });
+  }
+
+  #open(): Waiter[] {
+    if (this.#group !== null) return this.#group;
+    if (openGroup !== null && openGroup !== this) openGroup.flush();
+    this.#db.exec('BEGIN IMMEDIATE');
+    openGroup = this;
+    const group: Waiter[] = [];
+    this.#group = group;
+    this.#writes = 0;
+    setImmediate(() => {
+      if (this.#group === group) this.flush();
+    });
+    return group;
+  }
+
+  /** Commits the open group now (end of turn, size bound, close). */
+  flush(): void {
+    const group = this.#group;
+    if (group === null) return;
+    this.#group = null;
+    if (openGroup === this) openGroup = null;
+    try {
+      this.#db.exec('COMMIT');
+    } catch (error) {
+      try {
+        this.#db.exec('ROLLBACK');
+      } catch {
+        // The failed COMMIT may already have ended the transaction.
+      }
+      for (const waiter of group) waiter.reject(error);
+      return;
+    }
+    for (const waiter of group) waiter.resolve();
+  }
+}
