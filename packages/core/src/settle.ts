@@ -60,9 +60,7 @@ export type LeaseResult =
 /** Error data of job.failed / job.retrying / job.discarded events. */
 function errorData(job: JobRecord) {
   const error = job.error;
-  return (
-    error && { code: error.code, message: error.message, retryable: error.retryable ?? true }
-  );
+  return error && { code: error.code, message: error.message, retryable: error.retryable ?? true };
 }
 
 /** The events of a failure (nack or expiry): failed, then retrying or discarded (+ dead letter). */
@@ -165,9 +163,7 @@ export function decideLeaseExtension(
   const held =
     job.state === 'active' &&
     (item.attempt === undefined || item.attempt === job.attempt) &&
-    (item.workerId === undefined ||
-      job.worker_id === undefined ||
-      item.workerId === job.worker_id);
+    (item.workerId === undefined || job.worker_id === undefined || item.workerId === job.worker_id);
   if (!held) return { result: { status: 'not_held', job }, events: [] };
   const extended = leaseExtension(job, now, item.visibilityTimeoutMs);
   const event = jobEvent(
