@@ -1,0 +1,432 @@
+/**
+ * `npm run bench`: our server against BullMQ and graphile-worker, measured
+ * in the same run on this machine, in the phases of ../shared/bench-anchors.
+ *
+ *   npm run bench                                   # full run (SQLite FULL + PostgreSQL, all modes)
+ *   npm run bench -- --n 2000 --backlog 20000       # smoke run, a few minutes
+ *   npm run bench -- --stores sqlite --modes http --anchors off --phases enqueue_bulk,drain_bulk
+ *
+ * For each store (SQLite file with synchronous=FULL, the server's default;
+ * PostgreSQL in a throwaway schema) and mode (see ojs-anchor.ts), our adapter
+ * runs through ../shared/bench-anchors/common.js, the harness of the anchor
+ * scripts, so every phase is measured the same way as theirs. Then the
+ * backlog phase (backlog.ts), then the anchor scripts themselves with the
+ * same N/SEQ/LAT. Prints a table and writes every raw figure to a JSON file.
+ * See packages/bench/README.md.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  dropPostgresSchema,
+  ROOT,
+  startServerProcess,
+  withPostgres,
+} from '../../../scripts/lib.ts';
+import { type BacklogResult, runBacklog } from './backlog.ts';
+import {
+  ANCHOR_PHASES,
+  type Anchor,
+  type BenchOptions,
+  type Mode,
+  type Phase,
+  parseOptions,
+  type StoreName,
+  skipList,
+  USAGE,
+  UsageError,
+} from './options.ts';
+import {
+  installCleanup,
+  isLoopbackHost,
+  redisReachable,
+  runNodeScript,
+  track,
+  untrack,
+} from './procs.ts';
+import { ANCHOR_OF, anchorPhaseRows, backlogRows, type Row, renderTable } from './report.ts';
+
+type Obj = Record<string, unknown>;
+
+const ADAPTER = fileURLToPath(new URL('./ojs-anchor.ts', import.meta.url));
+const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
+const ANCHORS_DIR = resolve(
+  process.env.OJS_BENCH_ANCHORS_DIR ?? join(ROOT, '..', 'shared', 'bench-anchors'),
+);
+const POSTGRES_URL = process.env.OJS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_HOST = process.env.REDIS_HOST ?? '127.0.0.1';
+const REDIS_PORT = Number(process.env.REDIS_PORT ?? 6379);
+/** Where require('bullmq') / require('graphile-worker') resolve for the anchor scripts. */
+const NODE_PATH = [join(PACKAGE_DIR, 'node_modules'), join(ROOT, 'node_modules')].join(':');
+
+const RAW_PHASES: Phase[] = ['enqueue_bulk', 'drain_bulk'];
+
+const notes: string[] = [];
+const log = (line: string) => process.stderr.write(`${line}\n`);
+function note(line: string) {
+  notes.push(line);
+  log(`note: ${line}`);
+}
+
+function gitInfo(): Obj {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT })
+      .toString()
+      .trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      cwd: ROOT,
+    })
+      .toString()
+      .split('\n')
+      .filter((l) => l.trim() !== '');
+    return { head, uncommitted_files: dirty.map((l) => l.slice(3)) };
+  } catch {
+    return {};
+  }
+}
+
+async function postgresProblem(): Promise<string | undefined> {
+  const host = new URL(POSTGRES_URL).hostname;
+  if (!isLoopbackHost(host))
+    return `${host} is not a loopback address (the bench stays on loopback)`;
+  try {
+    await Promise.race([
+      withPostgres(POSTGRES_URL, (c) => c.query('SELECT 1')),
+      new Promise((_, reject) =>
+        setTimeout(() => reject(new Error('no answer in 5 s')), 5000).unref(),
+      ),
+    ]);
+    return undefined;
+  } catch (error) {
+    return `PostgreSQL at ${POSTGRES_URL}: ${(error as Error).message}`;
+  }
+}
+
+/** A fresh store for one run: its server spec, the adapter's spec, and its removal. */
+function freshStore(store: StoreName, tmp: string, tag: string) {
+  if (store === 'postgres') {
+    const schema = `ojs_bench_${process.pid}_${tag}`.replace(/[^a-z0-9_]/g, '_');
+    const url = new URL(POSTGRES_URL);
+    url.searchParams.set('schema', schema);
+    return {
+      spec: url.toString(),
+      serverEnv: {} as Record<string, string>,
+      sync: undefined as string | undefined,
+      remove: () => dropPostgresSchema(POSTGRES_URL, schema).catch(() => {}),
+    };
+  }
+  const file = join(tmp, `${tag}.db`);
+  const sync = store === 'sqlite-normal' ? 'NORMAL' : 'FULL';
+  return {
+    spec: `sqlite:${file}`,
+    serverEnv: { OJS_SQLITE_SYNCHRONOUS: sync } as Record<string, string>,
+    sync: sync as string | undefined,
+    remove: async () => {
+      for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true });
+    },
+  };
+}
+
+async function withServer<T>(
+  spec: string,
+  env: Record<string, string>,
+  fn: (server: { url: string; pid: number }) => Promise<T>,
+): Promise<T> {
+  const server = await startServerProcess(spec, env);
+  track(server.child.pid);
+  try {
+    return await fn({ url: server.url, pid: server.child.pid! });
+  } finally {
+    if (server.crashed()) log(`server crashed: ${server.logs().slice(-2000)}`);
+    const stopped = server.stop();
+    const timer = setTimeout(() => server.child.kill('SIGKILL'), 30_000);
+    await stopped;
+    clearTimeout(timer);
+    untrack(server.child.pid);
+  }
+}
+
+function commonEnv(opts: BenchOptions, phases: readonly Phase[], only?: readonly Phase[]) {
+  return {
+    N: String(opts.n),
+    SEQ: String(opts.seq),
+    LAT: String(opts.lat),
+    SKIP: skipList(phases, only).join(','),
+    PHASE_TIMEOUT_S: String(opts.phaseTimeoutS),
+    // Each phase has its limit; the whole script gets all of them plus room for set-up.
+    TOTAL_TIMEOUT_S: String(opts.phaseTimeoutS * ANCHOR_PHASES.length + 120),
+  };
+}
+
+const hardTimeout = (opts: BenchOptions) =>
+  (opts.phaseTimeoutS * ANCHOR_PHASES.length + 240) * 1000;
+
+interface OurRun {
+  store: StoreName;
+  mode: Mode;
+  phases: Phase[];
+  result?: Obj;
+  error?: string;
+}
+
+async function runOurs(
+  opts: BenchOptions,
+  store: StoreName,
+  mode: Mode,
+  tmp: string,
+): Promise<OurRun> {
+  const phases =
+    mode === 'raw'
+      ? opts.phases.filter((p) => RAW_PHASES.includes(p))
+      : opts.phases.filter((p) => p !== 'backlog');
+  const run: OurRun = { store, mode, phases };
+  const db = freshStore(store, tmp, `${store}_${mode}`);
+  const label = `ojs ${store} ${mode}`;
+  log(`\n== ${label}: ${phases.join(', ')}`);
+  const env: Record<string, string> = {
+    ...commonEnv(opts, opts.phases, mode === 'raw' ? RAW_PHASES : undefined),
+    OJS_BENCH_MODE: mode,
+    OJS_BENCH_LABEL: label,
+    OJS_BENCH_ANCHORS_DIR: ANCHORS_DIR,
+  };
+  try {
+    const child = async (extra: Record<string, string>) => {
+      const out = await runNodeScript(ADAPTER, {
+        cwd: ROOT,
+        env: { ...env, ...extra },
+        hardTimeoutMs: hardTimeout(opts),
+        label,
+      });
+      if (out.json === undefined) {
+        run.error = out.timedOut ? 'hard time limit' : `exit ${out.code}, no result`;
+      } else if (typeof out.json.error === 'string') {
+        run.error = out.json.error;
+        run.result = out.json;
+      } else run.result = out.json;
+    };
+    if (mode === 'in-process') {
+      await child({
+        OJS_BENCH_STORE: db.spec,
+        ...(db.sync ? { OJS_BENCH_SQLITE_SYNC: db.sync } : {}),
+      });
+    } else {
+      await withServer(db.spec, db.serverEnv, (server) => child({ OJS_BENCH_URL: server.url }));
+    }
+  } catch (error) {
+    run.error = (error as Error).message;
+  } finally {
+    await db.remove();
+  }
+  if (run.error) log(`   ${label}: ${run.error}`);
+  return run;
+}
+
+interface BacklogRun {
+  store: StoreName;
+  result?: BacklogResult;
+  error?: string;
+}
+
+async function runBacklogPhase(
+  opts: BenchOptions,
+  store: StoreName,
+  tmp: string,
+): Promise<BacklogRun> {
+  const db = freshStore(store, tmp, `${store}_backlog`);
+  log(`\n== ojs ${store} backlog: ${opts.backlog.toLocaleString('en-US')} jobs`);
+  try {
+    const result = await withServer(db.spec, db.serverEnv, (server) =>
+      runBacklog(server.url, server.pid, opts.backlog, opts.phaseTimeoutS * 1000, (line) =>
+        log(`  [ojs ${store} backlog] ${line}`),
+      ),
+    );
+    return { store, result };
+  } catch (error) {
+    log(`   backlog on ${store}: ${(error as Error).message}`);
+    return { store, error: (error as Error).message };
+  } finally {
+    await db.remove();
+  }
+}
+
+async function runAnchor(
+  opts: BenchOptions,
+  anchor: Anchor,
+): Promise<{ result?: Obj; error?: string }> {
+  const file = anchor === 'bullmq' ? 'bullmq-bench.js' : 'graphile-bench.js';
+  const env: Record<string, string> = {
+    ...commonEnv(opts, opts.phases),
+    NODE_PATH,
+    ...(anchor === 'bullmq'
+      ? { REDIS_HOST, REDIS_PORT: String(REDIS_PORT) }
+      : { DATABASE_URL: POSTGRES_URL, GW_BATCHING: '1' }),
+  };
+  log(`\n== anchor ${anchor}: ${file}${anchor === 'graphile' ? ' (GW_BATCHING=1)' : ''}`);
+  const out = await runNodeScript(join(ANCHORS_DIR, file), {
+    cwd: ANCHORS_DIR,
+    env,
+    hardTimeoutMs: hardTimeout(opts),
+    label: anchor,
+  });
+  if (out.json === undefined)
+    return { error: out.timedOut ? 'hard time limit' : `exit ${out.code}, no result` };
+  if (typeof out.json.error === 'string') return { result: out.json, error: out.json.error };
+  return { result: out.json };
+}
+
+async function main(argv: string[]): Promise<number> {
+  let opts: BenchOptions;
+  try {
+    opts = parseOptions(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`bench: ${error.message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (opts.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (!existsSync(join(ANCHORS_DIR, 'common.js'))) {
+    process.stderr.write(
+      `bench: ${ANCHORS_DIR}/common.js not found: the bench runs through the anchors' harness (set OJS_BENCH_ANCHORS_DIR)\n`,
+    );
+    return 2;
+  }
+  if (!isLoopbackHost(REDIS_HOST)) {
+    process.stderr.write(`bench: REDIS_HOST ${REDIS_HOST} is not a loopback address\n`);
+    return 2;
+  }
+  installCleanup();
+  const started = new Date();
+  const anchorPhases = opts.phases.filter((p) => p !== 'backlog');
+
+  // Services: a missing one skips what needs it, with the reason in the output.
+  let stores = opts.stores;
+  let anchors = opts.anchors.filter(() => anchorPhases.length > 0);
+  const pgProblem =
+    stores.includes('postgres') || anchors.includes('graphile')
+      ? await postgresProblem()
+      : undefined;
+  if (pgProblem) {
+    note(`skipped PostgreSQL runs: ${pgProblem}`);
+    stores = stores.filter((s) => s !== 'postgres');
+    anchors = anchors.filter((a) => a !== 'graphile');
+  }
+  if (anchors.includes('bullmq')) {
+    const problem = await redisReachable(REDIS_HOST, REDIS_PORT);
+    if (problem) {
+      note(`skipped the BullMQ anchor: ${problem}`);
+      anchors = anchors.filter((a) => a !== 'bullmq');
+    }
+  }
+  if (
+    opts.modes.includes('in-process') &&
+    stores.some((s) => s !== 'postgres') &&
+    anchorPhases.length > 0
+  ) {
+    note(
+      'in-process on SQLite: the producer (bench) process and the worker process each run an engine on the same SQLite file (WAL), no server. SQLite has no cross-process wake-up, so an idle worker sees a job enqueued by the other process at its next claim attempt (the engine re-claims every 250 ms while long-polling): this bounds latency_idle.',
+    );
+  }
+  if (opts.modes.includes('in-process') && stores.includes('postgres') && anchorPhases.length > 0) {
+    note(
+      'in-process on PostgreSQL: the producer process and the worker process each run an engine on the same schema (LISTEN/NOTIFY wakes the idle worker), no server.',
+    );
+  }
+  if (opts.modes.includes('raw') && opts.phases.includes('drain_bulk')) {
+    note(
+      'raw mode: plain HTTP worker loop (fetch count 50, then one ACK per job, 50 in flight); only enqueue_bulk and drain_bulk.',
+    );
+  }
+  const load = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+  log(
+    `bench: ${cpus().length} cores, load average ${load}; stores ${stores.join(',')}; modes ${opts.modes.join(',')}; anchors ${anchors.join(',') || 'none'}`,
+  );
+  if (loadavg()[0]! > 1)
+    note(
+      `load average at start ${load} on ${cpus().length} cores: other work is running, figures are noisier`,
+    );
+
+  const tmp = mkdtempSync(join(tmpdir(), 'ojs-bench-'));
+  const ours: OurRun[] = [];
+  const backlogs: BacklogRun[] = [];
+  const anchorResults: Partial<Record<Anchor, { result?: Obj; error?: string }>> = {};
+  try {
+    for (const store of stores) {
+      if (anchorPhases.length > 0) {
+        for (const mode of opts.modes) {
+          if (mode === 'raw' && !opts.phases.includes('drain_bulk')) continue;
+          ours.push(await runOurs(opts, store, mode, tmp));
+        }
+      }
+      if (opts.phases.includes('backlog')) backlogs.push(await runBacklogPhase(opts, store, tmp));
+    }
+    for (const anchor of anchors) anchorResults[anchor] = await runAnchor(opts, anchor);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+
+  const rows: Row[] = [];
+  for (const store of stores) {
+    const anchor = anchorResults[ANCHOR_OF[store]];
+    for (const run of ours.filter((r) => r.store === store)) {
+      rows.push(
+        ...anchorPhaseRows(store, run.mode, run.result, anchor?.result, run.phases, run.error),
+      );
+    }
+    for (const b of backlogs.filter((x) => x.store === store))
+      rows.push(...backlogRows(store, b.result, b.error));
+  }
+  const finished = new Date();
+  process.stdout.write(`${renderTable(rows)}\n\n`);
+  for (const [anchor, r] of Object.entries(anchorResults)) {
+    const res = r.result;
+    process.stdout.write(
+      `anchor ${anchor}: ${res ? `${res.system}, ${JSON.stringify(res.versions)}, node ${res.node}, ${res.total_s} s` : ''}${r.error ? ` error: ${r.error}` : ''}\n`,
+    );
+  }
+  for (const n of notes) process.stdout.write(`note: ${n}\n`);
+
+  const out = opts.out
+    ? resolve(opts.out)
+    : join(PACKAGE_DIR, 'results', `bench-${started.toISOString().replace(/[:.]/g, '-')}.json`);
+  mkdirSync(resolve(out, '..'), { recursive: true });
+  const report = {
+    started_at: started.toISOString(),
+    finished_at: finished.toISOString(),
+    duration_s: Math.round((finished.getTime() - started.getTime()) / 100) / 10,
+    machine: {
+      cpus: cpus().length,
+      cpu: cpus()[0]?.model,
+      memory_gib: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      load_average_at_end: loadavg(),
+    },
+    git: gitInfo(),
+    options: { ...opts, stores, anchors },
+    notes,
+    ours,
+    backlog: backlogs,
+    anchors: anchorResults,
+    table: rows,
+  };
+  writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`\nraw figures: ${out} (${report.duration_s} s)\n`);
+  const failed = ours.some((r) => r.error) || backlogs.some((b) => b.error);
+  return failed ? 1 : 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(
+      `bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exit(1);
+  },
+);

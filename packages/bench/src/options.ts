@@ -1,0 +1,156 @@
+/**
+ * Command-line flags of `npm run bench`, parsed strictly: an unknown flag, a
+ * positional argument, a malformed number or an unknown list item is an
+ * error (exit code 2), never ignored.
+ */
+import { parseArgs } from 'node:util';
+
+/** The anchor phases (../shared/bench-anchors/common.js), in the order they run. */
+export const ANCHOR_PHASES = [
+  'enqueue_seq',
+  'enqueue_single',
+  'drain_single',
+  'enqueue_bulk',
+  'drain_bulk',
+  'latency_idle',
+  'steady_e2e',
+] as const;
+export const PHASES = [...ANCHOR_PHASES, 'backlog'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export const STORES = ['sqlite', 'sqlite-normal', 'postgres'] as const;
+export type StoreName = (typeof STORES)[number];
+
+/**
+ * http: SDK client and SDK worker over HTTP to a server process;
+ * in-process: SDK client and worker each on their own engine over the store (no server);
+ * raw: plain HTTP fetch (count 50) + one ACK per job, drain_bulk only.
+ */
+export const MODES = ['http', 'in-process', 'raw'] as const;
+export type Mode = (typeof MODES)[number];
+
+export const ANCHORS = ['bullmq', 'graphile'] as const;
+export type Anchor = (typeof ANCHORS)[number];
+
+export interface BenchOptions {
+  stores: StoreName[];
+  modes: Mode[];
+  n: number;
+  seq: number;
+  lat: number;
+  backlog: number;
+  phases: Phase[];
+  anchors: Anchor[];
+  phaseTimeoutS: number;
+  out: string | undefined;
+  help: boolean;
+}
+
+export const USAGE = `Usage: npm run bench -- [flags]
+
+  --stores LIST     sqlite (synchronous=FULL, the default), sqlite-normal, postgres
+                    (default sqlite,postgres)
+  --modes LIST      http, in-process, raw (default all three)
+  --n N             jobs per enqueue/drain/steady phase (default 20000)
+  --seq N           jobs of enqueue_seq (default 1000)
+  --lat N           jobs of latency_idle (default 500)
+  --backlog N       queued jobs of the backlog phase (default 1000000, at least 2000)
+  --phases LIST     ${PHASES.join(', ')} (default all)
+  --anchors X       on, off, or a list of bullmq, graphile (default on)
+  --phase-timeout S time limit of each phase in seconds (default 180)
+  --out FILE        JSON file of all raw figures (default packages/bench/results/bench-<time>.json)
+  -h, --help        this text
+`;
+
+export class UsageError extends Error {}
+
+function integer(flag: string, value: string, min: number, max: number): number {
+  const cleaned = value.replaceAll('_', '');
+  if (!/^\d+$/.test(cleaned)) throw new UsageError(`--${flag}: '${value}' is not an integer`);
+  const n = Number(cleaned);
+  if (n < min || n > max) {
+    throw new UsageError(`--${flag}: ${n} is out of range (${min}..${max})`);
+  }
+  return n;
+}
+
+function list<T extends string>(flag: string, value: string, allowed: readonly T[]): T[] {
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (items.length === 0) throw new UsageError(`--${flag}: empty list`);
+  const out: T[] = [];
+  for (const item of items) {
+    if (!(allowed as readonly string[]).includes(item)) {
+      throw new UsageError(`--${flag}: unknown '${item}' (one of ${allowed.join(', ')})`);
+    }
+    if (!out.includes(item as T)) out.push(item as T);
+  }
+  return out;
+}
+
+export function parseOptions(argv: string[]): BenchOptions {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        stores: { type: 'string', default: 'sqlite,postgres' },
+        modes: { type: 'string', default: MODES.join(',') },
+        n: { type: 'string', default: '20000' },
+        seq: { type: 'string', default: '1000' },
+        lat: { type: 'string', default: '500' },
+        backlog: { type: 'string', default: '1000000' },
+        phases: { type: 'string', default: PHASES.join(',') },
+        anchors: { type: 'string', default: 'on' },
+        'phase-timeout': { type: 'string', default: '180' },
+        out: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const phases = list('phases', values.phases as string, PHASES);
+  // A drain needs the backlog its enqueue phase leaves (as in the anchors' harness).
+  if (
+    phases.includes('drain_single') &&
+    !phases.includes('enqueue_single') &&
+    !phases.includes('enqueue_seq')
+  ) {
+    throw new UsageError('--phases: drain_single drains what enqueue_seq/enqueue_single left');
+  }
+  if (phases.includes('drain_bulk') && !phases.includes('enqueue_bulk')) {
+    throw new UsageError('--phases: drain_bulk drains what enqueue_bulk left');
+  }
+  const anchorsValue = values.anchors as string;
+  const anchors =
+    anchorsValue === 'on'
+      ? [...ANCHORS]
+      : anchorsValue === 'off'
+        ? []
+        : list('anchors', anchorsValue, ANCHORS);
+  return {
+    stores: list('stores', values.stores as string, STORES),
+    modes: list('modes', values.modes as string, MODES),
+    n: integer('n', values.n as string, 1, 10_000_000),
+    seq: integer('seq', values.seq as string, 1, 10_000_000),
+    lat: integer('lat', values.lat as string, 1, 1_000_000),
+    backlog: integer('backlog', values.backlog as string, 2000, 100_000_000),
+    phases: PHASES.filter((p) => phases.includes(p)),
+    anchors,
+    phaseTimeoutS: integer('phase-timeout', values['phase-timeout'] as string, 5, 3600),
+    out: values.out as string | undefined,
+    help: values.help === true,
+  };
+}
+
+/** The SKIP list for common.js: every anchor phase not selected. */
+export function skipList(phases: readonly Phase[], only?: readonly Phase[]): string[] {
+  return ANCHOR_PHASES.filter(
+    (p) => !phases.includes(p) || (only !== undefined && !only.includes(p)),
+  );
+}

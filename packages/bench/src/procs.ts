@@ -1,0 +1,139 @@
+/**
+ * Child processes of the bench, all bounded: each runs in its own process
+ * group (so the worker process that common.js forks goes with it), is
+ * killed by its group id when its time is up, and every group still alive
+ * is killed when the bench exits or is interrupted. Only processes started
+ * here are ever signalled.
+ */
+import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
+
+const groups = new Set<number>();
+const pids = new Set<number>();
+
+function killGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Remembers a (non-group) child pid to kill if the bench is interrupted. */
+export function track(pid: number | undefined): void {
+  if (pid !== undefined) pids.add(pid);
+}
+export function untrack(pid: number | undefined): void {
+  if (pid !== undefined) pids.delete(pid);
+}
+
+let installed = false;
+export function installCleanup(): void {
+  if (installed) return;
+  installed = true;
+  const cleanup = () => {
+    for (const pgid of groups) killGroup(pgid, 'SIGKILL');
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  process.on('exit', cleanup);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      process.stderr.write(`bench: ${signal}, stopping children\n`);
+      cleanup();
+      process.exit(130);
+    });
+  }
+}
+
+export interface ChildResult {
+  code: number | null;
+  /** The last stdout line that parses as a JSON object. */
+  json: Record<string, unknown> | undefined;
+  timedOut: boolean;
+  stderr: string;
+}
+
+/**
+ * Runs `node file` (this Node) in its own process group, forwards its stderr
+ * with a prefix, and returns its last JSON line. After `hardTimeoutMs` the
+ * whole group is killed.
+ */
+export function runNodeScript(
+  file: string,
+  options: { cwd: string; env: Record<string, string>; hardTimeoutMs: number; label: string },
+): Promise<ChildResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [file], {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const pgid = child.pid!;
+    groups.add(pgid);
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      stderr = (stderr + text).slice(-20_000);
+      for (const line of text.split('\n')) {
+        if (line.trim() !== '') process.stderr.write(`  [${options.label}] ${line}\n`);
+      }
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      process.stderr.write(`  [${options.label}] hard time limit reached, killing it\n`);
+      killGroup(pgid, 'SIGKILL');
+    }, options.hardTimeoutMs);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      // The forked worker of a producer that died early must not outlive it.
+      killGroup(pgid, 'SIGKILL');
+      groups.delete(pgid);
+      let json: Record<string, unknown> | undefined;
+      for (const line of stdout.split('\n').reverse()) {
+        if (!line.trim().startsWith('{')) continue;
+        try {
+          json = JSON.parse(line) as Record<string, unknown>;
+          break;
+        } catch {
+          // not JSON
+        }
+      }
+      resolve({ code, json, timedOut, stderr });
+    });
+  });
+}
+
+/** Whether a Redis server answers PING at host:port (loopback only), within 2 s. */
+export function redisReachable(host: string, port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (problem: string | undefined) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(problem);
+    };
+    const timer = setTimeout(() => done(`no answer from Redis at ${host}:${port}`), 2000);
+    socket.once('error', (error) => done(`Redis at ${host}:${port}: ${error.message}`));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) =>
+      done(data.toString().startsWith('+PONG') ? undefined : `Redis answered ${data.toString()}`),
+    );
+  });
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+export function isLoopbackHost(host: string): boolean {
+  return LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
