@@ -16,12 +16,16 @@ import {
   type InsertResult,
   JOB_STATES,
   type JobRecord,
+  type LeaseItem,
+  type LeaseResult,
   type OjsEvent,
   type Page,
   type QueueConfig,
   type QueueInfo,
   type QueueStats,
   type SettingRecord,
+  type SettleRequest,
+  type SettleResult,
   type StateCounts,
   type Store,
   toIso,
@@ -50,6 +54,7 @@ import {
   settingRecord,
   toNumber,
 } from './rows.ts';
+import { extendLeasesTx, settleJobsTx } from './settle.ts';
 import { preparedNames, type Statements, statements } from './statements.ts';
 import { appendEvents, notifyAvailable, type Tx } from './tx.ts';
 import { commitTx, promoteDueJobsTx } from './writes.ts';
@@ -206,6 +211,16 @@ export class PostgresStore implements Store {
       await appendEvents(tx, events);
       return jobs;
     });
+  }
+
+  async settleJobs(request: SettleRequest): Promise<SettleResult[]> {
+    if (request.items.length === 0) return [];
+    return this.#transaction((tx) => settleJobsTx(tx, request));
+  }
+
+  async extendLeases(items: LeaseItem[], now: number): Promise<LeaseResult[]> {
+    if (items.length === 0) return [];
+    return this.#transaction((tx) => extendLeasesTx(tx, items, now));
   }
 
   async commit(commit: Commit): Promise<boolean> {

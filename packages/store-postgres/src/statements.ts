@@ -14,7 +14,8 @@ import { quoteSchema } from './names.ts';
 const JOB_COLUMNS = `id text, seq bigint, queue text, type text, state text, priority integer,
   attempt integer, rev integer, run_at double precision, deadline double precision,
   expires_at double precision, finished_at double precision, dead_letter boolean,
-  unique_key text, workflow_id text, rate_key text, version_num double precision, doc jsonb`;
+  unique_key text, workflow_id text, rate_key text, version_num double precision, worker_id text,
+  doc jsonb`;
 
 /**
  * Version routing (ClaimRequest.handlers) over the jobs row `j`: $n is null
@@ -59,6 +60,7 @@ UPDATE ${s}.jobs j
        attempt = (c.doc->>'attempt')::integer,
        rev = (c.doc->>'rev')::integer,
        run_at = NULL,
+       worker_id = $4::text,
        deadline = least((c.doc->>'lease_until')::double precision,
                         (c.doc->>'timeout_at')::double precision),
        doc = c.doc
@@ -85,9 +87,10 @@ export function statements(schema: string) {
     /** $1 = jsonb array of job rows (rows.ts jobRow). Fails on a duplicate id (jobs_pkey). */
     insertJobs: `INSERT INTO ${s}.jobs
       (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
-       finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, doc)
+       finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id, doc)
       SELECT id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
-             finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, doc
+             finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id,
+             doc
         FROM jsonb_to_recordset($1::jsonb) AS r(${JOB_COLUMNS})`,
     /** $1 = queue names, $2 = created_at. Takes no lock on existing rows. */
     ensureQueues: `INSERT INTO ${s}.queues (name, created_at)
@@ -115,9 +118,82 @@ export function statements(schema: string) {
            attempt = u.attempt, rev = u.rev, run_at = u.run_at, deadline = u.deadline,
            expires_at = u.expires_at, finished_at = u.finished_at, dead_letter = u.dead_letter,
            unique_key = u.unique_key, workflow_id = u.workflow_id, rate_key = u.rate_key,
-           version_num = u.version_num, doc = u.doc
+           version_num = u.version_num, worker_id = u.worker_id, doc = u.doc
       FROM jsonb_to_recordset($1::jsonb) AS u(${JOB_COLUMNS}, expect_rev integer)
      WHERE j.id = u.id AND j.rev = u.expect_rev`,
+
+    // ------------------------------------------------------------ settle, heartbeat
+    /**
+     * $1 = text[] of job ids. Locks the jobs a batch settles or extends, in
+     * id order (two batches sharing jobs lock them in the same order, so
+     * they queue behind each other instead of deadlocking), and reads the
+     * worker_id column for the write's guard.
+     */
+    lockJobs: `SELECT doc, worker_id FROM ${s}.jobs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+    /**
+     * A batch of settlements (ACK / FAIL / expiry) in one statement.
+     * $1 = jsonb array of job rows (one per id: the last decision) with the
+     * guard as read: expect_attempt, expect_rev, expect_worker_id. A row is
+     * written only if the job is still active on that attempt, revision and
+     * lease holder; the caller compares the ids returned.
+     * $2 = jsonb array of event rows plus job_id, in order: only the events
+     * of jobs actually written are inserted (seq in array order).
+     * $3 = the jobs-available channel: NOTIFY (sent at COMMIT) when a
+     * written job is available again (requeue).
+     * Rows: one per written job (id), plus one with id NULL when notified.
+     */
+    settleJobs: `WITH written AS (
+        UPDATE ${s}.jobs j
+           SET queue = u.queue, type = u.type, state = u.state, priority = u.priority,
+               attempt = u.attempt, rev = u.rev, run_at = u.run_at, deadline = u.deadline,
+               expires_at = u.expires_at, finished_at = u.finished_at,
+               dead_letter = u.dead_letter, unique_key = u.unique_key,
+               workflow_id = u.workflow_id, rate_key = u.rate_key,
+               version_num = u.version_num, worker_id = u.worker_id, doc = u.doc
+          FROM jsonb_to_recordset($1::jsonb)
+               AS u(${JOB_COLUMNS}, expect_attempt integer, expect_rev integer,
+                    expect_worker_id text)
+         WHERE j.id = u.id AND j.state = 'active' AND j.attempt = u.expect_attempt
+           AND j.rev = u.expect_rev AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
+        RETURNING j.id, j.state),
+      logged AS (
+        INSERT INTO ${s}.events (id, type, queue, job_type, doc)
+        SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
+               e.value->'doc'
+          FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
+         WHERE e.value->>'job_id' IN (SELECT id FROM written)
+         ORDER BY e.ord)
+      SELECT id FROM written
+      UNION ALL
+      SELECT NULL FROM (SELECT pg_notify($3::text, '') FROM written
+                         WHERE state = 'available' LIMIT 1) AS notified`,
+    /**
+     * A batch of lease extensions (heartbeats) in one statement. $1 = jsonb
+     * array of {id, lease_until, deadline, expect_attempt, expect_worker_id}
+     * (one per id). Writes only the lease: doc.lease_until and the deadline
+     * column; rev stays, so a concurrent ACK's guard still holds. Guarded on
+     * the job being active on that attempt and lease holder. $2 = event rows
+     * plus job_id, inserted for the jobs written. Rows: the ids written.
+     */
+    extendLeases: `WITH extended AS (
+        UPDATE ${s}.jobs j
+           SET deadline = u.deadline,
+               doc = jsonb_set(j.doc, '{lease_until}', to_jsonb(u.lease_until))
+          FROM jsonb_to_recordset($1::jsonb)
+               AS u(id text, lease_until numeric, deadline double precision,
+                    expect_attempt integer, expect_worker_id text)
+         WHERE j.id = u.id AND j.state = 'active' AND j.attempt = u.expect_attempt
+           AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
+        RETURNING j.id),
+      logged AS (
+        INSERT INTO ${s}.events (id, type, queue, job_type, doc)
+        SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
+               e.value->'doc'
+          FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
+         WHERE e.value->>'job_id' IN (SELECT id FROM extended)
+         ORDER BY e.ord)
+      SELECT id FROM extended`,
+
     /** $1 = jsonb array of {id, expect_rev}. */
     deleteJobs: `DELETE FROM ${s}.jobs j
       USING jsonb_to_recordset($1::jsonb) AS d(id text, expect_rev integer)
