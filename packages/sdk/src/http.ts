@@ -22,8 +22,12 @@ import {
   OjsError,
   parseErrorResponse,
   TimeoutError,
+  UnsupportedFeatureError,
 } from './errors.ts';
 import type {
+  AckBatchItemResult,
+  AckBatchRequest,
+  AckBatchResponse,
   AckRequest,
   CronJob,
   EventPage,
@@ -100,6 +104,8 @@ interface CallResult {
   status: number;
   body: Obj;
   headers: Headers;
+  /** The request was sent again after a try that may have been applied. */
+  repeated?: boolean;
 }
 
 /** Thrown inside the retry loop: the error plus whether the server may have acted. */
@@ -191,6 +197,8 @@ export class HttpTransport implements Transport {
   readonly #retry: Required<TransportRetryOptions>;
   readonly #fetch: typeof fetch;
   readonly #random: () => number;
+  /** endpoints.ack_batch of the server's manifest (undefined: not declared), once read. */
+  #ackBatchPath: Promise<string | undefined> | undefined;
 
   constructor(options: HttpTransportOptions) {
     if (typeof options.url !== 'string' || options.url === '') {
@@ -234,7 +242,9 @@ export class HttpTransport implements Transport {
     let maybeApplied = false;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.#once(spec);
+        const result = await this.#once(spec);
+        if (maybeApplied) result.repeated = true;
+        return result;
       } catch (caught) {
         if (!(caught instanceof AttemptFailure)) throw caught;
         const { error } = caught;
@@ -400,6 +410,8 @@ export class HttpTransport implements Transport {
       operation: 'manifest',
       signal: options.signal,
     });
+    // Remembered so ackBatch needs no manifest request of its own.
+    this.#ackBatchPath = Promise.resolve(ackBatchPathOf(body as Manifest, this.baseUrl));
     return body as Manifest;
   }
 
@@ -584,6 +596,50 @@ export class HttpTransport implements Transport {
       },
     );
     return body;
+  }
+
+  /**
+   * Batched ACK/NACK to the manifest's `endpoints.ack_batch` (read once, or
+   * taken from the last `manifest()` call). Retried like ACK: after a try
+   * that may have landed, an item refused as a conflict because it already
+   * took effect (ACK: the job is completed; NACK: the job left `active`) is
+   * reported as settled, as the single calls do.
+   */
+  async ackBatch(
+    request: AckBatchRequest,
+    options: RequestOptions = {},
+  ): Promise<AckBatchResponse> {
+    const path = await this.#resolveAckBatchPath(options);
+    if (path === undefined) {
+      throw new UnsupportedFeatureError(
+        'The server does not declare a batched acknowledgement (manifest endpoints.ack_batch).',
+        { code: 'unsupported', operation: 'ack_batch' },
+      );
+    }
+    const { body, repeated } = await this.#call({
+      method: 'POST',
+      path,
+      body: request,
+      idempotent: true,
+      operation: 'ack_batch',
+      signal: options.signal,
+    });
+    return { results: parseAckBatchResults(body, request, repeated === true) };
+  }
+
+  #resolveAckBatchPath(options: RequestOptions): Promise<string | undefined> {
+    if (this.#ackBatchPath === undefined) {
+      const pending = this.manifest(options).then(
+        (manifest) => ackBatchPathOf(manifest, this.baseUrl),
+        (error: unknown) => {
+          // Not cached: the next call asks again.
+          if (this.#ackBatchPath === pending) this.#ackBatchPath = undefined;
+          throw error;
+        },
+      );
+      this.#ackBatchPath = pending;
+    }
+    return this.#ackBatchPath;
   }
 
   async heartbeat(
@@ -858,6 +914,95 @@ export class HttpTransport implements Transport {
 }
 
 // ---------------------------------------------------------------- wire conversions shared with other transports
+
+/**
+ * The request path of the manifest's `endpoints.ack_batch`: a path from the
+ * server root (`/ojs/v1/workers/ack/batch`), one relative to
+ * `endpoints.base_url`, or an absolute URL on this server. undefined when
+ * not declared (or on another origin, which this transport does not follow).
+ */
+export function ackBatchPathOf(manifest: Manifest, baseUrl: string): string | undefined {
+  const endpoints = isObject(manifest.endpoints) ? manifest.endpoints : {};
+  const declared = endpoints.ack_batch;
+  if (typeof declared !== 'string' || declared.trim() === '') return undefined;
+  const value = declared.trim();
+  if (/^https?:\/\//i.test(value)) {
+    return value.startsWith(`${baseUrl}/`) ? value.slice(baseUrl.length) : undefined;
+  }
+  if (value.startsWith('/')) return value;
+  const base = typeof endpoints.base_url === 'string' ? endpoints.base_url : '/ojs/v1';
+  return `${base.replace(/\/+$/, '')}/${value}`;
+}
+
+const ITEM_STATUS: Record<string, number> = { conflict: 409, not_found: 404, invalid: 400 };
+
+/**
+ * Per-item results of a batched acknowledgement, aligned with the request
+ * (acks, then nacks). Results are matched by position when the server sent
+ * one per item, else by job id; an item without a result is `invalid`.
+ * `repeated`: the request was sent again after a try that may have landed,
+ * so a conflict saying the item already took effect counts as settled.
+ */
+export function parseAckBatchResults(
+  body: Obj,
+  request: AckBatchRequest,
+  repeated: boolean,
+): AckBatchItemResult[] {
+  const items: Array<{ kind: 'ack' | 'nack'; job_id: string }> = [
+    ...request.acks.map((a) => ({ kind: 'ack' as const, job_id: a.job_id })),
+    ...request.nacks.map((n) => ({ kind: 'nack' as const, job_id: n.job_id })),
+  ];
+  const raw = Array.isArray(body.results) ? body.results.filter(isObject) : [];
+  const byPosition = raw.length === items.length;
+  const unused = byPosition ? [] : [...raw];
+  return items.map((item, index) => {
+    let result: Obj | undefined;
+    if (byPosition) result = raw[index];
+    else {
+      const at = unused.findIndex((r) => r.job_id === item.job_id);
+      if (at >= 0) result = unused.splice(at, 1)[0];
+    }
+    const operation = item.kind;
+    if (result === undefined) {
+      return {
+        job_id: item.job_id,
+        status: 'invalid',
+        error: new OjsError('The server sent no result for this item of the batch.', {
+          code: 'invalid_response',
+          operation,
+          jobId: item.job_id,
+        }),
+      };
+    }
+    if (result.status === 'ok') {
+      return {
+        job_id: item.job_id,
+        status: 'ok',
+        state: typeof result.state === 'string' ? result.state : 'unknown',
+        ...(typeof result.attempt === 'number' ? { attempt: result.attempt } : {}),
+      };
+    }
+    const status =
+      result.status === 'conflict' || result.status === 'not_found' ? result.status : 'invalid';
+    const error = parseErrorResponse(
+      ITEM_STATUS[status]!,
+      { error: result.error },
+      {
+        operation,
+        jobId: item.job_id,
+      },
+    );
+    if (repeated && error instanceof ConflictError) {
+      const state = error.details.current_state;
+      const landed =
+        item.kind === 'ack'
+          ? state === 'completed'
+          : typeof state === 'string' && state !== 'active';
+      if (landed) return { job_id: item.job_id, status: 'ok', state: state as string };
+    }
+    return { job_id: item.job_id, status, error };
+  });
+}
 
 const ENVELOPE_OPTION_FIELDS: Record<string, string> = {
   queue: 'queue',

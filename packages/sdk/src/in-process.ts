@@ -20,6 +20,9 @@ import type { Engine } from '@ojs/engine';
 import { BackendError, OjsError, parseErrorResponse } from './errors.ts';
 import { toPushBody } from './http.ts';
 import type {
+  AckBatchItemResult,
+  AckBatchRequest,
+  AckBatchResponse,
   AckRequest,
   CronJob,
   EventPage,
@@ -132,6 +135,8 @@ export class InProcessTransport implements Transport {
     const engine = this.engine;
     const workflows = typeof engine.createWorkflow === 'function';
     const cron = typeof engine.cron?.register === 'function';
+    // An engine that predates settleBatch gets single ACK/NACK calls.
+    const ackBatch = typeof engine.settleBatch === 'function';
     return {
       specversion: '1.0',
       ojs_version: '1.0',
@@ -152,7 +157,10 @@ export class InProcessTransport implements Transport {
         batch_enqueue: true,
         pause_resume: true,
         long_poll_fetch: true,
+        ack_batch: ackBatch,
       },
+      // The same path the server declares; in-process it only says "supported".
+      ...(ackBatch ? { endpoints: { ack_batch: '/ojs/v1/workers/ack/batch' } } : {}),
       extensions: {
         official: [],
         experimental: [
@@ -229,6 +237,7 @@ export class InProcessTransport implements Transport {
         jobId: request.job_id,
         result: request.result,
         workerId: request.worker_id,
+        attempt: request.attempt,
       });
       return { id: job.id, job_id: job.id, state: job.state, completed_at: job.completed_at };
     });
@@ -241,6 +250,7 @@ export class InProcessTransport implements Transport {
         error: request.error,
         requeue: request.requeue,
         workerId: request.worker_id,
+        attempt: request.attempt,
       });
       return {
         id: job.id,
@@ -250,6 +260,42 @@ export class InProcessTransport implements Transport {
         max_attempts: job.retry.max_attempts,
         next_attempt_at: job.next_attempt_at,
       };
+    });
+  }
+
+  /** engine.settleBatch: each item fenced and settled on its own, results in request order. */
+  ackBatch(request: AckBatchRequest): Promise<AckBatchResponse> {
+    return this.#do('ack_batch', async () => {
+      const outcomes = await this.engine.settleBatch({
+        acks: request.acks.map((a) => ({
+          jobId: a.job_id,
+          result: a.result,
+          workerId: a.worker_id,
+          attempt: a.attempt,
+        })),
+        nacks: request.nacks.map((n) => ({
+          jobId: n.job_id,
+          error: n.error,
+          requeue: n.requeue,
+          workerId: n.worker_id,
+          attempt: n.attempt,
+        })),
+      });
+      const kinds = [...request.acks.map(() => 'ack'), ...request.nacks.map(() => 'nack')];
+      const results = outcomes.map((outcome, index): AckBatchItemResult => {
+        if (outcome.status === 'ok') {
+          return {
+            job_id: outcome.jobId,
+            status: 'ok',
+            state: outcome.job.state,
+            attempt: outcome.job.attempt,
+          };
+        }
+        const error = toSdkError(outcome.error, kinds[index] ?? 'ack_batch') as OjsError;
+        error.jobId = outcome.jobId;
+        return { job_id: outcome.jobId, status: outcome.status, error };
+      });
+      return { results };
     });
   }
 

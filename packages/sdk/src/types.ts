@@ -5,6 +5,8 @@
  * converted to the wire by the client.
  */
 
+import type { OjsError } from './errors.ts';
+
 export type JobState =
   | 'scheduled'
   | 'available'
@@ -331,6 +333,9 @@ export interface Manifest {
   protocols?: string[];
   backend?: string;
   capabilities?: Record<string, unknown>;
+  /** Paths of optional endpoints, e.g. `ack_batch: "/ojs/v1/workers/ack/batch"`. */
+  endpoints?: Record<string, unknown>;
+  limits?: Record<string, unknown>;
   extensions?:
     | string[]
     | Record<string, Array<{ name?: string; uri?: string; version?: string } | string>>;
@@ -353,6 +358,8 @@ export interface FetchRequest {
 export interface AckRequest {
   job_id: string;
   worker_id?: string;
+  /** The attempt the worker ran (from the fetched job): fences a stale ACK. */
+  attempt?: number;
   result?: unknown;
 }
 
@@ -368,6 +375,29 @@ export interface NackRequest {
     backtrace?: string[];
   };
   requeue?: boolean;
+  /** The attempt the worker ran (from the fetched job): fences a stale NACK. */
+  attempt?: number;
+}
+
+/** A batched acknowledgement: many ACKs and NACKs in one call (at most 1000 items). */
+export interface AckBatchRequest {
+  acks: AckRequest[];
+  nacks: NackRequest[];
+}
+
+/**
+ * The outcome of one item of a batched acknowledgement. A rejected item
+ * (`conflict`: stale attempt, another worker's lease, not active any more;
+ * `not_found`; `invalid`) carries the typed error; the other items are
+ * settled regardless.
+ */
+export type AckBatchItemResult =
+  | { job_id: string; status: 'ok'; state: string; attempt?: number }
+  | { job_id: string; status: 'conflict' | 'not_found' | 'invalid'; error: OjsError };
+
+export interface AckBatchResponse {
+  /** One result per item, acks first then nacks, in request order. */
+  results: AckBatchItemResult[];
 }
 
 export interface HeartbeatRequest {
@@ -426,6 +456,13 @@ export interface Transport {
   fetchJobs(request: FetchRequest, options?: RequestOptions): Promise<Job[]>;
   ack(request: AckRequest, options?: RequestOptions): Promise<Record<string, unknown>>;
   nack(request: NackRequest, options?: RequestOptions): Promise<Record<string, unknown>>;
+  /**
+   * Batched ACK/NACK, for servers that declare it (manifest
+   * `endpoints.ack_batch`). Rejects as a whole only when the call itself
+   * fails (transport, auth, a server without the endpoint: 404 or
+   * UnsupportedFeatureError); per-item refusals are in the results.
+   */
+  ackBatch?(request: AckBatchRequest, options?: RequestOptions): Promise<AckBatchResponse>;
   heartbeat(request: HeartbeatRequest, options?: RequestOptions): Promise<HeartbeatResponse>;
   listQueues(query: ListOptions, options?: RequestOptions): Promise<Page<QueueInfo>>;
   queueStats(name: string, options?: RequestOptions): Promise<QueueStats>;
