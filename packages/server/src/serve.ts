@@ -21,6 +21,8 @@ export interface ServeOptions {
   allowInsecure?: boolean;
   visibilityTimeoutMs?: number;
   sqliteSynchronous?: 'FULL' | 'NORMAL';
+  /** Run SQLite on its own thread (default true): fsyncs and statements off the event loop. */
+  sqliteThread?: boolean;
   /** Default schema validation mode at enqueue: strict, warn (default) or off. */
   schemaValidation?: ValidationMode;
   logger?: boolean;
@@ -60,8 +62,20 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
     options.visibilityTimeoutMs = Number(env.OJS_VISIBILITY_TIMEOUT_MS);
   if (env.OJS_SCHEMA_VALIDATION)
     options.schemaValidation = parseValidationMode(env.OJS_SCHEMA_VALIDATION);
-  if (env.OJS_SQLITE_SYNCHRONOUS === 'NORMAL' || env.OJS_SQLITE_SYNCHRONOUS === 'FULL') {
+  if (env.OJS_SQLITE_SYNCHRONOUS !== undefined && env.OJS_SQLITE_SYNCHRONOUS !== '') {
+    if (env.OJS_SQLITE_SYNCHRONOUS !== 'NORMAL' && env.OJS_SQLITE_SYNCHRONOUS !== 'FULL') {
+      throw new Error(
+        `OJS_SQLITE_SYNCHRONOUS must be FULL or NORMAL (got '${env.OJS_SQLITE_SYNCHRONOUS}').`,
+      );
+    }
     options.sqliteSynchronous = env.OJS_SQLITE_SYNCHRONOUS;
+  }
+  if (env.OJS_SQLITE_THREAD !== undefined && env.OJS_SQLITE_THREAD !== '') {
+    const value = env.OJS_SQLITE_THREAD.toLowerCase();
+    if (!['1', '0', 'true', 'false', 'on', 'off'].includes(value)) {
+      throw new Error(`OJS_SQLITE_THREAD must be on or off (got '${env.OJS_SQLITE_THREAD}').`);
+    }
+    options.sqliteThread = value === '1' || value === 'true' || value === 'on';
   }
   return options;
 }
@@ -98,6 +112,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const storeSpec = options.store ?? DEFAULT_STORE;
   const store = await createStore(storeSpec, {
     sqliteSynchronous: options.sqliteSynchronous,
+    sqliteThread: options.sqliteThread,
     onError: (error, context) => log(`store: ${context}: ${error.message}`),
   });
   // A shared store that is down at start is retried in the background while

@@ -6,12 +6,14 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Store } from '@ojs/core';
-import { SqliteStore } from '@ojs/store-sqlite';
+import { SqliteStore, SqliteThreadStore } from '@ojs/store-sqlite';
 
 export const DEFAULT_STORE = 'sqlite:./data/ojs.db';
 
 export interface StoreOptions {
   sqliteSynchronous?: 'FULL' | 'NORMAL';
+  /** SQLite on its own thread (default): statements and fsyncs off the event loop. */
+  sqliteThread?: boolean;
   /** Background errors of a shared store (idle connections, listener); logged, never fatal. */
   onError?: (error: Error, context: string) => void;
 }
@@ -36,7 +38,10 @@ export async function createStore(spec: string, options: StoreOptions = {}): Pro
   }
   const path = spec.startsWith('sqlite:') ? spec.slice('sqlite:'.length) : spec;
   if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
-  return new SqliteStore({ path, synchronous: options.sqliteSynchronous });
+  const sqliteOptions = { path, synchronous: options.sqliteSynchronous };
+  return options.sqliteThread === false
+    ? new SqliteStore(sqliteOptions)
+    : new SqliteThreadStore(sqliteOptions);
 }
 
 /** A printable form of the store spec with credentials removed. */

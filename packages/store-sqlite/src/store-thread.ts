@@ -1,0 +1,53 @@
+/**
+ * The store thread: owns the SQLite connection and runs SqliteStore, so
+ * statements, JSON work and every COMMIT's fsync happen off the server's
+ * event loop. Calls arriving in one turn share one group commit.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { SettleResult } from '@ojs/core';
+import { SqliteStore, type SqliteStoreOptions } from './sqlite-store.ts';
+import {
+  type Call,
+  type Reply,
+  STORE_METHODS,
+  sendError,
+  sendSettleResults,
+} from './thread-protocol.ts';
+
+const port = parentPort!;
+const store = new SqliteStore(workerData as SqliteStoreOptions);
+const allowed = new Set<string>(STORE_METHODS);
+
+let replies: Reply[] = [];
+function reply(message: Reply): void {
+  if (replies.length === 0) queueMicrotask(flushReplies);
+  replies.push(message);
+}
+function flushReplies(): void {
+  const batch = replies;
+  replies = [];
+  port.postMessage(batch);
+}
+
+function run(call: Call): void {
+  let pending: Promise<unknown>;
+  try {
+    if (!allowed.has(call.method)) throw new Error(`Unknown store method '${call.method}'.`);
+    const method = store[call.method] as (...args: unknown[]) => Promise<unknown>;
+    pending = method.apply(store, call.args);
+  } catch (error) {
+    pending = Promise.reject(error);
+  }
+  pending.then(
+    (value) =>
+      reply({
+        id: call.id,
+        value: call.method === 'settleJobs' ? sendSettleResults(value as SettleResult[]) : value,
+      }),
+    (error: unknown) => reply({ id: call.id, error: sendError(error) }),
+  );
+}
+
+port.on('message', (calls: Call[]) => {
+  for (const call of calls) run(call);
+});

@@ -1,0 +1,235 @@
+/**
+ * SQLite on its own thread (the server's default). node:sqlite is
+ * synchronous: in the server's thread, every statement, every JSON
+ * (de)serialisation of a job and every COMMIT's fsync (synchronous=FULL)
+ * would stall all HTTP work. Here the connection lives in a worker thread
+ * running the same SqliteStore (store-thread.ts); this class forwards each
+ * Store call to it, batching the calls of one turn into one message.
+ * Answers come back only after their group committed (group-commit.ts), so
+ * an HTTP 2xx still means "on disk".
+ *
+ * Records cross the thread boundary by structured clone, so no record is
+ * ever shared with the caller (the Store seam's rule). `random` in
+ * settleJobs cannot cross a thread: the thread uses Math.random.
+ */
+import { Worker } from 'node:worker_threads';
+import type {
+  ClaimRequest,
+  Commit,
+  CronRecord,
+  EventFilter,
+  InsertResult,
+  JobRecord,
+  LeaseItem,
+  LeaseResult,
+  OjsEvent,
+  Page,
+  QueueConfig,
+  QueueInfo,
+  QueueStats,
+  SettingRecord,
+  SettleRequest,
+  SettleResult,
+  Store,
+  WorkflowRecord,
+} from '@ojs/core';
+import type { SqliteStoreOptions } from './sqlite-store.ts';
+import {
+  type Call,
+  type Reply,
+  receiveError,
+  receiveSettleResults,
+  type StoreMethod,
+} from './thread-protocol.ts';
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+}
+
+export class SqliteThreadStore implements Store {
+  readonly backend = 'sqlite';
+  readonly #options: SqliteStoreOptions;
+  #worker: Worker | undefined;
+  #nextId = 1;
+  readonly #pending = new Map<number, Pending>();
+  #outbox: Call[] = [];
+  #closed = false;
+
+  constructor(options: SqliteStoreOptions) {
+    this.#options = options;
+  }
+
+  #call<T>(method: StoreMethod, args: unknown[]): Promise<T> {
+    const worker = this.#worker;
+    if (worker === undefined || this.#closed) {
+      return Promise.reject(new Error('SqliteThreadStore is not open (call init()).'));
+    }
+    const id = this.#nextId++;
+    if (this.#outbox.length === 0) queueMicrotask(() => this.#flush());
+    this.#outbox.push({ id, method, args });
+    // The thread is unref'd while idle, so a forgotten store never keeps a
+    // process alive; a pending call must, or its await would be dropped.
+    if (this.#pending.size === 0) worker.ref();
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+    });
+  }
+
+  #flush(): void {
+    const calls = this.#outbox;
+    this.#outbox = [];
+    if (calls.length > 0) this.#worker?.postMessage(calls);
+  }
+
+  #receive(replies: Reply[]): void {
+    for (const message of replies) {
+      const pending = this.#pending.get(message.id);
+      if (pending === undefined) continue;
+      this.#pending.delete(message.id);
+      if ('error' in message) pending.reject(receiveError(message.error));
+      else pending.resolve(message.value);
+    }
+    if (this.#pending.size === 0) this.#worker?.unref();
+  }
+
+  /** The thread died (a crash, not a close): every waiting call fails. */
+  #fail(error: Error): void {
+    for (const pending of this.#pending.values()) pending.reject(error);
+    this.#pending.clear();
+    this.#closed = true;
+  }
+
+  async init(): Promise<void> {
+    const worker = new Worker(new URL('./store-thread.ts', import.meta.url), {
+      workerData: this.#options,
+    });
+    worker.on('message', (replies: Reply[]) => this.#receive(replies));
+    worker.on('error', (error) => this.#fail(error));
+    worker.on('exit', (code) => {
+      if (!this.#closed) this.#fail(new Error(`The SQLite store thread exited (code ${code}).`));
+    });
+    this.#worker = worker;
+    this.#closed = false;
+    try {
+      await this.#call('init', []);
+    } catch (error) {
+      this.#closed = true;
+      await worker.terminate();
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    const worker = this.#worker;
+    if (worker === undefined || this.#closed) return;
+    try {
+      await this.#call('close', []);
+    } finally {
+      this.#closed = true;
+      this.#worker = undefined;
+      await worker.terminate();
+    }
+  }
+
+  ping(): Promise<void> {
+    return this.#call('ping', []);
+  }
+  getJob(id: string): Promise<JobRecord | null> {
+    return this.#call('getJob', [id]);
+  }
+  insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
+    return this.#call('insertJobs', [jobs, events, now]);
+  }
+  claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
+    return this.#call('claimJobs', [request]);
+  }
+  commit(commit: Commit): Promise<boolean> {
+    return this.#call('commit', [commit]);
+  }
+  async settleJobs(request: SettleRequest): Promise<SettleResult[]> {
+    const sent = await this.#call<Parameters<typeof receiveSettleResults>[0]>('settleJobs', [
+      { items: request.items, now: request.now },
+    ]);
+    return receiveSettleResults(sent);
+  }
+  extendLeases(items: LeaseItem[], now: number): Promise<LeaseResult[]> {
+    return this.#call('extendLeases', [items, now]);
+  }
+  promoteDueJobs(now: number): Promise<number> {
+    return this.#call('promoteDueJobs', [now]);
+  }
+  findExpiredLeases(now: number, limit: number): Promise<JobRecord[]> {
+    return this.#call('findExpiredLeases', [now, limit]);
+  }
+  listDeadLetter(
+    queue: string | undefined,
+    limit: number,
+    offset: number,
+  ): Promise<Page<JobRecord>> {
+    return this.#call('listDeadLetter', [queue, limit, offset]);
+  }
+  listQueues(): Promise<QueueInfo[]> {
+    return this.#call('listQueues', []);
+  }
+  queueStats(name: string, now: number): Promise<QueueStats> {
+    return this.#call('queueStats', [name, now]);
+  }
+  setQueuePaused(name: string, paused: boolean, now: number): Promise<QueueInfo> {
+    return this.#call('setQueuePaused', [name, paused, now]);
+  }
+  setQueueConfig(name: string, config: QueueConfig, now: number): Promise<QueueInfo> {
+    return this.#call('setQueueConfig', [name, config, now]);
+  }
+  getWorkflow(id: string): Promise<WorkflowRecord | null> {
+    return this.#call('getWorkflow', [id]);
+  }
+  listWorkflowJobs(workflowId: string): Promise<JobRecord[]> {
+    return this.#call('listWorkflowJobs', [workflowId]);
+  }
+  upsertCron(cron: CronRecord): Promise<{ created: boolean; cron: CronRecord }> {
+    return this.#call('upsertCron', [cron]);
+  }
+  getCron(name: string): Promise<CronRecord | null> {
+    return this.#call('getCron', [name]);
+  }
+  listCrons(): Promise<CronRecord[]> {
+    return this.#call('listCrons', []);
+  }
+  deleteCron(name: string): Promise<CronRecord | null> {
+    return this.#call('deleteCron', [name]);
+  }
+  dueCrons(now: number): Promise<CronRecord[]> {
+    return this.#call('dueCrons', [now]);
+  }
+  getSetting(namespace: string, key: string): Promise<SettingRecord | null> {
+    return this.#call('getSetting', [namespace, key]);
+  }
+  listSettings(namespace: string, keyPrefix?: string): Promise<SettingRecord[]> {
+    return this.#call('listSettings', [namespace, keyPrefix]);
+  }
+  putSetting(
+    namespace: string,
+    key: string,
+    value: Record<string, unknown>,
+    expectRev: number | null,
+    now: number,
+  ): Promise<SettingRecord | null> {
+    return this.#call('putSetting', [namespace, key, value, expectRev, now]);
+  }
+  deleteSetting(namespace: string, key: string): Promise<boolean> {
+    return this.#call('deleteSetting', [namespace, key]);
+  }
+  appendEvents(events: OjsEvent[]): Promise<void> {
+    return this.#call('appendEvents', [events]);
+  }
+  listEvents(filter: EventFilter): Promise<OjsEvent[]> {
+    return this.#call('listEvents', [filter]);
+  }
+  pruneEvents(keep: number): Promise<number> {
+    return this.#call('pruneEvents', [keep]);
+  }
+  reset(): Promise<void> {
+    return this.#call('reset', []);
+  }
+}
