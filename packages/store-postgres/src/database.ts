@@ -22,6 +22,24 @@ export class Rollback<T> {
   }
 }
 
+/**
+ * What a transaction body tells the Database about itself. `xid`: the id of
+ * the transaction once it wrote (a write statement can return
+ * txid_current() at no extra cost), or null when it wrote nothing; left
+ * undefined, the Database asks for it with one more round trip before
+ * COMMIT (the lost-COMMIT check needs it).
+ */
+export interface TxState {
+  xid?: string | null;
+}
+
+/**
+ * Thrown by a verification of an autocommit statement (see
+ * Database.autocommit) when the statement's effect is only partly there:
+ * someone else wrote in between, so the outcome cannot be told.
+ */
+export class OutcomeUnknown extends Error {}
+
 export const MAX_ATTEMPTS = 4;
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -84,7 +102,7 @@ export class Database {
    * result stands; aborted -> the body runs again; unknowable -> 503 with
    * outcome "unknown".
    */
-  async transaction<T>(body: (client: Session) => Promise<T>): Promise<T> {
+  async transaction<T>(body: (client: Session, state: TxState) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let pooled: pg.PoolClient;
       try {
@@ -112,20 +130,25 @@ export class Database {
         pooled.release(broken);
       };
       const client = new Session(pooled, this.#names);
+      const state: TxState = {};
       let committing = false;
       let xid: string | null = null;
       let result: T | undefined;
       try {
         await client.query('BEGIN');
         try {
-          result = await body(client);
+          result = await body(client, state);
         } catch (error) {
           if (!(error instanceof Rollback)) throw error;
           await client.query('ROLLBACK');
           return error.value as T;
         }
-        const { rows } = await client.query<{ xid: string | null }>(TXID_SQL);
-        xid = rows[0]!.xid;
+        if (state.xid !== undefined) {
+          xid = state.xid;
+        } else {
+          const { rows } = await client.query<{ xid: string | null }>(TXID_SQL);
+          xid = rows[0]!.xid;
+        }
         // No await between this check and sending COMMIT: if the client is already
         // known to be broken, COMMIT is never sent and the attempt is safely retried.
         if (broken !== undefined) throw broken;
@@ -163,6 +186,97 @@ export class Database {
       } finally {
         release();
       }
+    }
+  }
+
+  /**
+   * One writing statement run on its own, in autocommit mode: its own
+   * transaction in one round trip (no BEGIN, no xid lookup, no COMMIT).
+   * The price is paid only when the connection is lost after the statement
+   * was sent, when it may or may not have committed: the store waits until
+   * the backend that ran it is no longer executing it (pg_stat_activity, by
+   * its pid), then `verify` looks for the statement's effect on another
+   * connection and returns the result if it committed, or undefined if it
+   * did not (the statement is then sent again). When the backend cannot be
+   * seen to stop, or `verify` throws OutcomeUnknown: 503 with outcome
+   * "unknown". Other errors (constraint violations included) are thrown
+   * unchanged for the caller to act on; deadlocks are retried.
+   */
+  async autocommit<R extends pg.QueryResultRow, T>(
+    text: string,
+    params: unknown[],
+    decode: (rows: R[]) => T,
+    verify: () => Promise<T | undefined>,
+  ): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      let pooled: pg.PoolClient;
+      try {
+        pooled = await this.#pool.connect();
+      } catch (error) {
+        if (attempt < this.#connectionAttempts && isConnectionError(error)) {
+          await delay(Math.min(1000, 25 * attempt * attempt));
+          continue;
+        }
+        throw wrapError(error);
+      }
+      const pid = (pooled as unknown as { processID: number | null }).processID;
+      let broken: Error | undefined;
+      const onClientError = (error: Error) => {
+        broken ??= error;
+      };
+      pooled.on('error', onClientError);
+      try {
+        const { rows } = await new Session(pooled, this.#names).query<R>(text, params);
+        return decode(rows);
+      } catch (error) {
+        if (!isConnectionError(error)) {
+          if (isTransientConflict(error) && attempt < MAX_ATTEMPTS) {
+            await delay(Math.random() * 10 * attempt);
+            continue;
+          }
+          throw wrapError(error);
+        }
+        broken ??= error as Error;
+        if (!isUnsent(error)) {
+          let verified: T | undefined;
+          try {
+            if (pid === null || !(await this.#stopped(pid))) throw new OutcomeUnknown();
+            verified = await verify();
+          } catch (verifyError) {
+            if (!(verifyError instanceof OutcomeUnknown)) {
+              this.#onError(verifyError as Error, 'verifying a statement after connection loss');
+            }
+            throw wrapError(error, true);
+          }
+          if (verified !== undefined) return verified;
+        }
+        if (attempt >= this.#connectionAttempts) throw wrapError(error, !isUnsent(error));
+        await delay(Math.min(1000, 25 * attempt * attempt));
+      } finally {
+        pooled.removeListener('error', onClientError);
+        pooled.release(broken);
+      }
+    }
+  }
+
+  /**
+   * Waits (up to 5 s) until backend `pid` no longer runs a statement: gone
+   * (terminated, or the server restarted) or idle. A statement run in
+   * autocommit mode has then committed or rolled back for good.
+   */
+  async #stopped(pid: number): Promise<boolean> {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const { rows } = await this.query<{ state: string | null }>(
+        'SELECT state FROM pg_stat_activity WHERE pid = $1',
+        [pid],
+      );
+      const state = rows[0]?.state;
+      if (state === undefined || (state !== 'active' && state !== 'fastpath function call')) {
+        return true;
+      }
+      if (Date.now() > deadline) return false;
+      await delay(20);
     }
   }
 

@@ -15,9 +15,13 @@ import {
   type JobRecord,
   jobEvent,
   type OjsEvent,
+  toIso,
   uniqueConflicts,
 } from '@ojs/core';
-import { Rollback } from './database.ts';
+import { type Database, OutcomeUnknown, Rollback } from './database.ts';
+import { isUniqueViolation } from './errors.ts';
+import { eventRow, jobRow, toNumber } from './rows.ts';
+import type { Statements } from './statements.ts';
 import {
   appendEvents,
   insertRows,
@@ -40,6 +44,79 @@ export class InsertBatch {
 }
 
 const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+/** SQLSTATE raised by ojs_require (sql/005_require.sql): a one-statement write's precondition failed. */
+const REQUIRE_FAILED = 'OJ001';
+
+/**
+ * Whether insertJobs may try the one-statement enqueue: some jobs, each
+ * without a unique key or with a unique policy (a bare unique_key, taken
+ * over unconditionally, is left to the transaction path).
+ */
+export function enqueueInOneStatement(jobs: JobRecord[]): boolean {
+  return (
+    jobs.length > 0 && jobs.every((job) => job.unique_key === undefined || job.unique !== undefined)
+  );
+}
+
+/**
+ * The fast path of insertJobs: the `enqueue` statement, run on its own
+ * (one round trip, its own transaction). Returns null when it stored
+ * nothing because a job needs judging (a unique key already held, a
+ * duplicate id): the caller then runs insertJobsTx, which reports it. If
+ * the connection is lost mid-statement, the jobs are looked up once the
+ * statement is over (Database.autocommit): stored exactly as sent means
+ * committed.
+ */
+export async function enqueue(
+  db: Database,
+  sql: Statements,
+  channel: string,
+  jobs: JobRecord[],
+  events: OjsEvent[],
+  now: number,
+): Promise<InsertResult[] | null> {
+  const ids = new Set(jobs.map((job) => job.id));
+  // The stored doc is this one plus seq, assigned by the statement.
+  const docs = jobs.map(({ seq: _seq, ...doc }) => doc as JobRecord);
+  const rows = docs.map((doc) => jobRow(doc));
+  const stored = (seqs: Map<string | null, string | null>): InsertResult[] =>
+    jobs.map((job) => ({
+      status: 'inserted',
+      // Returned as stored: a JSON round trip, exactly what getJob will read.
+      job: clone({ ...job, seq: toNumber(seqs.get(job.id)) }),
+    }));
+  try {
+    return await db.autocommit(
+      sql.enqueue,
+      [
+        JSON.stringify(rows),
+        JSON.stringify(
+          events
+            .filter((e) => e.subject === undefined || ids.has(e.subject))
+            .map((e) => eventRow(e)),
+        ),
+        now,
+        toIso(now),
+        channel,
+      ],
+      (result: { id: string | null; seq: string | null }[]) =>
+        stored(new Map(result.map((row) => [row.id, row.seq]))),
+      async () => {
+        const { rows: found } = await db.query<{ id: string; seq: string }>(sql.enqueued, [
+          JSON.stringify(docs.map((doc) => ({ id: doc.id, doc }))),
+        ]);
+        if (found.length === 0) return undefined;
+        if (found.length !== jobs.length) throw new OutcomeUnknown();
+        return stored(new Map(found.map((row) => [row.id, row.seq])));
+      },
+    );
+  } catch (error) {
+    const code = (error as { code?: string } | null)?.code;
+    if (code === REQUIRE_FAILED || isUniqueViolation(error, 'jobs_pkey')) return null;
+    throw error;
+  }
+}
 
 /** The body of insertJobs: throws Rollback(results) when any job is refused. */
 export async function insertJobsTx(

@@ -36,7 +36,7 @@ import { claimInTransaction } from './claim.ts';
 import { DatabaseClock } from './clock.ts';
 import { Database, MAX_ATTEMPTS } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
-import { insertJobsTx } from './inserts.ts';
+import { enqueue, enqueueInOneStatement, insertJobsTx } from './inserts.ts';
 import { JobsAvailableListener } from './listener.ts';
 import { migrate } from './migrate.ts';
 import {
@@ -181,8 +181,8 @@ export class PostgresStore implements Store {
 
   /** One transaction (database.ts) with the store's SQL and channel at hand. */
   #transaction<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.#db.transaction((client) =>
-      body({ client, sql: this.#sql, schema: this.schema, channel: this.#channel }),
+    return this.#db.transaction((client, state) =>
+      body({ client, sql: this.#sql, schema: this.schema, channel: this.#channel, state }),
     );
   }
 
@@ -194,6 +194,11 @@ export class PostgresStore implements Store {
   }
 
   async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
+    if (enqueueInOneStatement(jobs)) {
+      const results = await enqueue(this.#db, this.#sql, this.#channel, jobs, events, now);
+      if (results !== null) return results;
+    }
+    // A held unique key or a duplicate id: the transaction path judges and reports it.
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.#transaction((tx) => insertJobsTx(tx, jobs, events, now));

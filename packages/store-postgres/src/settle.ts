@@ -89,16 +89,20 @@ export async function settleJobsTx(tx: Tx, request: SettleRequest): Promise<Sett
       results.push({ status: 'conflict', error, job });
     }
   }
-  if (decided.size === 0) return results;
+  if (decided.size === 0) {
+    tx.state.xid = null; // read and locked only
+    return results;
+  }
   const rows = [...decided.values()].map((job) => ({
     ...jobRow(job),
     ...guard(stored.get(job.id)!),
   }));
-  const written = await tx.client.query<{ id: string | null }>(tx.sql.settleJobs, [
-    JSON.stringify(rows),
-    JSON.stringify(events),
-    tx.channel,
-  ]);
+  const written = await tx.client.query<{ id: string | null; xid: string | null }>(
+    tx.sql.settleJobs,
+    [JSON.stringify(rows), JSON.stringify(events), tx.channel],
+  );
+  // Nothing else in this transaction writes: no row written, nothing to lose at COMMIT.
+  tx.state.xid = written.rows.find((row) => row.xid !== null)?.xid ?? null;
   const ids = new Set(written.rows.map((row) => row.id));
   if (rows.every((row) => ids.has(row.id))) return results;
   return items.map((item, index) => {
@@ -132,7 +136,10 @@ export async function extendLeasesTx(
       events.push(...taggedEvents(item.id, decision.events));
     }
   }
-  if (extended.size === 0) return results;
+  if (extended.size === 0) {
+    tx.state.xid = null; // read and locked only
+    return results;
+  }
   const rows = [...extended.values()].map((job) => {
     const read = stored.get(job.id)!;
     return {
@@ -143,10 +150,11 @@ export async function extendLeasesTx(
       expect_worker_id: read.worker_id,
     };
   });
-  const written = await tx.client.query<{ id: string }>(tx.sql.extendLeases, [
+  const written = await tx.client.query<{ id: string; xid: string }>(tx.sql.extendLeases, [
     JSON.stringify(rows),
     JSON.stringify(events),
   ]);
+  tx.state.xid = written.rows[0]?.xid ?? null;
   if (written.rows.length === rows.length) return results;
   const ids = new Set(written.rows.map((row) => row.id));
   return items.map((item, index) => {

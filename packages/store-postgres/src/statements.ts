@@ -92,6 +92,70 @@ export function statements(schema: string) {
              finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id,
              doc
         FROM jsonb_to_recordset($1::jsonb) AS r(${JOB_COLUMNS})`,
+    /**
+     * An enqueue in ONE statement, run on its own (autocommit): the fast
+     * path of insertJobs when no job's unique key is held yet.
+     * $1 = jsonb array of job rows (rows.ts jobRow, no seq) in order;
+     * $2 = jsonb array of event rows; $3 = now (ms, the keys' locked_at);
+     * $4 = created_at of new queues; $5 = the jobs-available channel.
+     * Seqs: one nextval per job, handed out ascending in array order (and
+     * written into doc.seq). Unique keys: a key row is created for every
+     * job that has one (ON CONFLICT DO NOTHING waits for a concurrent
+     * inserter of the key to finish); if any key was already there, or two
+     * jobs of the batch share one, ojs_require aborts the whole statement
+     * (SQLSTATE OJ001) and the caller takes the transaction path, which
+     * judges the holder in core. A duplicate id aborts it too (jobs_pkey).
+     * NOTIFY when an available job was inserted (sent at commit).
+     * Rows: (id, seq) per job, plus one with id NULL when notified.
+     */
+    enqueue: `WITH input AS MATERIALIZED (
+        SELECT r.*, e.ord
+          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, ord),
+               jsonb_to_record(e.value) AS r(${JOB_COLUMNS})),
+      seqs AS MATERIALIZED (SELECT nextval('${s}.job_seq') AS seq FROM input),
+      numbered AS (SELECT seq, row_number() OVER (ORDER BY seq) AS ord FROM seqs),
+      inserted AS (
+        INSERT INTO ${s}.jobs
+          (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
+           finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id,
+           doc)
+        SELECT i.id, n.seq, i.queue, i.type, i.state, i.priority, i.attempt, i.rev, i.run_at,
+               i.deadline, i.expires_at, i.finished_at, i.dead_letter, i.unique_key,
+               i.workflow_id, i.rate_key, i.version_num, i.worker_id,
+               i.doc || jsonb_build_object('seq', n.seq)
+          FROM input i JOIN numbered n ON n.ord = i.ord
+        RETURNING id, seq, state),
+      keys AS (
+        INSERT INTO ${s}.unique_locks (key, job_id, locked_at)
+        SELECT unique_key, id, $3 FROM input WHERE unique_key IS NOT NULL
+        ON CONFLICT (key) DO NOTHING
+        RETURNING key),
+      queues AS (
+        INSERT INTO ${s}.queues (name, created_at)
+        SELECT DISTINCT queue, $4::text FROM input
+        ON CONFLICT (name) DO NOTHING),
+      logged AS (
+        INSERT INTO ${s}.events (id, type, queue, job_type, doc)
+        SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
+               e.value->'doc'
+          FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
+         ORDER BY e.ord),
+      checked AS (
+        SELECT ${s}.ojs_require(
+                 (SELECT count(*) FROM keys)
+                   = (SELECT count(*) FROM input WHERE unique_key IS NOT NULL),
+                 'unique key held') AS ok)
+      SELECT id, seq::text AS seq FROM inserted, checked WHERE checked.ok
+      UNION ALL
+      SELECT NULL, NULL FROM (SELECT pg_notify($5::text, '') FROM inserted
+                               WHERE state = 'available' LIMIT 1) AS notified`,
+    /**
+     * After a lost connection during `enqueue`: which of the jobs $1 (jsonb
+     * array of {id, doc}, doc without seq) are stored exactly as sent.
+     */
+    enqueued: `SELECT j.id, j.seq::text AS seq FROM ${s}.jobs j
+      JOIN jsonb_to_recordset($1::jsonb) AS r(id text, doc jsonb) ON j.id = r.id
+      WHERE j.doc - 'seq' = r.doc`,
     /** $1 = queue names, $2 = created_at. Takes no lock on existing rows. */
     ensureQueues: `INSERT INTO ${s}.queues (name, created_at)
       SELECT DISTINCT name, $2 FROM unnest($1::text[]) AS q(name)
@@ -140,7 +204,8 @@ export function statements(schema: string) {
      * of jobs actually written are inserted (seq in array order).
      * $3 = the jobs-available channel: NOTIFY (sent at COMMIT) when a
      * written job is available again (requeue).
-     * Rows: one per written job (id), plus one with id NULL when notified.
+     * Rows: one per written job (id, and the transaction's xid for the
+     * lost-COMMIT check), plus one with id NULL when notified.
      */
     settleJobs: `WITH written AS (
         UPDATE ${s}.jobs j
@@ -163,17 +228,18 @@ export function statements(schema: string) {
           FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
          WHERE e.value->>'job_id' IN (SELECT id FROM written)
          ORDER BY e.ord)
-      SELECT id FROM written
+      SELECT id, txid_current()::text AS xid FROM written
       UNION ALL
-      SELECT NULL FROM (SELECT pg_notify($3::text, '') FROM written
-                         WHERE state = 'available' LIMIT 1) AS notified`,
+      SELECT NULL, NULL FROM (SELECT pg_notify($3::text, '') FROM written
+                               WHERE state = 'available' LIMIT 1) AS notified`,
     /**
      * A batch of lease extensions (heartbeats) in one statement. $1 = jsonb
      * array of {id, lease_until, deadline, expect_attempt, expect_worker_id}
      * (one per id). Writes only the lease: doc.lease_until and the deadline
      * column; rev stays, so a concurrent ACK's guard still holds. Guarded on
      * the job being active on that attempt and lease holder. $2 = event rows
-     * plus job_id, inserted for the jobs written. Rows: the ids written.
+     * plus job_id, inserted for the jobs written. Rows: the ids written (and
+     * the transaction's xid).
      */
     extendLeases: `WITH extended AS (
         UPDATE ${s}.jobs j
@@ -192,7 +258,7 @@ export function statements(schema: string) {
           FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
          WHERE e.value->>'job_id' IN (SELECT id FROM extended)
          ORDER BY e.ord)
-      SELECT id FROM extended`,
+      SELECT id, txid_current()::text AS xid FROM extended`,
 
     /** $1 = jsonb array of {id, expect_rev}. */
     deleteJobs: `DELETE FROM ${s}.jobs j

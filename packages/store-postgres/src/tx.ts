@@ -3,6 +3,7 @@
  * events and wake-ups on the connection it runs on.
  */
 import { type JobRecord, type OjsEvent, toIso } from '@ojs/core';
+import type { TxState } from './database.ts';
 import { eventRow, jobRow, toNumber } from './rows.ts';
 import type { Session, Statements } from './statements.ts';
 
@@ -12,6 +13,8 @@ export interface Tx {
   sql: Statements;
   schema: string;
   channel: string;
+  /** Set `state.xid` from a write statement's txid_current() to spare the lookup before COMMIT. */
+  state: TxState;
 }
 
 export interface JobWriteRow {
