@@ -42,8 +42,16 @@ export function isTimestamp(text: unknown): boolean {
 }
 
 /** UTC with millisecond precision and a `Z`, the form the server generates. */
+let lastIsoMs = Number.NaN;
+let lastIso = '';
+
+/** RFC 3339 UTC text of epoch ms (remembers the last one: many stamps share a millisecond). */
 export function toIso(ms: number): string {
-  return new Date(ms).toISOString();
+  if (ms === lastIsoMs) return lastIso;
+  const text = new Date(ms).toISOString();
+  lastIsoMs = ms;
+  lastIso = text;
+  return text;
 }
 
 /**

@@ -80,13 +80,17 @@ function checkTimestamp(nowMs: number): void {
   }
 }
 
+/** Two lowercase hex digits per byte value, built once (formatting runs per id and per event). */
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
+
 /** 48-bit ms | ver 7 | 12-bit counter | variant 0b10 | 62 random bits. */
 function formatUuidv7(ms: number, counter: number, randB: Uint8Array): string {
   const time = ms.toString(16).padStart(12, '0');
-  const tail = Array.from(randB, (byte, index) =>
-    // The top two bits of rand_b's first byte carry the RFC variant.
-    (index === 0 ? (byte & 0x3f) | 0x80 : byte).toString(16).padStart(2, '0'),
-  ).join('');
   const randA = counter.toString(16).padStart(3, '0');
-  return `${time.slice(0, 8)}-${time.slice(8)}-7${randA}-${tail.slice(0, 4)}-${tail.slice(4)}`;
+  // The top two bits of rand_b's first byte carry the RFC variant.
+  const variant = HEX[(randB[0]! & 0x3f) | 0x80]!;
+  return (
+    `${time.slice(0, 8)}-${time.slice(8)}-7${randA}-${variant}${HEX[randB[1]!]}-` +
+    `${HEX[randB[2]!]}${HEX[randB[3]!]}${HEX[randB[4]!]}${HEX[randB[5]!]}${HEX[randB[6]!]}${HEX[randB[7]!]}`
+  );
 }

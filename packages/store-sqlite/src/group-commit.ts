@@ -45,6 +45,9 @@ export class GroupCommit {
   /** Writes per group before it commits early (bounds the transaction). */
   readonly #maxWrites: number;
   #writes = 0;
+  /** Work that must join the open group's transaction just before its COMMIT. */
+  #beforeCommit: (() => void)[] = [];
+  #groupNumber = 0;
 
   constructor(db: DatabaseSync, options: { maxWrites?: number } = {}) {
     this.#db = db;
@@ -74,6 +77,22 @@ export class GroupCommit {
     return done;
   }
 
+  /** Identifies the open group (a new number per transaction); opens one if needed. */
+  currentGroup(): number {
+    this.#open();
+    return this.#groupNumber;
+  }
+
+  /**
+   * Runs `fn` inside the open group's transaction just before it commits
+   * (e.g. writing back a counter kept in memory during the group). If it
+   * throws, the whole group rolls back and every write of it fails.
+   */
+  beforeCommit(fn: () => void): void {
+    this.#open();
+    this.#beforeCommit.push(fn);
+  }
+
   /** Runs a read now; answers after the open group (if any) committed. */
   read<T>(fn: () => T): Promise<T> {
     const value = fn();
@@ -92,6 +111,8 @@ export class GroupCommit {
     const group: Waiter[] = [];
     this.#group = group;
     this.#writes = 0;
+    this.#groupNumber++;
+    this.#beforeCommit = [];
     setImmediate(() => {
       if (this.#group === group) this.flush();
     });
@@ -104,7 +125,10 @@ export class GroupCommit {
     if (group === null) return;
     this.#group = null;
     if (openGroup === this) openGroup = null;
+    const hooks = this.#beforeCommit;
+    this.#beforeCommit = [];
     try {
+      for (const hook of hooks) hook();
       this.#db.exec('COMMIT');
     } catch (error) {
       try {

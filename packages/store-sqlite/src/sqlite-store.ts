@@ -6,6 +6,7 @@
  * the file wait on SQLite's write lock (busy_timeout).
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import {
   type ClaimRequest,
   type Commit,
@@ -50,7 +51,15 @@ export interface SqliteStoreOptions {
   /** 'FULL' (default, durable on power loss) or 'NORMAL' (faster, WAL-safe on crash). */
   synchronous?: 'FULL' | 'NORMAL';
   busyTimeoutMs?: number;
+  /**
+   * WAL checkpoints on their own thread (checkpointer.ts; default true for
+   * files): the store's COMMITs then only append to the WAL.
+   */
+  checkpointThread?: boolean;
 }
+
+/** Auto-checkpoint threshold (pages) left to the store's own connection as a safety net. */
+const SAFETY_NET_CHECKPOINT_PAGES = 10_000;
 
 type Row = Record<string, unknown>;
 
@@ -69,8 +78,22 @@ const SET_JOB = `SET queue = :queue, type = :type, state = :state,
 
 const UPDATE_JOB = `UPDATE ojs_jobs ${SET_JOB} WHERE id = :id AND rev = :expect_rev`;
 
+/**
+ * The lifecycle columns only. SQLite rewrites the entry of every index whose
+ * column is named in SET, changed or not, so the hot transitions (claim,
+ * settle), which never change queue, type, priority, expiry, unique key,
+ * workflow, rate key or version, name only what they change.
+ */
+const SET_LIFECYCLE = `SET state = :state, attempt = :attempt, rev = :rev, run_at = :run_at,
+  deadline = :deadline, finished_at = :finished_at, dead_letter = :dead_letter,
+  worker_id = :worker_id, doc = :doc`;
+
+/** A claim: guarded on the job still being available at the rev read. */
+const CLAIM_JOB = `UPDATE ojs_jobs ${SET_LIFECYCLE}
+  WHERE id = :id AND state = 'available' AND rev = :expect_rev`;
+
 /** A settlement (ACK, FAIL, expiry): guarded on the lease as read, in the statement. */
-const SETTLE_JOB = `UPDATE ojs_jobs ${SET_JOB}
+const SETTLE_JOB = `UPDATE ojs_jobs ${SET_LIFECYCLE}
   WHERE id = :id AND state = 'active' AND attempt = :expect_attempt AND rev = :expect_rev
     AND worker_id IS :expect_worker`;
 
@@ -78,6 +101,23 @@ const SETTLE_JOB = `UPDATE ojs_jobs ${SET_JOB}
 const EXTEND_LEASE = `UPDATE ojs_jobs SET deadline = :deadline, doc = :doc
   WHERE id = :id AND state = 'active' AND attempt = :expect_attempt AND rev = :expect_rev
     AND worker_id IS :expect_worker`;
+
+/** The lifecycle columns of SET_LIFECYCLE, plus the document. */
+function lifecycleColumns(job: JobRecord): Record<string, string | number | null> {
+  const derived = jobColumns(job);
+  return {
+    id: derived.id,
+    state: derived.state,
+    attempt: derived.attempt,
+    rev: derived.rev,
+    run_at: derived.run_at,
+    deadline: derived.deadline,
+    finished_at: derived.finished_at,
+    dead_letter: derived.dead_letter ? 1 : 0,
+    worker_id: derived.worker_id,
+    doc: JSON.stringify(job),
+  };
+}
 
 /** The core-derived index columns in SQLite's types, plus the document. */
 function columns(job: JobRecord): Record<string, string | number | null> {
@@ -142,6 +182,9 @@ export class SqliteStore implements Store {
   readonly #options: SqliteStoreOptions;
   #db: DatabaseSync | undefined;
   #group: GroupCommit | undefined;
+  #checkpointer: Worker | undefined;
+  /** The job sequence counter while a group is open (#nextSeq). */
+  #seq: { group: number; last: number } | undefined;
   readonly #statements = new Map<string, StatementSync>();
 
   constructor(options: SqliteStoreOptions) {
@@ -157,11 +200,26 @@ export class SqliteStore implements Store {
     migrate(db);
     this.#db = db;
     this.#group = new GroupCommit(db);
+    if (this.#options.path !== ':memory:' && this.#options.checkpointThread !== false) {
+      db.exec(`PRAGMA wal_autocheckpoint = ${SAFETY_NET_CHECKPOINT_PAGES}`);
+      this.#checkpointer = new Worker(new URL('./checkpointer.ts', import.meta.url), {
+        workerData: { path: this.#options.path, intervalMs: 50 },
+      });
+      // Never the reason a process stays alive.
+      this.#checkpointer.unref();
+    }
   }
 
   async close(): Promise<void> {
     this.#group?.flush();
     this.#group = undefined;
+    const checkpointer = this.#checkpointer;
+    this.#checkpointer = undefined;
+    if (checkpointer !== undefined) {
+      const exited = new Promise((resolve) => checkpointer.once('exit', resolve));
+      checkpointer.postMessage('stop');
+      await exited;
+    }
     this.#statements.clear();
     this.#db?.close();
     this.#db = undefined;
@@ -199,11 +257,27 @@ export class SqliteStore implements Store {
     return this.#groupCommit().read(fn);
   }
 
+  /**
+   * The next FIFO sequence number. The counter row is read once per group
+   * and written back once, just before the group commits (we hold the write
+   * lock for the whole group, so no other connection can take numbers in
+   * between): one UPDATE per group instead of one per job. A write of the
+   * group that rolls back leaves a gap, which FIFO order does not mind.
+   */
   #nextSeq(): number {
-    const row = this.#stmt(
-      "UPDATE ojs_counters SET value = value + 1 WHERE name = 'job_seq' RETURNING value",
-    ).get() as Row;
-    return row.value as number;
+    const group = this.#groupCommit();
+    const number = group.currentGroup();
+    let cache = this.#seq;
+    if (cache?.group !== number) {
+      const row = this.#stmt("SELECT value FROM ojs_counters WHERE name = 'job_seq'").get() as Row;
+      cache = { group: number, last: row.value as number };
+      this.#seq = cache;
+      const written = cache;
+      group.beforeCommit(() => {
+        this.#stmt("UPDATE ojs_counters SET value = ? WHERE name = 'job_seq'").run(written.last);
+      });
+    }
+    return ++cache.last;
   }
 
   #ensureQueue(name: string, now: number): void {
@@ -414,7 +488,11 @@ export class SqliteStore implements Store {
           now: request.now,
           visibilityTimeoutMs: request.visibilityTimeoutMs,
         });
-        if (!this.#updateJob(active, job.rev)) continue;
+        const written = this.#stmt(CLAIM_JOB).run({
+          ...lifecycleColumns(active),
+          expect_rev: job.rev,
+        });
+        if (Number(written.changes) !== 1) continue;
         if (queueRate) this.#rateTake(queueRate.key, queueRate.period, request.now);
         if (limit?.rate) this.#rateTake(limit.key, limit.rate.period_ms, request.now);
         claimed.push(active);
@@ -529,7 +607,7 @@ export class SqliteStore implements Store {
           continue;
         }
         const written = settle.run({
-          ...columns(decision.job),
+          ...lifecycleColumns(decision.job),
           expect_attempt: job.attempt,
           expect_rev: job.rev,
           expect_worker: job.worker_id ?? null,

@@ -1,0 +1,31 @@
+/**
+ * The WAL checkpointer thread. By default SQLite checkpoints inside the
+ * COMMIT that pushes the WAL past 1000 pages: that commit copies the WAL
+ * into the database file and fsyncs it, stalling the thread that runs the
+ * store. Here a second connection on its own thread runs PASSIVE
+ * checkpoints (they never block writers) every few milliseconds, so the
+ * store's COMMIT only appends to the WAL. The store keeps a much larger
+ * auto-checkpoint as a safety net should this thread ever stop.
+ */
+import { DatabaseSync } from 'node:sqlite';
+import { parentPort, workerData } from 'node:worker_threads';
+
+const { path, intervalMs } = workerData as { path: string; intervalMs: number };
+const db = new DatabaseSync(path);
+db.exec('PRAGMA busy_timeout = 100');
+const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+
+const timer = setInterval(() => {
+  try {
+    checkpoint.get();
+  } catch {
+    // Busy or locked: the next tick tries again; the safety net still holds.
+  }
+}, intervalMs);
+
+parentPort!.on('message', (message: string) => {
+  if (message !== 'stop') return;
+  clearInterval(timer);
+  db.close();
+  parentPort!.close();
+});
