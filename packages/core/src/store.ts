@@ -141,6 +141,14 @@ export interface Store {
   readonly backend: string;
   /** The clock that decides leases and schedules (the database's for shared stores). */
   readonly clock?: Clock;
+  /**
+   * True when calls issued one after another (without awaiting) are applied
+   * in that order in one group commit, a later call seeing the earlier
+   * ones' writes (SQLite's group commit). The engine then wakes waiting
+   * fetches as soon as an insert is issued, so the claim joins the insert's
+   * commit: one fsync from enqueue to delivery instead of two.
+   */
+  readonly pipelinedWrites?: boolean;
 
   init(): Promise<void>;
   close(): Promise<void>;

@@ -208,7 +208,10 @@ export class Engine {
     const job = await runEnqueueChain(this.enqueueMiddleware, parsed);
     if (job === null) return { status: 'dropped' };
     const warnings = await this.#prepareVersioned(job);
-    const [result] = await this.store.insertJobs([job], enqueueEvents(job, now), now);
+    const inserted = this.store.insertJobs([job], enqueueEvents(job, now), now);
+    // The waiting fetch's claim joins the insert's group commit (pipelinedWrites).
+    if (this.store.pipelinedWrites && job.state === 'available') this.notifier.notify();
+    const [result] = await inserted;
     switch (result!.status) {
       case 'inserted':
         if (result!.job.state === 'available') this.notifier.notify();

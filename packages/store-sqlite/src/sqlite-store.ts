@@ -179,6 +179,7 @@ const parseJob = (row: Row | undefined): JobRecord | null =>
 
 export class SqliteStore implements Store {
   readonly backend = 'sqlite';
+  readonly pipelinedWrites = true;
   readonly #options: SqliteStoreOptions;
   #db: DatabaseSync | undefined;
   #group: GroupCommit | undefined;

@@ -49,6 +49,7 @@ interface Pending {
 
 export class SqliteThreadStore implements Store {
   readonly backend = 'sqlite';
+  readonly pipelinedWrites = true;
   readonly #options: SqliteStoreOptions;
   #worker: Worker | undefined;
   #nextId = 1;
