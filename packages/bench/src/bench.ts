@@ -169,6 +169,9 @@ interface OurRun {
   phases: Phase[];
   result?: Obj;
   error?: string;
+  /** The end of its stderr, when it failed. */
+  stderr_tail?: string;
+  wall_s?: number;
 }
 
 async function runOurs(
@@ -183,6 +186,7 @@ async function runOurs(
       : opts.phases.filter((p) => p !== 'backlog');
   const run: OurRun = { store, mode, phases };
   const db = freshStore(store, tmp, `${store}_${mode}`);
+  const t0 = performance.now();
   const label = `ojs ${store} ${mode}`;
   log(`\n== ${label}: ${phases.join(', ')}`);
   const env: Record<string, string> = {
@@ -205,6 +209,10 @@ async function runOurs(
         run.error = out.json.error;
         run.result = out.json;
       } else run.result = out.json;
+      const phaseFailed = Object.values((run.result?.results ?? {}) as Obj).some(
+        (p) => typeof (p as Obj).error === 'string',
+      );
+      if (run.error || phaseFailed) run.stderr_tail = out.stderr.slice(-4000);
     };
     if (mode === 'in-process') {
       await child({
@@ -219,6 +227,7 @@ async function runOurs(
   } finally {
     await db.remove();
   }
+  run.wall_s = Math.round((performance.now() - t0) / 100) / 10;
   if (run.error) log(`   ${label}: ${run.error}`);
   return run;
 }

@@ -8,6 +8,7 @@
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 
+const MAX_FORWARDED_LINES = 20;
 const groups = new Set<number>();
 const pids = new Set<number>();
 
@@ -83,11 +84,17 @@ export function runNodeScript(
     child.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
     });
+    // Forwarded with a prefix, a bounded number of lines (a failing worker can log per job).
+    let forwarded = 0;
+    let suppressed = 0;
     child.stderr!.on('data', (chunk: Buffer) => {
       const text = chunk.toString();
       stderr = (stderr + text).slice(-20_000);
       for (const line of text.split('\n')) {
-        if (line.trim() !== '') process.stderr.write(`  [${options.label}] ${line}\n`);
+        if (line.trim() === '') continue;
+        if (forwarded++ < MAX_FORWARDED_LINES) {
+          process.stderr.write(`  [${options.label}] ${line.slice(0, 400)}\n`);
+        } else suppressed++;
       }
     });
     const timer = setTimeout(() => {
@@ -97,6 +104,9 @@ export function runNodeScript(
     }, options.hardTimeoutMs);
     child.once('close', (code) => {
       clearTimeout(timer);
+      if (suppressed > 0) {
+        process.stderr.write(`  [${options.label}] (${suppressed} more stderr lines not shown)\n`);
+      }
       // The forked worker of a producer that died early must not outlive it.
       killGroup(pgid, 'SIGKILL');
       groups.delete(pgid);

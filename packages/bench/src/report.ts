@@ -226,10 +226,10 @@ export function renderTable(rows: Row[]): string {
       r.mode,
       r.phase,
       r.unit,
-      r.ours === null ? (r.error ? `error: ${r.error}` : '-') : formatNumber(r.ours),
+      r.ours === null ? (r.error ? 'error' : '-') : formatNumber(r.ours),
       r.mode === 'backlog' ? '' : formatNumber(r.anchor_value),
       r.ratio === null ? '' : `${r.ratio.toFixed(2)}x`,
-      r.ours !== null && r.error ? `[${r.error}] ${r.detail}` : r.detail,
+      r.error ? `error: ${r.error}${r.detail ? `; ${r.detail}` : ''}` : r.detail,
     ]);
     const header = ['mode', 'phase', 'unit', 'ours', ANCHOR_TITLE[anchor], 'ours/anchor', 'detail'];
     const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
