@@ -100,11 +100,14 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
     }
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks: they run on every request, and async hooks cost a
+  // promise and a microtask hop each.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('OJS-Version', OJS_VERSION);
     reply.header('X-Request-Id', request.id);
+    done();
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     // Exactly this media type, no charset (the suite compares it byte for byte).
     if (
       payload !== null &&
@@ -113,7 +116,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
     ) {
       reply.header('Content-Type', OJS_MEDIA_TYPE);
     }
-    return payload;
+    done(null, payload);
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
