@@ -9,7 +9,7 @@
  * connection, so each call is one round trip to the server.
  */
 import { randomBytes } from 'node:crypto';
-import { type JobRecord, parseEnqueueRequest } from '@ojs/core';
+import { complete, extendLease, type JobRecord, jobEvent, parseEnqueueRequest } from '@ojs/core';
 import pg from 'pg';
 import { PostgresStore } from '../src/index.ts';
 
@@ -82,7 +82,7 @@ try {
   );
   await store.reset();
   await store.insertJobs(
-    Array.from({ length: iterations * 4 + 2000 }, () => newJob()),
+    Array.from({ length: iterations * 6 + 3000 }, () => newJob()),
     [],
     now(),
   );
@@ -92,15 +92,40 @@ try {
       ...(await store.claimJobs({ queues: ['default'], count: 1, workerId: 'w', now: now() })),
     );
   });
+  // Enough claimed jobs for the ACK paths below (2 x iterations + warm-ups).
+  claimed.push(
+    ...(await store.claimJobs({
+      queues: ['default'],
+      count: iterations * 2 + 400,
+      workerId: 'w',
+      now: now(),
+    })),
+  );
   await measure('claimJobs (empty queue)', () =>
     store.claimJobs({ queues: ['empty'], count: 1, workerId: 'w', now: now() }),
   );
-  {
+  // The ACK and heartbeat paths before settleJobs/extendLeases: read, decide, guarded commit.
+  let old = 0;
+  await measure('heartbeat as getJob + commit', async () => {
+    const job = (await store.getJob(claimed[old++ % 100]!.id))!;
+    const next = extendLease(job, now());
+    await store.commit({ updates: [{ job: next, expectRev: job.rev }] });
+  });
+  await measure('ack as getJob + commit', async () => {
+    const job = (await store.getJob(claimed[old++]!.id))!;
+    const done = complete(job, undefined, now());
+    await store.commit({
+      updates: [{ job: done, expectRev: job.rev }],
+      events: [jobEvent('job.completed', done, {}, now())],
+    });
+  });
+  // Absent in versions before the batched seam (the script measures those too).
+  if (typeof (store as Partial<PostgresStore>).settleJobs === 'function') {
     const settle = store.settleJobs.bind(store);
     await measure('extendLeases (1 job)', (i) =>
       store.extendLeases([{ id: claimed[i < 0 ? -1 - i : i]!.id, workerId: 'w' }], now()),
     );
-    let next = 0;
+    let next = old;
     await measure('settleJobs (1 ack)', () => {
       const job = claimed[next++]!;
       return settle({
@@ -129,7 +154,7 @@ try {
         offset += 10;
         return settle({ items, now: now() });
       },
-      Math.ceil(iterations / 10),
+      Math.ceil(iterations / 20),
     );
   }
 } finally {

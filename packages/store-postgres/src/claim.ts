@@ -1,10 +1,14 @@
 /**
  * claimJobs inside one transaction (READ COMMITTED).
  *
- * Unlimited queue (the common case): ONE statement per queue, the
- * `claimQueue` CTE: FOR UPDATE SKIP LOCKED picks at most `count` available,
- * unexpired jobs in claim order and the same statement makes them active,
- * so concurrent claimers never wait on each other and never share a job.
+ * Unlimited queues (the common case): ONE statement per queue, the first
+ * of which (`claimFirst`) also reads the plan of all requested queues, so
+ * a fetch from one queue is one statement (then the job.started events and
+ * COMMIT). Each claim is a CTE: FOR UPDATE SKIP LOCKED picks at most
+ * `count` available, unexpired jobs in claim order and the same statement
+ * makes them active, so concurrent claimers never wait on each other and
+ * never share a job. The claim returns the transaction's xid, sparing the
+ * lost-COMMIT check its own round trip.
  *
  * Limited queue (queue concurrency / rate limit, or rate-limited jobs
  * waiting in it): the checks need counts that must not change under the
@@ -62,7 +66,7 @@ interface Window {
   count: number;
 }
 
-export type ClaimContext = Pick<Tx, 'client' | 'sql' | 'schema'>;
+export type ClaimContext = Pick<Tx, 'client' | 'sql' | 'schema' | 'state'>;
 
 /** Rate windows and key locks of one claim transaction. */
 class LimitState {
@@ -144,17 +148,19 @@ class LimitState {
 
 const byClaimOrder = (a: JobRecord, b: JobRecord) => b.priority - a.priority || a.seq! - b.seq!;
 
+/** A row of `claimFirst`: a claimed job (name null) or the plan of a requested queue. */
+type FirstRow =
+  | { name: null; doc: JobRecord; xid: string }
+  | (PlanRow & { ord: string; doc: null; xid: null });
+
 export async function claimInTransaction(
   ctx: ClaimContext,
   request: ClaimRequest,
 ): Promise<{ jobs: JobRecord[]; events: OjsEvent[] }> {
   const { client, sql, schema } = ctx;
-  if (request.count <= 0 || request.queues.length === 0) return { jobs: [], events: [] };
-  const plan = (await client.query<PlanRow>(sql.claimPlan, [request.queues])).rows;
-  const limited = (row: PlanRow) => row.concurrency !== null || row.rate_limit !== null;
-  const queueLocks = [...new Set(plan.filter((r) => !r.paused && limited(r)).map((r) => r.name))];
-  for (const name of queueLocks.sort()) {
-    await client.query(sql.advisoryLock, [lockText.queue(schema, name)]);
+  if (request.count <= 0 || request.queues.length === 0) {
+    ctx.state.xid = null;
+    return { jobs: [], events: [] };
   }
   const params = [
     request.now,
@@ -162,28 +168,71 @@ export async function claimInTransaction(
     request.visibilityTimeoutMs ?? null,
     request.workerId ?? null,
   ];
-  const limits = new LimitState(ctx, request.now);
   const handlers = handlerRows(request);
   const claimed: JobRecord[] = [];
-  for (const queue of plan) {
-    const wanted = request.count - claimed.length;
-    if (wanted <= 0) break;
-    if (queue.paused) continue;
-    if (limited(queue) || queue.keyed) {
-      claimed.push(
-        ...(await claimLimited(ctx, queue, wanted, params, limits, request.now, handlers)),
-      );
-    } else {
-      const { rows } = await client.query<{ doc: JobRecord }>(sql.claimQueue, [
+  let xid: string | null = null;
+  const take = (rows: { doc: JobRecord; xid: string }[]) => {
+    if (rows.length > 0) xid = rows[0]!.xid;
+    claimed.push(...rows.map((row) => row.doc).sort(byClaimOrder));
+  };
+  // One statement: the plan of the requested queues, and the claim from the
+  // first one when no requested queue is limited (the common case).
+  const first = (
+    await client.query<FirstRow>(sql.claimFirst, [
+      ...params,
+      request.queues,
+      request.count,
+      handlers,
+    ])
+  ).rows;
+  const plan: (PlanRow & { ord: string })[] = [];
+  const jobs: { doc: JobRecord; xid: string }[] = [];
+  for (const row of first) {
+    if (row.name === null) jobs.push(row);
+    else plan.push(row);
+  }
+  plan.sort((a, b) => toNumber(a.ord) - toNumber(b.ord));
+  const limited = (row: PlanRow) => row.concurrency !== null || row.rate_limit !== null;
+  const active = plan.filter((row) => !row.paused);
+  const limits = new LimitState(ctx, request.now);
+  if (!active.some((row) => limited(row) || row.keyed)) {
+    // Claimed from the first unpaused queue already; the others in order.
+    take(jobs);
+    for (const queue of active.slice(1)) {
+      const wanted = request.count - claimed.length;
+      if (wanted <= 0) break;
+      const { rows } = await client.query<{ doc: JobRecord; xid: string }>(sql.claimQueue, [
         ...params,
         queue.name,
         wanted,
         handlers,
       ]);
-      claimed.push(...rows.map((row) => row.doc).sort(byClaimOrder));
+      take(rows);
     }
+  } else {
+    const queueLocks = [...new Set(active.filter(limited).map((r) => r.name))];
+    for (const name of queueLocks.sort()) {
+      await client.query(sql.advisoryLock, [lockText.queue(schema, name)]);
+    }
+    for (const queue of active) {
+      const wanted = request.count - claimed.length;
+      if (wanted <= 0) break;
+      if (limited(queue) || queue.keyed) {
+        take(await claimLimited(ctx, queue, wanted, params, limits, request.now, handlers));
+      } else {
+        const { rows } = await client.query<{ doc: JobRecord; xid: string }>(sql.claimQueue, [
+          ...params,
+          queue.name,
+          wanted,
+          handlers,
+        ]);
+        take(rows);
+      }
+    }
+    await limits.save();
   }
-  await limits.save();
+  // Rate windows are saved only for accepted (so claimed) jobs: no claim, no write.
+  ctx.state.xid = xid;
   const events = claimed.map((job) =>
     jobEvent(
       'job.started',
@@ -203,7 +252,7 @@ async function claimLimited(
   limits: LimitState,
   now: number,
   handlers: string | null,
-): Promise<JobRecord[]> {
+): Promise<{ doc: JobRecord; xid: string }[]> {
   const { client, sql } = ctx;
   let queueActive: number | undefined;
   if (queue.concurrency !== null) {
@@ -268,7 +317,9 @@ async function claimLimited(
     }
   }
   if (accepted.length === 0) return [];
-  const { rows } = await client.query<{ doc: JobRecord }>(sql.claimIds, [...params, accepted]);
-  const order = new Map(accepted.map((id, index) => [id, index]));
-  return rows.map((row) => row.doc).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  const { rows } = await client.query<{ doc: JobRecord; xid: string }>(sql.claimIds, [
+    ...params,
+    accepted,
+  ]);
+  return rows;
 }

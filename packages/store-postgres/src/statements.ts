@@ -52,10 +52,16 @@ const CLAIMED_DOC = `(p.doc - 'run_at' - 'next_attempt_at' - 'cancel_requested' 
          THEN jsonb_build_object('timeout_at', $1::numeric + (p.doc->>'timeout_ms')::numeric)
          ELSE '{}'::jsonb END`;
 
-function claimUpdate(s: string, picked: string): string {
-  return `WITH picked AS MATERIALIZED (${picked}),
-  claimed AS (SELECT p.id, ${CLAIMED_DOC} AS doc FROM picked p)
-UPDATE ${s}.jobs j
+/**
+ * The claim's CTEs: `picked` (which must lock its rows) and the claimed
+ * documents; then `claimSet`, the UPDATE that turns the picked jobs active
+ * and returns each claimed document with the transaction's xid (so the
+ * lost-COMMIT check needs no round trip of its own).
+ */
+const claimCtes = (picked: string) => `picked AS MATERIALIZED (${picked}),
+  claimed AS (SELECT p.id, ${CLAIMED_DOC} AS doc FROM picked p)`;
+
+const claimSet = (s: string) => `UPDATE ${s}.jobs j
    SET state = 'active',
        attempt = (c.doc->>'attempt')::integer,
        rev = (c.doc->>'rev')::integer,
@@ -66,8 +72,32 @@ UPDATE ${s}.jobs j
        doc = c.doc
   FROM claimed c
  WHERE j.id = c.id
-RETURNING j.doc`;
-}
+RETURNING j.doc, txid_current()::text AS xid`;
+
+const claimUpdate = (s: string, picked: string) => `WITH ${claimCtes(picked)}
+${claimSet(s)}`;
+
+/** The pick of an unlimited queue ($5 = its name): see `claimQueue`. */
+const pickQueue = (s: string, queue: string) => `SELECT id, attempt, rev, doc FROM ${s}.jobs j
+        WHERE queue = ${queue} AND state = 'available' AND rate_key IS NULL
+          AND (expires_at IS NULL OR expires_at > ($1::numeric)::double precision)
+          AND ${admitted(7, 'j')}
+        ORDER BY priority DESC, seq
+        LIMIT $6
+        FOR UPDATE SKIP LOCKED`;
+
+/**
+ * The claim plan of the requested queues ($5, in order): per queue its
+ * config and whether rate-limited jobs wait in it (which sends the claim
+ * down the limited path).
+ */
+const planOf = (s: string) => `SELECT n.name, n.ord, coalesce(q.paused, false) AS paused,
+        q.concurrency, q.rate_limit, q.rate_period_ms,
+        EXISTS (SELECT 1 FROM ${s}.jobs j
+                 WHERE j.queue = n.name AND j.state = 'available' AND j.rate_key IS NOT NULL)
+          AS keyed
+      FROM unnest($5::text[]) WITH ORDINALITY AS n(name, ord)
+      LEFT JOIN ${s}.queues q ON q.name = n.name`;
 
 export function statements(schema: string) {
   const s = quoteSchema(schema);
@@ -279,34 +309,40 @@ export function statements(schema: string) {
 
     // ------------------------------------------------------------ claim
     /**
-     * Per requested queue: its config and whether rate-limited jobs are
-     * waiting in it (which sends the claim down the limited path).
+     * The first statement of every claim: the plan of the requested queues
+     * and, when none of them is limited (queue concurrency or rate, or
+     * rate-limited jobs waiting), the claim of the first unpaused one, as
+     * `claimQueue` does it. Parameters as `claimQueue`, but $5 = all the
+     * requested queue names in order. Rows: one per claimed job (doc, xid;
+     * plan columns NULL), then one per requested queue (plan columns; doc
+     * NULL). A limited request claims nothing here and takes the limited
+     * path with the plan.
      */
-    claimPlan: `SELECT n.name, coalesce(q.paused, false) AS paused, q.concurrency, q.rate_limit,
-        q.rate_period_ms,
-        EXISTS (SELECT 1 FROM ${s}.jobs j
-                 WHERE j.queue = n.name AND j.state = 'available' AND j.rate_key IS NOT NULL)
-          AS keyed
-      FROM unnest($1::text[]) WITH ORDINALITY AS n(name, ord)
-      LEFT JOIN ${s}.queues q ON q.name = n.name
-      ORDER BY n.ord`,
+    claimFirst: `WITH plan AS MATERIALIZED (${planOf(s)}),
+      target AS MATERIALIZED (
+        SELECT name FROM plan
+         WHERE NOT paused
+           AND NOT EXISTS (SELECT 1 FROM plan l
+                            WHERE NOT l.paused AND (l.concurrency IS NOT NULL
+                                  OR l.rate_limit IS NOT NULL OR l.keyed))
+         ORDER BY ord LIMIT 1),
+      ${claimCtes(pickQueue(s, '(SELECT name FROM target)'))},
+      updated AS (${claimSet(s)})
+      SELECT NULL::text AS name, NULL::bigint AS ord, NULL::boolean AS paused,
+             NULL::integer AS concurrency, NULL::integer AS rate_limit,
+             NULL::double precision AS rate_period_ms, NULL::boolean AS keyed, doc, xid
+        FROM updated
+      UNION ALL
+      SELECT name, ord, paused, concurrency, rate_limit, rate_period_ms, keyed, NULL, NULL
+        FROM plan`,
     /**
      * The claim of an unlimited queue in one statement: the CTE locks at
      * most $6 available, unexpired jobs of queue $5 in claim order
      * (priority desc, seq) that the fetch's handlers admit ($7), skipping
      * rows other transactions hold, and the UPDATE turns exactly those into
-     * active jobs. Rows come back unordered.
+     * active jobs. Rows (doc, xid) come back unordered.
      */
-    claimQueue: claimUpdate(
-      s,
-      `SELECT id, attempt, rev, doc FROM ${s}.jobs j
-        WHERE queue = $5 AND state = 'available' AND rate_key IS NULL
-          AND (expires_at IS NULL OR expires_at > ($1::numeric)::double precision)
-          AND ${admitted(7, 'j')}
-        ORDER BY priority DESC, seq
-        LIMIT $6
-        FOR UPDATE SKIP LOCKED`,
-    ),
+    claimQueue: claimUpdate(s, pickQueue(s, '$5')),
     /** Claims jobs $5 (text[]) the limited path already locked and accepted. */
     claimIds: claimUpdate(
       s,
