@@ -2,11 +2,22 @@
  * OjsWorker: the consumer side (SDK guidelines §19.1, worker protocol
  * http-binding digest §8).
  *
- * - Fetch: one loop asks for `count` = free slots and never holds more jobs
- *   than `concurrency`. When the manifest declares `long_poll_fetch` the
- *   request carries `wait_ms` and the server holds it until a job arrives;
- *   otherwise (or when an empty answer comes back early) fetches are spaced
- *   `pollIntervalMs` apart.
+ * - Fetch: one loop asks for `count` = free room (up to 1000) as soon as
+ *   any room frees, and never holds more than `concurrency` + `prefetch`
+ *   jobs (prefetch 0 by default). A job counts from its fetch until its
+ *   outcome is recorded; up to `concurrency` run at once, the others wait
+ *   in a buffer (leased, heartbeated, requeued at once on stop). When the
+ *   manifest declares `long_poll_fetch` the request carries `wait_ms` and
+ *   the server holds it until a job arrives; otherwise (or when an empty
+ *   answer comes back early) fetches are spaced `pollIntervalMs` apart.
+ * - Outcomes: every ACK/NACK carries `worker_id` and the fetched job's
+ *   `attempt` (fencing). When the manifest declares `endpoints.ack_batch`
+ *   they are queued and sent as one batched call when `ackBatchSize` are
+ *   pending, `ackBatchDelayMs` after the first, or at once when no other
+ *   job could join the batch; otherwise (or after a 404 on the batch path)
+ *   one call per job. A refused item (stale attempt, lost lease, unknown
+ *   job) is reported on `error` and never retried; a failed call is retried
+ *   by the transport.
  * - Heartbeat: every `heartbeatIntervalMs` with the worker state and the ids
  *   of its jobs; it extends their leases. The answer's directive is obeyed
  *   (`quiet`: stop fetching; `terminate`: graceful stop), `jobs_cancelled`
@@ -22,7 +33,9 @@
  *   report `terminate`, wait for active jobs up to `shutdownTimeoutMs`, then
  *   abort the rest (ShutdownError) and NACK them with `requeue: true` and
  *   type `shutdown` so they return to `available` without losing an attempt.
- *   A second signal skips the wait. SIGTSTP -> quiet, SIGCONT -> running.
+ *   Buffered jobs are requeued at once; pending outcomes are sent before
+ *   stop() resolves. A second signal skips the wait. SIGTSTP -> quiet,
+ *   SIGCONT -> running.
  *
  * Settlement is exactly-once per fetched job: ACK, NACK, or nothing (cancelled
  * or lease lost). A handler that ignores its signal keeps running, but its
@@ -44,13 +57,17 @@ import {
   silentLogger,
 } from './config.ts';
 import {
+  ConflictError,
   DiscardError,
   JobCancelledError,
   JobTimeoutError,
   LeaseLostError,
+  NotFoundError,
   OjsError,
   ShutdownError,
   SnoozeError,
+  UnsupportedFeatureError,
+  ValidationError,
 } from './errors.ts';
 import { HttpTransport, type TransportRetryOptions } from './http.ts';
 import {
@@ -59,7 +76,15 @@ import {
   MiddlewareChain,
   runExecutionChain,
 } from './middleware.ts';
-import type { HeartbeatResponse, Job, Manifest, NackRequest, Transport } from './types.ts';
+import type {
+  AckBatchResponse,
+  AckRequest,
+  HeartbeatResponse,
+  Job,
+  Manifest,
+  NackRequest,
+  Transport,
+} from './types.ts';
 import { uuidv7 } from './uuid.ts';
 
 export type JobHandler<Args extends unknown[] = unknown[]> = (
@@ -121,6 +146,21 @@ export interface WorkerOptions {
   /** Backtrace limits sent with errors (defaults 50 frames, 10,000 characters). */
   maxBacktraceFrames?: number;
   maxBacktraceChars?: number;
+  /**
+   * Jobs leased ahead of free slots (default 0, at most 1000), so the next
+   * job can start as soon as a handler finishes. They hold a lease (renewed
+   * by heartbeats) while they wait and are requeued at once on stop.
+   */
+  prefetch?: number;
+  /**
+   * Report outcomes in batched ACK/NACK calls when the server declares them
+   * (manifest `endpoints.ack_batch`). Default true; false: one call per job.
+   */
+  ackBatch?: boolean;
+  /** Send a batch once this many outcomes are pending (default 100, 1..1000). */
+  ackBatchSize?: number;
+  /** ...or at the latest this long after the first of them (default 2 ms). */
+  ackBatchDelayMs?: number;
 }
 
 export interface WorkerEvents {
@@ -131,7 +171,8 @@ export interface WorkerEvents {
   jobTimedOut: { job: Job; timeoutMs: number };
   jobRequeued: { job: Job };
   directive: { directive: 'running' | 'quiet' | 'terminate' };
-  error: { error: unknown; operation: string };
+  /** `job`: the job whose outcome was refused (conflict, not found) or could not be sent. */
+  error: { error: unknown; operation: string; job?: Job };
   stopped: Record<string, never>;
 }
 
@@ -140,6 +181,11 @@ type Listener<E extends keyof WorkerEvents> = (event: WorkerEvents[E]) => void;
 interface ActiveJob {
   job: Job;
   controller: AbortController;
+  /**
+   * buffered: leased, waiting for a slot (prefetch); running: in its handler;
+   * settling: outcome decided, being recorded (or dropped).
+   */
+  phase: 'buffered' | 'running' | 'settling';
   settled: boolean;
   startedAt: number;
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -148,12 +194,46 @@ interface ActiveJob {
   release: () => void;
 }
 
+type Outcome =
+  | { kind: 'ack'; result: unknown }
+  | { kind: 'nack'; error: NackRequest['error']; requeue?: boolean; cause?: unknown };
+
+/** A decided outcome on its way to the server. */
+interface Report {
+  entry: ActiveJob;
+  outcome: Outcome;
+  durationMs: number;
+}
+type AckReport = Report & { outcome: { kind: 'ack' } };
+type NackReport = Report & { outcome: { kind: 'nack' } };
+
+const isAck = (report: Report): report is AckReport => report.outcome.kind === 'ack';
+
+/** The server has no batched acknowledgement: undeclared, or the route is missing. */
+function isMissingEndpoint(error: unknown): boolean {
+  return (
+    error instanceof UnsupportedFeatureError ||
+    (error instanceof OjsError && [404, 405, 501].includes(error.status))
+  );
+}
+
+/** An integer option within bounds (TypeError otherwise, like `concurrency`). */
+function intOption(name: string, value: number, min: number, max: number): number {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new TypeError(`${name} must be an integer from ${min} to ${max} (got ${value}).`);
+  }
+  return value;
+}
+
 interface Registration {
   handler: JobHandler<unknown[]>;
   options: HandlerOptions;
 }
 
 const MAX_MESSAGE_CHARS = 4096;
+/** The largest fetch `count` and batched acknowledgement the HTTP binding allows. */
+const MAX_FETCH_COUNT = 1000;
+const MAX_ACK_BATCH = 1000;
 const VERSIONING_EXTENSION = 'urn:ojs:ext:experimental:job-versioning';
 
 /** Splits an error's stack into frames, bounded in count and total size. */
@@ -234,6 +314,20 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   readonly #heartbeatIntervalMs: number;
   readonly #visibilityTimeoutMs: number;
   readonly #shutdownTimeoutMs: number;
+  readonly #prefetch: number;
+  readonly #ackBatchSize: number;
+  readonly #ackBatchDelayMs: number;
+  /** Decided from the manifest at start; turned off for good if the endpoint is missing. */
+  #batchAcks = false;
+  #maxFetch = MAX_FETCH_COUNT;
+  /** Jobs in their handler (at most `concurrency`). */
+  #running = 0;
+  /** Leased jobs waiting for a slot, in fetch order. */
+  readonly #buffer: ActiveJob[] = [];
+  /** Outcomes waiting for the next batch. */
+  readonly #pending: Report[] = [];
+  #flushTimer: ReturnType<typeof setTimeout> | undefined;
+  #flushImmediate: ReturnType<typeof setImmediate> | undefined;
   #state: WorkerState = 'idle';
   #longPoll: boolean | undefined;
   #loop: Promise<void> | undefined;
@@ -266,6 +360,14 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     this.#shutdownTimeoutMs =
       options.shutdownTimeoutMs ?? (envShutdown === undefined ? 25_000 : envShutdown * 1000);
     this.#longPoll = options.longPoll;
+    this.#prefetch = intOption('prefetch', options.prefetch ?? 0, 0, MAX_FETCH_COUNT);
+    this.#ackBatchSize = intOption('ackBatchSize', options.ackBatchSize ?? 100, 1, MAX_ACK_BATCH);
+    this.#ackBatchDelayMs = options.ackBatchDelayMs ?? 2;
+    if (!Number.isFinite(this.#ackBatchDelayMs) || this.#ackBatchDelayMs < 0) {
+      throw new TypeError(
+        `ackBatchDelayMs must be a non-negative number of milliseconds (got ${this.#ackBatchDelayMs}).`,
+      );
+    }
     this.logger =
       options.logger ??
       (options.logLevel === 'silent'
@@ -408,8 +510,14 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     this.#stopController.abort();
     if (this.transport.abortableFetch) this.#fetchController.abort();
     this.#wake?.();
+    // Outcomes waiting for their batch go now (later ones are sent at once while stopping).
+    this.#flush();
     // The in-flight fetch finishes (jobs it brings are requeued at once).
     await this.#loop;
+    // Jobs leased ahead that never started go straight back.
+    for (const entry of this.#buffer.splice(0)) {
+      void this.#requeue(entry, new ShutdownError('The worker is stopping; job requeued.'));
+    }
     void this.#heartbeat();
 
     const forced = new Promise<void>((resolve) => {
@@ -426,7 +534,8 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       });
     }
     await Promise.all(remaining.map((entry) => this.#requeue(entry, new ShutdownError())));
-    await Promise.all([...this.#active.values()].map((entry) => entry.done));
+    // Every outcome recorded (or given up on) before stop() resolves.
+    await this.#allSettled();
     clearInterval(this.#heartbeatTimer);
     await this.#heartbeatInFlight;
     this.#removeSignals();
@@ -496,18 +605,29 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     });
   }
 
-  async #detectLongPoll(): Promise<void> {
-    if (this.#longPoll !== undefined) return;
-    let manifest: Manifest;
+  /** Reads the manifest once: long poll, version routing, batched ACK, fetch limit. */
+  async #readManifest(): Promise<void> {
+    let manifest: Manifest | undefined;
     try {
       manifest = await this.transport.manifest({ signal: this.#stopController.signal });
     } catch (error) {
-      this.logger.warn('manifest unavailable; polling without long-poll', { error: String(error) });
-      this.#longPoll = false;
-      return;
+      this.logger.warn('manifest unavailable; polling without long-poll, one ACK per call', {
+        error: String(error),
+      });
     }
-    this.#longPoll = manifest.capabilities?.long_poll_fetch === true;
+    this.#longPoll ??= manifest?.capabilities?.long_poll_fetch === true;
+    if (manifest === undefined) return;
     this.#versionRouting = manifestSupports(manifest, VERSIONING_EXTENSION);
+    const declared = manifest.endpoints?.ack_batch;
+    this.#batchAcks =
+      (this.#options.ackBatch ?? true) &&
+      typeof this.transport.ackBatch === 'function' &&
+      typeof declared === 'string' &&
+      declared !== '';
+    const limit = manifest.limits?.max_fetch_count;
+    if (typeof limit === 'number' && Number.isInteger(limit) && limit >= 1) {
+      this.#maxFetch = Math.min(MAX_FETCH_COUNT, limit);
+    }
   }
 
   /** Handler declarations for version routing (only to servers that declare the extension). */
@@ -521,12 +641,19 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     };
   }
 
+  /** Most jobs the worker holds at once: running, leased ahead, or being reported. */
+  get #capacity(): number {
+    return this.concurrency + this.#prefetch;
+  }
+
   async #fetchLoop(): Promise<void> {
     let failures = 0;
-    await this.#detectLongPoll();
+    await this.#readManifest();
     while (this.#state === 'running' || this.#state === 'quiet') {
-      const free = this.concurrency - this.#active.size;
-      if (this.#state === 'quiet' || free <= 0) {
+      // A job counts until its outcome is recorded, so the leases this worker holds
+      // never exceed concurrency + prefetch, even while the server is slow to answer.
+      const room = this.#capacity - this.#active.size;
+      if (this.#state === 'quiet' || room <= 0) {
         await this.#waitForChange();
         continue;
       }
@@ -536,7 +663,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         jobs = await this.transport.fetchJobs(
           {
             queues: [...this.queues],
-            count: free,
+            count: Math.min(room, this.#maxFetch),
             worker_id: this.workerId,
             visibility_timeout_ms: this.#visibilityTimeoutMs,
             ...(this.#longPoll ? { wait_ms: this.#pollWaitMs } : {}),
@@ -559,9 +686,11 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         continue;
       }
       for (const job of jobs) {
-        if (this.#state === 'running' && this.#active.size < this.concurrency) this.#run(job);
-        else this.#requeueFetched(job);
+        if (this.#state === 'running' && this.#active.size < this.#capacity) {
+          this.#buffer.push(this.#track(job));
+        } else this.#requeueFetched(job);
       }
+      this.#startBuffered();
       // Without long poll, or when the server answers an empty long poll early, poll at
       // most once per pollIntervalMs. A working long poll returns empty only after wait_ms.
       const elapsed = Date.now() - started;
@@ -577,6 +706,15 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     void this.#requeue(entry, new ShutdownError('The worker is stopping; job requeued.'));
   }
 
+  /** Starts buffered jobs while execution slots are free (FIFO: the server's order). */
+  #startBuffered(): void {
+    while (this.#running < this.concurrency && this.#buffer.length > 0 && !this.#isStopping()) {
+      const entry = this.#buffer.shift()!;
+      // Settled while waiting (cancelled through the heartbeat): nothing to run.
+      if (entry.phase === 'buffered') this.#run(entry);
+    }
+  }
+
   // ---------------------------------------------------------------- execution
 
   #track(job: Job): ActiveJob {
@@ -587,6 +725,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     const entry: ActiveJob = {
       job,
       controller: new AbortController(),
+      phase: 'buffered',
       settled: false,
       startedAt: Date.now(),
       timer: undefined,
@@ -601,8 +740,11 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     return entry;
   }
 
-  #run(job: Job): void {
-    const entry = this.#track(job);
+  #run(entry: ActiveJob): void {
+    const { job } = entry;
+    entry.phase = 'running';
+    entry.startedAt = Date.now();
+    this.#running++;
     const registration = this.#handlers.get(job.type);
     if (registration === undefined) {
       // Another worker on the queue may have the handler: retry, don't discard.
@@ -714,65 +856,213 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     });
   }
 
-  /** Reports the outcome of a job exactly once, then frees its slot. */
-  async #settle(
-    entry: ActiveJob,
-    outcome:
-      | { kind: 'ack'; result: unknown }
-      | { kind: 'nack'; error: NackRequest['error']; requeue?: boolean; cause?: unknown }
-      | { kind: 'drop' },
-  ): Promise<void> {
-    if (entry.settled) return;
+  /**
+   * Decides the outcome of a job exactly once and frees its execution slot
+   * at once; the job keeps counting against the worker's capacity until the
+   * outcome is recorded (or could not be). Resolves then.
+   */
+  #settle(entry: ActiveJob, outcome: Outcome | { kind: 'drop' }): Promise<void> {
+    if (entry.settled) return entry.done;
     entry.settled = true;
     clearTimeout(entry.timer);
-    const { job } = entry;
-    const durationMs = Date.now() - entry.startedAt;
+    if (entry.phase === 'running') this.#running--;
+    entry.phase = 'settling';
+    if (outcome.kind === 'drop') entry.release();
+    else {
+      const report: Report = { entry, outcome, durationMs: Date.now() - entry.startedAt };
+      if (this.#batchAcks) this.#queueReport(report);
+      else void this.#reportOne(report);
+    }
+    this.#startBuffered();
+    return entry.done;
+  }
+
+  // ---------------------------------------------------------------- reporting outcomes
+
+  #ackRequest(report: Report & { outcome: { kind: 'ack' } }): AckRequest {
+    const { job } = report.entry;
+    const request: AckRequest = { job_id: job.id, worker_id: this.workerId };
+    // Fencing: the server refuses the outcome of an attempt that is no longer current.
+    if (typeof job.attempt === 'number') request.attempt = job.attempt;
+    request.result = report.outcome.result;
+    return request;
+  }
+
+  #nackRequest(report: Report & { outcome: { kind: 'nack' } }): NackRequest {
+    const { job } = report.entry;
+    const request: NackRequest = {
+      job_id: job.id,
+      worker_id: this.workerId,
+      error: report.outcome.error,
+    };
+    if (typeof job.attempt === 'number') request.attempt = job.attempt;
+    if (report.outcome.requeue) request.requeue = true;
+    return request;
+  }
+
+  /** One ACK or NACK call (servers without the batched acknowledgement). */
+  async #reportOne(report: Report): Promise<void> {
     try {
-      if (outcome.kind === 'ack') {
-        await this.transport.ack({
-          job_id: job.id,
-          worker_id: this.workerId,
-          result: outcome.result,
-        });
-        this.logger.debug('job completed', { 'ojs.job.id': job.id, duration_ms: durationMs });
-        this.#emit('jobCompleted', { job, result: outcome.result, durationMs });
-      } else if (outcome.kind === 'nack') {
-        const request: NackRequest = {
-          job_id: job.id,
-          worker_id: this.workerId,
-          error: outcome.error,
-        };
-        if (outcome.requeue) request.requeue = true;
-        const response = await this.transport.nack(request);
-        if (outcome.requeue) {
-          this.logger.info('job requeued', { 'ojs.job.id': job.id });
-          this.#emit('jobRequeued', { job });
-        } else {
-          this.logger.debug('job failed', {
-            'ojs.job.id': job.id,
-            'ojs.job.type': job.type,
-            error_type: outcome.error.type,
-            state: response.state,
-          });
-          this.#emit('jobFailed', {
-            job,
-            error: outcome.cause ?? outcome.error,
-            durationMs,
-            response,
+      const response = isAck(report)
+        ? await this.transport.ack(this.#ackRequest(report))
+        : await this.transport.nack(this.#nackRequest(report as NackReport));
+      this.#recorded(report, response);
+    } catch (error) {
+      this.#notRecorded(report, error);
+    } finally {
+      report.entry.release();
+    }
+  }
+
+  /**
+   * Queues an outcome for the next batch: sent when `ackBatchSize` are
+   * pending or `ackBatchDelayMs` after the first, or as soon as nothing else
+   * could join the batch (no job running or waiting to, or the worker is stopping).
+   */
+  #queueReport(report: Report): void {
+    this.#pending.push(report);
+    if (this.#pending.length >= this.#ackBatchSize) {
+      this.#flush();
+    } else if (this.#isStopping() || (this.#running === 0 && this.#buffer.length === 0)) {
+      // setImmediate, not now: handlers finishing in this same tick still share the batch.
+      this.#flushImmediate ??= setImmediate(() => this.#flush());
+    } else {
+      this.#flushTimer ??= setTimeout(() => this.#flush(), this.#ackBatchDelayMs);
+    }
+  }
+
+  /** Sends every pending outcome (in batches of at most ackBatchSize). */
+  #flush(): void {
+    clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    if (this.#flushImmediate !== undefined) clearImmediate(this.#flushImmediate);
+    this.#flushImmediate = undefined;
+    while (this.#pending.length > 0) {
+      void this.#sendBatch(this.#pending.splice(0, this.#ackBatchSize));
+    }
+  }
+
+  async #sendBatch(batch: Report[]): Promise<void> {
+    if (!this.#batchAcks || this.transport.ackBatch === undefined) {
+      for (const report of batch) void this.#reportOne(report);
+      return;
+    }
+    const acks = batch.filter(isAck);
+    const nacks = batch.filter((r): r is NackReport => !isAck(r));
+    let response: AckBatchResponse;
+    try {
+      // The transport retries transient failures with its backoff.
+      response = await this.transport.ackBatch({
+        acks: acks.map((r) => this.#ackRequest(r)),
+        nacks: nacks.map((r) => this.#nackRequest(r)),
+      });
+    } catch (error) {
+      if (isMissingEndpoint(error)) {
+        // The server has no batched acknowledgement after all: single calls from now on.
+        if (this.#batchAcks) {
+          this.#batchAcks = false;
+          this.logger.info('batched acknowledgement unavailable; one ACK/NACK per call', {
+            worker_id: this.workerId,
+            error: String(error),
           });
         }
+        for (const report of batch) void this.#reportOne(report);
+        return;
       }
-    } catch (error) {
-      // The lease will expire and the server will hand the job out again (at-least-once).
-      const conflict = error instanceof OjsError && error.status === 409;
-      (conflict ? this.logger.info : this.logger.error)(
-        conflict ? 'job no longer held by this worker' : 'could not report job outcome',
-        { 'ojs.job.id': job.id, operation: outcome.kind, error: String(error) },
-      );
-      if (!conflict) this.#emit('error', { error, operation: outcome.kind });
-    } finally {
-      entry.release();
+      if (
+        error instanceof ValidationError ||
+        (error instanceof OjsError && error.code === 'serialization_error')
+      ) {
+        // The request as a whole was refused (one unserialisable result, say): one call
+        // per job gives every other job its outcome and pins the error on the culprit.
+        this.logger.warn('batched acknowledgement refused; reporting one job per call', {
+          worker_id: this.workerId,
+          jobs: batch.length,
+          error: String(error),
+        });
+        for (const report of batch) void this.#reportOne(report);
+        return;
+      }
+      // Gave up after the transport's retries: the leases expire and the server hands
+      // these jobs out again (at-least-once).
+      this.logger.error('could not report job outcomes', {
+        worker_id: this.workerId,
+        jobs: batch.map((r) => r.entry.job.id),
+        error: String(error),
+      });
+      for (const report of batch) {
+        this.#emit('error', { error, operation: report.outcome.kind, job: report.entry.job });
+        report.entry.release();
+      }
+      return;
     }
+    const ordered: Report[] = [...acks, ...nacks];
+    for (let i = 0; i < ordered.length; i++) {
+      const report = ordered[i]!;
+      const result = response.results[i];
+      if (result === undefined) {
+        this.#notRecorded(
+          report,
+          new OjsError('The server sent no result for this job.', {
+            code: 'invalid_response',
+            operation: report.outcome.kind,
+            jobId: report.entry.job.id,
+          }),
+        );
+      } else if (result.status === 'ok') {
+        this.#recorded(report, {
+          id: result.job_id,
+          job_id: result.job_id,
+          state: result.state,
+          ...(result.attempt === undefined ? {} : { attempt: result.attempt }),
+        });
+      } else {
+        // Never retried: the server has decided (stale attempt, another lease, gone).
+        this.#notRecorded(report, result.error);
+      }
+      report.entry.release();
+    }
+  }
+
+  /** The server recorded the outcome. */
+  #recorded(report: Report, response: Record<string, unknown>): void {
+    const { job } = report.entry;
+    const { outcome, durationMs } = report;
+    if (outcome.kind === 'ack') {
+      this.logger.debug('job completed', { 'ojs.job.id': job.id, duration_ms: durationMs });
+      this.#emit('jobCompleted', { job, result: outcome.result, durationMs });
+    } else if (outcome.requeue) {
+      this.logger.info('job requeued', { 'ojs.job.id': job.id });
+      this.#emit('jobRequeued', { job });
+    } else {
+      this.logger.debug('job failed', {
+        'ojs.job.id': job.id,
+        'ojs.job.type': job.type,
+        error_type: outcome.error.type,
+        state: response.state,
+      });
+      this.#emit('jobFailed', { job, error: outcome.cause ?? outcome.error, durationMs, response });
+    }
+  }
+
+  /** The outcome was refused (stale, not found) or could not be sent. */
+  #notRecorded(report: Report, error: unknown): void {
+    const { job } = report.entry;
+    const operation = report.outcome.kind;
+    // A conflict or not-found means the job is no longer this worker's (lease expired
+    // and handed out again, stale attempt, cancelled, deleted). Otherwise the lease
+    // expires and the server hands the job out again (at-least-once).
+    const stale =
+      error instanceof ConflictError ||
+      error instanceof NotFoundError ||
+      (error instanceof OjsError && (error.status === 409 || error.status === 404));
+    (stale ? this.logger.warn : this.logger.error)(
+      stale
+        ? 'job no longer held by this worker; outcome not recorded'
+        : 'could not report job outcome',
+      { 'ojs.job.id': job.id, operation, error: String(error) },
+    );
+    this.#emit('error', { error, operation, job });
   }
 
   // ---------------------------------------------------------------- heartbeat
@@ -781,7 +1071,8 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     if (this.#heartbeatInFlight !== undefined) return this.#heartbeatInFlight;
     if (this.#state === 'idle' || this.#state === 'terminated') return Promise.resolve();
     const sent = [...this.#active.values()].filter((e) => !e.settled);
-    const ids = sent.map((e) => e.job.id);
+    // Jobs whose outcome is still on its way keep their lease too.
+    const ids = [...this.#active.keys()];
     const state =
       this.#state === 'terminate' ? 'terminate' : this.#state === 'quiet' ? 'quiet' : 'running';
     const run = async () => {

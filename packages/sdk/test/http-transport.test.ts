@@ -2,11 +2,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
   BackendError,
+  ConflictError,
   ConnectionError,
   HttpTransport,
+  NotFoundError,
   OjsClient,
   RateLimitedError,
   TimeoutError,
+  UnsupportedFeatureError,
   ValidationError,
 } from '@ojs/sdk';
 import { normalizeBaseUrl, parseRetryAfter } from '../src/http.ts';
@@ -299,5 +302,102 @@ describe('idempotent retries against the real server', () => {
       }),
       (error: unknown) => (error as { existingJobId?: string }).existingJobId === first.id,
     );
+  });
+});
+
+describe('HttpTransport.ackBatch', () => {
+  const manifest = (endpoints?: Record<string, unknown>) =>
+    json(200, { specversion: '1.0', ...(endpoints ? { endpoints } : {}) });
+  const request = {
+    acks: [
+      { job_id: 'a1', worker_id: 'w', attempt: 1, result: 1 },
+      { job_id: 'a2', worker_id: 'w', attempt: 2 },
+    ],
+    nacks: [
+      {
+        job_id: 'n1',
+        worker_id: 'w',
+        attempt: 1,
+        error: { code: 'handler_error', message: 'x' },
+      },
+    ],
+  };
+
+  it("posts to the manifest's path and types every item's outcome", async () => {
+    const { fetchImpl, calls } = scriptedFetch(
+      () => manifest({ base_url: '/ojs/v1', ack_batch: 'workers/ack/batch' }),
+      () =>
+        json(200, {
+          results: [
+            { job_id: 'a1', status: 'ok', state: 'completed', attempt: 1 },
+            {
+              job_id: 'a2',
+              status: 'conflict',
+              error: {
+                code: 'conflict',
+                message: 'stale',
+                details: { current_attempt: 3, attempt: 2 },
+              },
+            },
+            { job_id: 'n1', status: 'not_found', error: { code: 'not_found', message: 'gone' } },
+          ],
+        }),
+    );
+    const transport = new HttpTransport({ url: 'http://ojs.test', fetch: fetchImpl });
+    const { results } = await transport.ackBatch(request);
+    assert.equal(calls[1]!.url, 'http://ojs.test/ojs/v1/workers/ack/batch');
+    assert.deepEqual(JSON.parse(String(calls[1]!.init.body)), request);
+    assert.deepEqual(results[0], { job_id: 'a1', status: 'ok', state: 'completed', attempt: 1 });
+    const [, stale, gone] = results;
+    assert.equal(stale!.status, 'conflict');
+    assert.ok(stale!.status === 'conflict' && stale!.error instanceof ConflictError);
+    assert.equal(stale!.status === 'conflict' && stale!.error.jobId, 'a2');
+    assert.ok(gone!.status === 'not_found' && gone!.error instanceof NotFoundError);
+    // The path is remembered: the next batch goes straight there.
+    await transport.ackBatch(request).catch(() => {});
+    assert.equal(calls.length, 3);
+  });
+
+  it('without endpoints.ack_batch it rejects with UnsupportedFeatureError', async () => {
+    const { fetchImpl, calls } = scriptedFetch(() => manifest());
+    const transport = new HttpTransport({ url: 'http://ojs.test', fetch: fetchImpl });
+    await assert.rejects(transport.ackBatch(request), UnsupportedFeatureError);
+    assert.equal(calls.length, 1, 'only the manifest was read');
+  });
+
+  it('retries a refused batch with backoff; after an ambiguous failure, a landed item is settled', async () => {
+    const landed = (id: string, state: string) => ({
+      job_id: id,
+      status: 'conflict',
+      error: { code: 'conflict', message: 'not active', details: { current_state: state } },
+    });
+    const { fetchImpl, calls } = scriptedFetch(
+      () => manifest({ ack_batch: 'http://ojs.test/custom/ack-batch' }),
+      () =>
+        json(
+          503,
+          { error: { code: 'backend_unavailable', message: 'busy' } },
+          { 'retry-after': '0' },
+        ),
+      () => {
+        throw netError('ECONNRESET');
+      },
+      () =>
+        json(200, {
+          results: [landed('a1', 'completed'), landed('a2', 'active'), landed('n1', 'retryable')],
+        }),
+    );
+    const transport = new HttpTransport({
+      url: 'http://ojs.test',
+      fetch: fetchImpl,
+      retry: fastRetry,
+    });
+    const { results } = await transport.ackBatch(request);
+    assert.equal(calls.length, 4);
+    assert.ok(calls.slice(1).every((c) => c.url === 'http://ojs.test/custom/ack-batch'));
+    assert.deepEqual(results[0], { job_id: 'a1', status: 'ok', state: 'completed' });
+    // Still active: this conflict is not the landed first try (another attempt holds it).
+    assert.equal(results[1]!.status, 'conflict');
+    assert.deepEqual(results[2], { job_id: 'n1', status: 'ok', state: 'retryable' });
   });
 });
