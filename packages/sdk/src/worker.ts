@@ -57,6 +57,7 @@ import {
   silentLogger,
 } from './config.ts';
 import {
+  AuthenticationError,
   ConflictError,
   DiscardError,
   JobCancelledError,
@@ -67,7 +68,6 @@ import {
   ShutdownError,
   SnoozeError,
   UnsupportedFeatureError,
-  ValidationError,
 } from './errors.ts';
 import { HttpTransport, type TransportRetryOptions } from './http.ts';
 import {
@@ -900,15 +900,26 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     return request;
   }
 
-  /** One ACK or NACK call (servers without the batched acknowledgement). */
-  async #reportOne(report: Report): Promise<void> {
+  /**
+   * One ACK or NACK call (servers without the batched acknowledgement, or
+   * the items of a refused batch). `mayHaveLanded`: a refused batch may have
+   * settled some items before failing, so a conflict showing the item's own
+   * outcome already in place counts as recorded (as for a repeated ACK).
+   */
+  async #reportOne(report: Report, mayHaveLanded = false): Promise<void> {
     try {
       const response = isAck(report)
         ? await this.transport.ack(this.#ackRequest(report))
         : await this.transport.nack(this.#nackRequest(report as NackReport));
       this.#recorded(report, response);
     } catch (error) {
-      this.#notRecorded(report, error);
+      const state = error instanceof ConflictError ? error.details.current_state : undefined;
+      const landed =
+        mayHaveLanded &&
+        typeof state === 'string' &&
+        (isAck(report) ? state === 'completed' : state !== 'active');
+      if (landed) this.#recorded(report, { id: report.entry.job.id, state });
+      else this.#notRecorded(report, error);
     } finally {
       report.entry.release();
     }
@@ -970,17 +981,19 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         return;
       }
       if (
-        error instanceof ValidationError ||
-        (error instanceof OjsError && error.code === 'serialization_error')
+        batch.length > 1 &&
+        !(error instanceof AuthenticationError) &&
+        !(error instanceof OjsError && error.retryable)
       ) {
-        // The request as a whole was refused (one unserialisable result, say): one call
-        // per job gives every other job its outcome and pins the error on the culprit.
+        // The request as a whole was refused, not failed in transit (one result that
+        // cannot be serialised or stored, say): one call per job gives every other job
+        // its outcome and pins the error on the culprit.
         this.logger.warn('batched acknowledgement refused; reporting one job per call', {
           worker_id: this.workerId,
           jobs: batch.length,
           error: String(error),
         });
-        for (const report of batch) void this.#reportOne(report);
+        for (const report of batch) void this.#reportOne(report, true);
         return;
       }
       // Gave up after the transport's retries: the leases expire and the server hands

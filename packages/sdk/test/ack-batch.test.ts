@@ -206,6 +206,41 @@ for (const store of await testStores())
         await client.cancel(victim);
       });
 
+      it('one result that cannot be sent does not sink the rest of its batch', async () => {
+        const q = queue();
+        const w = worker({ queues: [q], concurrency: 6 });
+        const sent = spy(w);
+        w.register('ab.ok', async (ctx) => (ctx.args[0] === 'bad' ? { n: 1n } : 'ok'));
+        const jobs = await client.enqueueBatch(
+          ['ok', 'ok', 'bad', 'ok', 'ok', 'ok'].map((kind) => ({
+            type: 'ab.ok',
+            args: [kind],
+            options: { queue: q },
+          })),
+        );
+        const bad = jobs[2]!.id;
+        const refused = new Promise<{ error: unknown; job?: Job }>((resolve) =>
+          w.on('error', resolve),
+        );
+        const done = outcomes(w, 5);
+        await w.start();
+        const completedJobs = await done;
+        const report = await within(refused, 'the unsendable result');
+        assert.equal(report.job?.id, bad);
+        assert.ok(!completedJobs.includes(bad));
+        assert.ok(sent.batches.length >= 1, 'a batch was tried first');
+        assert.ok(sent.singles.includes(`ack:${bad}`), 'then one call per job');
+        const completed = await completedIds(q);
+        assert.deepEqual(
+          completed.sort(),
+          jobs
+            .map((j) => j.id)
+            .filter((id) => id !== bad)
+            .sort(),
+        );
+        await client.cancel(bad);
+      });
+
       it('stop() sends pending outcomes before it resolves', async () => {
         const q = queue();
         // A delay no test would wait for: only stop() can send the first outcome.
@@ -398,6 +433,39 @@ for (const store of await testStores())
           const completed = await completedIds(q);
           assert.equal(completed.length, 20);
           assert.equal(new Set(completed).size, 20);
+        });
+
+        it('a batch refused as a whole after it landed: resent one per call, nothing reported twice', async () => {
+          const q = queue();
+          let refusedOnce = false;
+          const w = worker({
+            queues: [q],
+            concurrency: 5,
+            fetch: proxied(async (url, init) => {
+              if (url.pathname !== '/ojs/v1/workers/ack/batch' || refusedOnce) return undefined;
+              refusedOnce = true;
+              // The server settles the items, then something in between answers 400.
+              await (await fetch(url, init)).text();
+              return Response.json(
+                { error: { code: 'invalid_request', message: 'refused by a proxy' } },
+                { status: 400 },
+              );
+            }, []),
+          });
+          const sent = spy(w);
+          w.register('ab.ok', async () => 1);
+          const jobs = await client.enqueueBatch(
+            Array.from({ length: 5 }, () => ({ type: 'ab.ok', args: [], options: { queue: q } })),
+          );
+          const done = outcomes(w, jobs.length);
+          const errors: unknown[] = [];
+          w.on('error', ({ error }) => errors.push(error));
+          await w.start();
+          await done;
+          assert.ok(refusedOnce);
+          assert.deepEqual(sent.singles.sort(), jobs.map((j) => `ack:${j.id}`).sort());
+          assert.deepEqual(errors, [], 'the conflicts say the ACKs already landed');
+          assert.deepEqual((await completedIds(q)).sort(), jobs.map((j) => j.id).sort());
         });
 
         it('a batch whose response was lost is repeated; items that landed count as done', async () => {
