@@ -287,6 +287,45 @@ for (const store of await testStores())
         await client.cancel(long!.id);
       });
 
+      it('refills a freed slot while other jobs still run', async () => {
+        const q = queue();
+        const w = worker({ queues: [q], concurrency: 2 });
+        const counts: number[] = [];
+        const fetchJobs = w.transport.fetchJobs.bind(w.transport);
+        w.transport.fetchJobs = (request, options) => {
+          counts.push(request.count);
+          return fetchJobs(request, options);
+        };
+        let releaseLong!: () => void;
+        const longMayEnd = new Promise<void>((resolve) => {
+          releaseLong = resolve;
+        });
+        w.register('ab.long', async () => {
+          await longMayEnd;
+          return 'long';
+        });
+        w.register('ab.quick', async () => 'quick');
+        const [long, quick, next] = await client.enqueueBatch([
+          { type: 'ab.long', args: [], options: { queue: q } },
+          { type: 'ab.quick', args: [], options: { queue: q } },
+          { type: 'ab.quick', args: [], options: { queue: q } },
+        ]);
+        const nextStarted = new Promise<void>((resolve) =>
+          w.on('jobStarted', ({ job }) => {
+            if (job.id === next!.id) resolve();
+          }),
+        );
+        const done = outcomes(w, 3);
+        await w.start();
+        // The third job starts while the first still holds its slot.
+        await within(nextStarted, 'the third job to start');
+        assert.equal((await client.getJob(long!.id)).state, 'active');
+        assert.deepEqual(counts.slice(0, 2), [2, 1]);
+        releaseLong();
+        await done;
+        assert.equal((await client.getJob(quick!.id)).state, 'completed');
+      });
+
       it('prefetch: holds at most concurrency + prefetch jobs, runs at most concurrency, requeues the buffer on stop', async () => {
         const q = queue();
         const w = worker({ queues: [q], concurrency: 2, prefetch: 3 });
