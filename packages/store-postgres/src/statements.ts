@@ -354,7 +354,9 @@ export function statements(schema: string) {
      * Limited path: the next page of candidates after the (priority, seq)
      * cursor, leaving out rate keys already found at their limit ($6) and
      * jobs the handlers do not admit ($7), locked (SKIP LOCKED) while the
-     * limits are checked.
+     * limits are checked. ORDER BY names the table's columns (j.seq): a bare
+     * `seq` would mean the text output column, ordering '10' before '9' and
+     * ruling out the jobs_claim index.
      */
     claimCandidates: `SELECT id, priority, seq::text AS seq, doc->'rate_limit' AS rate_limit
       FROM ${s}.jobs j
@@ -363,7 +365,7 @@ export function statements(schema: string) {
         AND (priority < $3::integer OR (priority = $3::integer AND seq > $4::bigint))
         AND (rate_key IS NULL OR NOT (rate_key = ANY($6::text[])))
         AND ${admitted(7, 'j')}
-      ORDER BY priority DESC, seq
+      ORDER BY j.priority DESC, j.seq
       LIMIT $5
       FOR UPDATE SKIP LOCKED`,
     activeInQueue: `SELECT count(*) AS n FROM ${s}.jobs WHERE queue = $1 AND state = 'active'`,
