@@ -62,6 +62,8 @@ async function measure(
 }
 
 try {
+  // The cost of one round trip (the lost-COMMIT check's xid lookup is one).
+  await measure('ping (SELECT 1: one round trip)', () => store.ping());
   await measure('insertJobs (1 job)', () => store.insertJobs([newJob()], [], now()));
   await measure('insertJobs (1 job, unique key)', (i) =>
     store.insertJobs(

@@ -1,14 +1,13 @@
 /**
  * claimJobs inside one transaction (READ COMMITTED).
  *
- * Unlimited queues (the common case): ONE statement per queue, the first
- * of which (`claimFirst`) also reads the plan of all requested queues, so
- * a fetch from one queue is one statement (then the job.started events and
- * COMMIT). Each claim is a CTE: FOR UPDATE SKIP LOCKED picks at most
- * `count` available, unexpired jobs in claim order and the same statement
- * makes them active, so concurrent claimers never wait on each other and
- * never share a job. The claim returns the transaction's xid, sparing the
- * lost-COMMIT check its own round trip.
+ * Unlimited queues (the common case): the plan of the requested queues
+ * (`claimPlan`), then ONE statement per queue reached, the `claimQueue`
+ * CTE: FOR UPDATE SKIP LOCKED picks at most `count` available, unexpired
+ * jobs in claim order and the same statement makes them active, so
+ * concurrent claimers never wait on each other and never share a job. The
+ * claim returns the transaction's xid, sparing the lost-COMMIT check its
+ * own round trip.
  *
  * Limited queue (queue concurrency / rate limit, or rate-limited jobs
  * waiting in it): the checks need counts that must not change under the
@@ -148,11 +147,6 @@ class LimitState {
 
 const byClaimOrder = (a: JobRecord, b: JobRecord) => b.priority - a.priority || a.seq! - b.seq!;
 
-/** A row of `claimFirst`: a claimed job (name null) or the plan of a requested queue. */
-type FirstRow =
-  | { name: null; doc: JobRecord; xid: string }
-  | (PlanRow & { ord: string; doc: null; xid: null });
-
 export async function claimInTransaction(
   ctx: ClaimContext,
   request: ClaimRequest,
@@ -175,32 +169,20 @@ export async function claimInTransaction(
     if (rows.length > 0) xid = rows[0]!.xid;
     claimed.push(...rows.map((row) => row.doc).sort(byClaimOrder));
   };
-  // One statement: the plan of the requested queues, and the claim from the
-  // first one when no requested queue is limited (the common case).
-  const first = (
-    await client.query<FirstRow>(sql.claimFirst, [
-      ...params,
-      request.queues,
-      request.count,
-      handlers,
-    ])
-  ).rows;
-  const plan: (PlanRow & { ord: string })[] = [];
-  const jobs: { doc: JobRecord; xid: string }[] = [];
-  for (const row of first) {
-    if (row.name === null) jobs.push(row);
-    else plan.push(row);
-  }
-  plan.sort((a, b) => toNumber(a.ord) - toNumber(b.ord));
+  const plan = (await client.query<PlanRow>(sql.claimPlan, [request.queues])).rows;
   const limited = (row: PlanRow) => row.concurrency !== null || row.rate_limit !== null;
-  const active = plan.filter((row) => !row.paused);
+  const queueLocks = [...new Set(plan.filter((r) => !r.paused && limited(r)).map((r) => r.name))];
+  for (const name of queueLocks.sort()) {
+    await client.query(sql.advisoryLock, [lockText.queue(schema, name)]);
+  }
   const limits = new LimitState(ctx, request.now);
-  if (!active.some((row) => limited(row) || row.keyed)) {
-    // Claimed from the first unpaused queue already; the others in order.
-    take(jobs);
-    for (const queue of active.slice(1)) {
-      const wanted = request.count - claimed.length;
-      if (wanted <= 0) break;
+  for (const queue of plan) {
+    const wanted = request.count - claimed.length;
+    if (wanted <= 0) break;
+    if (queue.paused) continue;
+    if (limited(queue) || queue.keyed) {
+      take(await claimLimited(ctx, queue, wanted, params, limits, request.now, handlers));
+    } else {
       const { rows } = await client.query<{ doc: JobRecord; xid: string }>(sql.claimQueue, [
         ...params,
         queue.name,
@@ -209,28 +191,8 @@ export async function claimInTransaction(
       ]);
       take(rows);
     }
-  } else {
-    const queueLocks = [...new Set(active.filter(limited).map((r) => r.name))];
-    for (const name of queueLocks.sort()) {
-      await client.query(sql.advisoryLock, [lockText.queue(schema, name)]);
-    }
-    for (const queue of active) {
-      const wanted = request.count - claimed.length;
-      if (wanted <= 0) break;
-      if (limited(queue) || queue.keyed) {
-        take(await claimLimited(ctx, queue, wanted, params, limits, request.now, handlers));
-      } else {
-        const { rows } = await client.query<{ doc: JobRecord; xid: string }>(sql.claimQueue, [
-          ...params,
-          queue.name,
-          wanted,
-          handlers,
-        ]);
-        take(rows);
-      }
-    }
-    await limits.save();
   }
+  await limits.save();
   // Rate windows are saved only for accepted (so claimed) jobs: no claim, no write.
   ctx.state.xid = xid;
   const events = claimed.map((job) =>

@@ -86,17 +86,13 @@ const pickQueue = (s: string, queue: string) => `SELECT id, attempt, rev, doc FR
         LIMIT $6
         FOR UPDATE SKIP LOCKED`;
 
-/**
- * The claim plan of the requested queues ($5, in order): per queue its
- * config and whether rate-limited jobs wait in it (which sends the claim
- * down the limited path).
- */
-const planOf = (s: string) => `SELECT n.name, n.ord, coalesce(q.paused, false) AS paused,
+/** The claim plan of the requested queues (parameter `queues`, text[]): see `claimPlan`. */
+const planOf = (s: string, queues: string) => `SELECT n.name, coalesce(q.paused, false) AS paused,
         q.concurrency, q.rate_limit, q.rate_period_ms,
         EXISTS (SELECT 1 FROM ${s}.jobs j
                  WHERE j.queue = n.name AND j.state = 'available' AND j.rate_key IS NOT NULL)
           AS keyed
-      FROM unnest($5::text[]) WITH ORDINALITY AS n(name, ord)
+      FROM unnest(${queues}::text[]) WITH ORDINALITY AS n(name, ord)
       LEFT JOIN ${s}.queues q ON q.name = n.name`;
 
 export function statements(schema: string) {
@@ -309,32 +305,13 @@ export function statements(schema: string) {
 
     // ------------------------------------------------------------ claim
     /**
-     * The first statement of every claim: the plan of the requested queues
-     * and, when none of them is limited (queue concurrency or rate, or
-     * rate-limited jobs waiting), the claim of the first unpaused one, as
-     * `claimQueue` does it. Parameters as `claimQueue`, but $5 = all the
-     * requested queue names in order. Rows: one per claimed job (doc, xid;
-     * plan columns NULL), then one per requested queue (plan columns; doc
-     * NULL). A limited request claims nothing here and takes the limited
-     * path with the plan.
+     * Per requested queue ($1, in order): its config and whether
+     * rate-limited jobs are waiting in it (which sends the claim down the
+     * limited path). Kept apart from the claim itself: merged into one
+     * statement with it, the claim took longer to plan than both together
+     * take to run (measured; see README).
      */
-    claimFirst: `WITH plan AS MATERIALIZED (${planOf(s)}),
-      target AS MATERIALIZED (
-        SELECT name FROM plan
-         WHERE NOT paused
-           AND NOT EXISTS (SELECT 1 FROM plan l
-                            WHERE NOT l.paused AND (l.concurrency IS NOT NULL
-                                  OR l.rate_limit IS NOT NULL OR l.keyed))
-         ORDER BY ord LIMIT 1),
-      ${claimCtes(pickQueue(s, '(SELECT name FROM target)'))},
-      updated AS (${claimSet(s)})
-      SELECT NULL::text AS name, NULL::bigint AS ord, NULL::boolean AS paused,
-             NULL::integer AS concurrency, NULL::integer AS rate_limit,
-             NULL::double precision AS rate_period_ms, NULL::boolean AS keyed, doc, xid
-        FROM updated
-      UNION ALL
-      SELECT name, ord, paused, concurrency, rate_limit, rate_period_ms, keyed, NULL, NULL
-        FROM plan`,
+    claimPlan: `${planOf(s, '$1')} ORDER BY n.ord`,
     /**
      * The claim of an unlimited queue in one statement: the CTE locks at
      * most $6 available, unexpired jobs of queue $5 in claim order
