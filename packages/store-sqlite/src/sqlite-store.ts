@@ -218,6 +218,8 @@ export class SqliteStore implements Store {
     this.#checkpointer = undefined;
     if (checkpointer !== undefined) {
       const exited = new Promise((resolve) => checkpointer.once('exit', resolve));
+      // Unref'd while running; a close must keep the process alive until it is done.
+      checkpointer.ref();
       checkpointer.postMessage('stop');
       await exited;
     }
