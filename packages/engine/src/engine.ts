@@ -645,20 +645,28 @@ export class Engine {
         existing === null
           ? value
           : { ...existing.value, ...value, handlers: value.handlers ?? existing.value.handlers };
-      if ((await store.putSetting('worker', workerId, merged, existing?.rev ?? null, now)) !== null)
+      if (
+        (await store.putSetting('worker', workerId, merged, existing?.rev ?? null, now)) !== null
+      ) {
+        this.settings.invalidate('worker');
         return;
+      }
     }
   }
 
   /**
    * The handlers a fetch routes by: those it sends, else the worker's
-   * declaration in the shared directory (read each time, so a worker
-   * re-declared through another server process is routed by its new ranges).
+   * declaration in the shared directory. A declared worker's record is read
+   * on each fetch, so a re-declaration through another server process
+   * routes by its new ranges at once; that a worker has no declaration (the
+   * common case, and a fetch is the hot path) is cached: a first
+   * declaration through another process is seen within the cache's TTL.
    */
   async #handlersFor(request: FetchRequest): Promise<HandlerDeclaration[] | undefined> {
     if (request.handlers !== undefined) return request.handlers;
     if (request.workerId === undefined) return undefined;
-    const record = await this.store.getSetting('worker', request.workerId);
+    const cached = await this.settings.get('worker', request.workerId);
+    const record = cached === null ? null : await this.store.getSetting('worker', request.workerId);
     const declared = record?.value.handlers;
     return Array.isArray(declared) ? parseHandlers(declared) : undefined;
   }

@@ -7,6 +7,8 @@
  */
 import type { SettingRecord, Store } from '@ojs/core';
 
+const MAX_ENTRIES = 10_000;
+
 interface Entry<T> {
   value: Promise<T>;
   at: number;
@@ -27,6 +29,8 @@ export class SettingsCache {
     const hit = this.#entries.get(key) as Entry<T> | undefined;
     if (hit !== undefined && now - hit.at < this.#ttlMs) return hit.value;
     const value = load();
+    // Keys include worker ids, which come and go: bound the map.
+    if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear();
     this.#entries.set(key, { value, at: now });
     // A failed read is not cached.
     value.catch(() => this.#entries.delete(key));
