@@ -99,7 +99,7 @@ export async function settleJobsTx(tx: Tx, request: SettleRequest): Promise<Sett
   }));
   const written = await tx.client.query<{ id: string | null; xid: string | null }>(
     tx.sql.settleJobs,
-    [JSON.stringify(rows), JSON.stringify(events), tx.channel],
+    [JSON.stringify(rows), JSON.stringify(events), tx.channel, rows.map((row) => row.id)],
   );
   // Nothing else in this transaction writes: no row written, nothing to lose at COMMIT.
   tx.state.xid = written.rows.find((row) => row.xid !== null)?.xid ?? null;
@@ -153,6 +153,7 @@ export async function extendLeasesTx(
   const written = await tx.client.query<{ id: string; xid: string }>(tx.sql.extendLeases, [
     JSON.stringify(rows),
     JSON.stringify(events),
+    rows.map((row) => row.id),
   ]);
   tx.state.xid = written.rows[0]?.xid ?? null;
   if (written.rows.length === rows.length) return results;

@@ -230,6 +230,9 @@ export function statements(schema: string) {
      * of jobs actually written are inserted (seq in array order).
      * $3 = the jobs-available channel: NOTIFY (sent at COMMIT) when a
      * written job is available again (requeue).
+     * $4 = the ids of $1 (text[]): the rows are found through the primary
+     * key. Without it the planner may read every active job (the guard's
+     * state = 'active' matches the jobs_lease index) and hash-join them.
      * Rows: one per written job (id, and the transaction's xid for the
      * lost-COMMIT check), plus one with id NULL when notified.
      */
@@ -244,8 +247,9 @@ export function statements(schema: string) {
           FROM jsonb_to_recordset($1::jsonb)
                AS u(${JOB_COLUMNS}, expect_attempt integer, expect_rev integer,
                     expect_worker_id text)
-         WHERE j.id = u.id AND j.state = 'active' AND j.attempt = u.expect_attempt
-           AND j.rev = u.expect_rev AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
+         WHERE j.id = ANY($4::text[]) AND j.id = u.id AND j.state = 'active'
+           AND j.attempt = u.expect_attempt AND j.rev = u.expect_rev
+           AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id, j.state),
       logged AS (
         INSERT INTO ${s}.events (id, type, queue, job_type, doc)
@@ -264,7 +268,8 @@ export function statements(schema: string) {
      * (one per id). Writes only the lease: doc.lease_until and the deadline
      * column; rev stays, so a concurrent ACK's guard still holds. Guarded on
      * the job being active on that attempt and lease holder. $2 = event rows
-     * plus job_id, inserted for the jobs written. Rows: the ids written (and
+     * plus job_id, inserted for the jobs written. $3 = the ids of $1 (text[],
+     * for the primary key, as in settleJobs). Rows: the ids written (and
      * the transaction's xid).
      */
     extendLeases: `WITH extended AS (
@@ -274,7 +279,8 @@ export function statements(schema: string) {
           FROM jsonb_to_recordset($1::jsonb)
                AS u(id text, lease_until numeric, deadline double precision,
                     expect_attempt integer, expect_worker_id text)
-         WHERE j.id = u.id AND j.state = 'active' AND j.attempt = u.expect_attempt
+         WHERE j.id = ANY($3::text[]) AND j.id = u.id AND j.state = 'active'
+           AND j.attempt = u.expect_attempt
            AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id),
       logged AS (

@@ -205,6 +205,7 @@ if (reason !== undefined) {
             JSON.stringify([row(guard)]),
             JSON.stringify([event(eventId)]),
             'unused',
+            [job!.id],
           ]);
           return rows.map((r) => r.id);
         });
