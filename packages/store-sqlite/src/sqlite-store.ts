@@ -12,8 +12,6 @@ import {
   type Commit,
   type CronRecord,
   cancel,
-  claim,
-  conflict,
   decideLeaseExtension,
   decideSettlement,
   type EventFilter,
@@ -42,8 +40,20 @@ import {
   uniqueConflicts,
   type WorkflowRecord,
 } from '@ojs/core';
+import { type ClaimContext, claimFromQueue } from './claim.ts';
 import { GroupCommit, Rollback } from './group-commit.ts';
 import { migrate } from './migrate.ts';
+import {
+  columns,
+  cronColumns,
+  lifecycleColumns,
+  parseJob,
+  queueInfo,
+  type Row,
+  settingRecord,
+  staleLease,
+} from './rows.ts';
+import * as sql from './statements.ts';
 
 export interface SqliteStoreOptions {
   /** File path or ':memory:'. */
@@ -60,122 +70,6 @@ export interface SqliteStoreOptions {
 
 /** Auto-checkpoint threshold (pages) left to the store's own connection as a safety net. */
 const SAFETY_NET_CHECKPOINT_PAGES = 10_000;
-
-type Row = Record<string, unknown>;
-
-const INSERT_JOB = `INSERT INTO ojs_jobs
-  (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at, finished_at,
-   dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id, doc)
-  VALUES (:id, :seq, :queue, :type, :state, :priority, :attempt, :rev, :run_at, :deadline,
-   :expires_at, :finished_at, :dead_letter, :unique_key, :workflow_id, :rate_key, :version_num,
-   :worker_id, :doc)`;
-
-const SET_JOB = `SET queue = :queue, type = :type, state = :state,
-  priority = :priority, attempt = :attempt, rev = :rev, run_at = :run_at, deadline = :deadline,
-  expires_at = :expires_at, finished_at = :finished_at, dead_letter = :dead_letter,
-  unique_key = :unique_key, workflow_id = :workflow_id, rate_key = :rate_key,
-  version_num = :version_num, worker_id = :worker_id, doc = :doc`;
-
-const UPDATE_JOB = `UPDATE ojs_jobs ${SET_JOB} WHERE id = :id AND rev = :expect_rev`;
-
-/**
- * The lifecycle columns only. SQLite rewrites the entry of every index whose
- * column is named in SET, changed or not, so the hot transitions (claim,
- * settle), which never change queue, type, priority, expiry, unique key,
- * workflow, rate key or version, name only what they change.
- */
-const SET_LIFECYCLE = `SET state = :state, attempt = :attempt, rev = :rev, run_at = :run_at,
-  deadline = :deadline, finished_at = :finished_at, dead_letter = :dead_letter,
-  worker_id = :worker_id, doc = :doc`;
-
-/** A claim: guarded on the job still being available at the rev read. */
-const CLAIM_JOB = `UPDATE ojs_jobs ${SET_LIFECYCLE}
-  WHERE id = :id AND state = 'available' AND rev = :expect_rev`;
-
-/** A settlement (ACK, FAIL, expiry): guarded on the lease as read, in the statement. */
-const SETTLE_JOB = `UPDATE ojs_jobs ${SET_LIFECYCLE}
-  WHERE id = :id AND state = 'active' AND attempt = :expect_attempt AND rev = :expect_rev
-    AND worker_id IS :expect_worker`;
-
-/** A heartbeat: the lease only; rev stays (a lease is not a revision). */
-const EXTEND_LEASE = `UPDATE ojs_jobs SET deadline = :deadline, doc = :doc
-  WHERE id = :id AND state = 'active' AND attempt = :expect_attempt AND rev = :expect_rev
-    AND worker_id IS :expect_worker`;
-
-/** The lifecycle columns of SET_LIFECYCLE, plus the document. */
-function lifecycleColumns(job: JobRecord): Record<string, string | number | null> {
-  const derived = jobColumns(job);
-  return {
-    id: derived.id,
-    state: derived.state,
-    attempt: derived.attempt,
-    rev: derived.rev,
-    run_at: derived.run_at,
-    deadline: derived.deadline,
-    finished_at: derived.finished_at,
-    dead_letter: derived.dead_letter ? 1 : 0,
-    worker_id: derived.worker_id,
-    doc: JSON.stringify(job),
-  };
-}
-
-/** The core-derived index columns in SQLite's types, plus the document. */
-function columns(job: JobRecord): Record<string, string | number | null> {
-  const derived = jobColumns(job);
-  return { ...derived, dead_letter: derived.dead_letter ? 1 : 0, doc: JSON.stringify(job) };
-}
-
-/** Version routing as JSON rows for the claim query: one row per (type, interval). */
-function handlerFilter(request: ClaimRequest): string | null {
-  if (request.handlers === undefined) return null;
-  return JSON.stringify(
-    request.handlers.flatMap((h) =>
-      h.range.any
-        ? [{ type: h.type, any: 1 }]
-        : h.range.intervals.map(([lo, hi]) => ({ type: h.type, any: 0, lo, hi })),
-    ),
-  );
-}
-
-function settingRecord(row: Row): SettingRecord {
-  return {
-    namespace: row.namespace as string,
-    key: row.key as string,
-    value: JSON.parse(row.doc as string) as Record<string, unknown>,
-    rev: row.rev as number,
-    updated_at: row.updated_at as string,
-  };
-}
-
-function cronColumns(cron: CronRecord): [number, number, number | null, string] {
-  return [
-    cron.rev,
-    cron.enabled ? 1 : 0,
-    cron.enabled ? (cron.next_run_ms ?? null) : null,
-    JSON.stringify(cron),
-  ];
-}
-
-function queueInfo(row: Row): QueueInfo {
-  const info: QueueInfo = {
-    name: row.name as string,
-    paused: row.paused === 1,
-    created_at: row.created_at as string,
-  };
-  if (typeof row.concurrency === 'number') info.concurrency = row.concurrency;
-  if (typeof row.rate_limit === 'number') {
-    info.rate_limit = { limit: row.rate_limit, period_ms: row.rate_period_ms as number };
-  }
-  return info;
-}
-
-/** A guard that failed in the statement itself (the lease changed under the decision). */
-function staleLease(job: JobRecord): OjsError {
-  return conflict(`Job '${job.id}' changed while it was being settled.`, { job_id: job.id });
-}
-
-const parseJob = (row: Row | undefined): JobRecord | null =>
-  row === undefined ? null : (JSON.parse(row.doc as string) as JobRecord);
 
 export class SqliteStore implements Store {
   readonly backend = 'sqlite';
@@ -194,15 +88,15 @@ export class SqliteStore implements Store {
 
   async init(): Promise<void> {
     const db = new DatabaseSync(this.#options.path);
-    db.exec(`PRAGMA busy_timeout = ${this.#options.busyTimeoutMs ?? 5000}`);
-    if (this.#options.path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
-    db.exec(`PRAGMA synchronous = ${this.#options.synchronous ?? 'FULL'}`);
-    db.exec('PRAGMA foreign_keys = ON');
+    db.exec(sql.busyTimeout(this.#options.busyTimeoutMs ?? 5000));
+    if (this.#options.path !== ':memory:') db.exec(sql.JOURNAL_WAL);
+    db.exec(sql.synchronous(this.#options.synchronous ?? 'FULL'));
+    db.exec(sql.FOREIGN_KEYS_ON);
     migrate(db);
     this.#db = db;
     this.#group = new GroupCommit(db);
     if (this.#options.path !== ':memory:' && this.#options.checkpointThread !== false) {
-      db.exec(`PRAGMA wal_autocheckpoint = ${SAFETY_NET_CHECKPOINT_PAGES}`);
+      db.exec(sql.walAutocheckpoint(SAFETY_NET_CHECKPOINT_PAGES));
       this.#checkpointer = new Worker(new URL('./checkpointer.ts', import.meta.url), {
         workerData: { path: this.#options.path, intervalMs: 50 },
       });
@@ -229,18 +123,22 @@ export class SqliteStore implements Store {
   }
 
   async ping(): Promise<void> {
-    await this.#read(() => this.#stmt('SELECT 1').get());
+    await this.#read(() => this.#stmt(sql.PING).get());
   }
 
-  #stmt(sql: string): StatementSync {
-    let statement = this.#statements.get(sql);
+  /** The statement of this SQL text (statements.ts), prepared once and cached by its text. */
+  #stmt(text: string): StatementSync {
+    let statement = this.#statements.get(text);
     if (statement === undefined) {
       if (this.#db === undefined) throw new Error('SqliteStore is not initialised (call init()).');
-      statement = this.#db.prepare(sql);
-      this.#statements.set(sql, statement);
+      statement = this.#db.prepare(text);
+      this.#statements.set(text, statement);
     }
     return statement;
   }
+
+  /** #stmt as a function, for the claim (claim.ts). */
+  readonly #prepare = (text: string): StatementSync => this.#stmt(text);
 
   #groupCommit(): GroupCommit {
     if (this.#group === undefined) throw new Error('SqliteStore is not initialised (call init()).');
@@ -272,50 +170,43 @@ export class SqliteStore implements Store {
     const number = group.currentGroup();
     let cache = this.#seq;
     if (cache?.group !== number) {
-      const row = this.#stmt("SELECT value FROM ojs_counters WHERE name = 'job_seq'").get() as Row;
+      const row = this.#stmt(sql.READ_JOB_SEQ).get() as Row;
       cache = { group: number, last: row.value as number };
       this.#seq = cache;
       const written = cache;
       group.beforeCommit(() => {
-        this.#stmt("UPDATE ojs_counters SET value = ? WHERE name = 'job_seq'").run(written.last);
+        this.#stmt(sql.WRITE_JOB_SEQ).run(written.last);
       });
     }
     return ++cache.last;
   }
 
   #ensureQueue(name: string, now: number): void {
-    this.#stmt('INSERT OR IGNORE INTO ojs_queues (name, paused, created_at) VALUES (?, 0, ?)').run(
-      name,
-      toIso(now),
-    );
+    this.#stmt(sql.ENSURE_QUEUE).run(name, toIso(now));
   }
 
   #getJob(id: string): JobRecord | null {
-    return parseJob(this.#stmt('SELECT doc FROM ojs_jobs WHERE id = ?').get(id) as Row | undefined);
+    return parseJob(this.#stmt(sql.GET_JOB).get(id) as Row | undefined);
   }
 
   #insertJob(job: JobRecord, now: number): JobRecord {
     const stored: JobRecord = { ...job, seq: this.#nextSeq() };
-    this.#stmt(INSERT_JOB).run({ ...columns(stored), seq: stored.seq! });
+    this.#stmt(sql.INSERT_JOB).run({ ...columns(stored), seq: stored.seq! });
     this.#ensureQueue(job.queue, now);
     if (stored.unique_key !== undefined) {
-      this.#stmt(
-        'INSERT INTO ojs_unique_locks (key, job_id, locked_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, locked_at = excluded.locked_at',
-      ).run(stored.unique_key, stored.id, now);
+      this.#stmt(sql.TAKE_UNIQUE_KEY).run(stored.unique_key, stored.id, now);
     }
     return structuredClone(stored);
   }
 
   /** Guarded update; false when the stored rev is no longer the expected one. */
   #updateJob(job: JobRecord, expectRev: number): boolean {
-    const result = this.#stmt(UPDATE_JOB).run({ ...columns(job), expect_rev: expectRev });
+    const result = this.#stmt(sql.UPDATE_JOB).run({ ...columns(job), expect_rev: expectRev });
     return Number(result.changes) === 1;
   }
 
   #appendEvents(events: readonly OjsEvent[]): void {
-    const insert = this.#stmt(
-      'INSERT INTO ojs_events (id, type, queue, job_type, doc) VALUES (?, ?, ?, ?, ?)',
-    );
+    const insert = this.#stmt(sql.INSERT_EVENT);
     for (const event of events) {
       const queue = typeof event.data.queue === 'string' ? event.data.queue : null;
       const jobType = typeof event.data.job_type === 'string' ? event.data.job_type : null;
@@ -330,9 +221,7 @@ export class SqliteStore implements Store {
   /** The job holding `job`'s unique key in a conflicting way, if any (core uniqueConflicts). */
   #uniqueHolder(job: JobRecord, now: number): JobRecord | null {
     if (job.unique === undefined || job.unique_key === undefined) return null;
-    const lock = this.#stmt('SELECT job_id, locked_at FROM ojs_unique_locks WHERE key = ?').get(
-      job.unique_key,
-    ) as Row | undefined;
+    const lock = this.#stmt(sql.UNIQUE_KEY_HOLDER).get(job.unique_key) as Row | undefined;
     const holder = lock === undefined ? null : this.#getJob(lock.job_id as string);
     if (holder === null || holder.id === job.id) return null;
     return uniqueConflicts(holder, job.unique, lock!.locked_at as number, now) ? holder : null;
@@ -388,10 +277,11 @@ export class SqliteStore implements Store {
 
   async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
     return this.#write(() => {
+      const context: ClaimContext = { stmt: this.#prepare, request };
       const claimed: JobRecord[] = [];
       for (const queue of request.queues) {
         if (claimed.length >= request.count) break;
-        claimed.push(...this.#claimFromQueue(queue, request, request.count - claimed.length));
+        claimed.push(...claimFromQueue(context, queue, request.count - claimed.length));
       }
       this.#appendEvents(
         claimed.map((job) =>
@@ -407,138 +297,18 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** Claims from one queue, skipping jobs held back by a limit (they stay available). */
-  #claimFromQueue(queue: string, request: ClaimRequest, wanted: number): JobRecord[] {
-    const config = this.#stmt(
-      'SELECT paused, concurrency, rate_limit, rate_period_ms FROM ojs_queues WHERE name = ?',
-    ).get(queue) as Row | undefined;
-    if (config?.paused === 1) return [];
-    const activeInQueue = this.#stmt(
-      "SELECT count(*) AS n FROM ojs_jobs WHERE queue = ? AND state = 'active'",
-    );
-    const activeWithKey = this.#stmt(
-      "SELECT count(*) AS n FROM ojs_jobs WHERE rate_key = ? AND state = 'active'",
-    );
-    const page = this.#stmt(
-      `SELECT doc FROM ojs_jobs WHERE queue = :queue AND state = 'available'
-         AND (expires_at IS NULL OR expires_at > :now)
-         AND (priority < :priority OR (priority = :priority AND seq > :seq))
-         AND (rate_key IS NULL OR rate_key NOT IN (SELECT value FROM json_each(:blocked)))
-         AND (:handlers IS NULL OR EXISTS (
-           SELECT 1 FROM json_each(:handlers) AS h
-            WHERE h.value ->> 'type' = ojs_jobs.type
-              AND (ojs_jobs.version_num IS NULL OR h.value ->> 'any' = 1
-                   OR ((h.value ->> 'lo' IS NULL OR ojs_jobs.version_num >= h.value ->> 'lo')
-                       AND (h.value ->> 'hi' IS NULL OR ojs_jobs.version_num < h.value ->> 'hi')))))
-       ORDER BY priority DESC, seq ASC LIMIT :limit`,
-    );
-    const handlers = handlerFilter(request);
-    const claimed: JobRecord[] = [];
-    let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };
-    // Keys found at their limit are excluded from later pages, so one key's
-    // backlog cannot hide eligible jobs behind it.
-    const blocked = new Set<string>();
-    for (let scanned = 0; claimed.length < wanted && scanned < 10_000; ) {
-      const rows = page.all({
-        queue,
-        now: request.now,
-        priority: cursor.priority,
-        seq: cursor.seq,
-        blocked: JSON.stringify([...blocked]),
-        handlers,
-        limit: Math.max(wanted - claimed.length, 16),
-      }) as Row[];
-      if (rows.length === 0) break;
-      for (const row of rows) {
-        scanned++;
-        const job = parseJob(row)!;
-        cursor = { priority: job.priority, seq: job.seq! };
-        if (claimed.length >= wanted) break;
-        if (typeof config?.concurrency === 'number') {
-          if (((activeInQueue.get(queue) as Row).n as number) >= config.concurrency) return claimed;
-        }
-        const limit = job.rate_limit;
-        if (limit !== undefined && blocked.has(limit.key)) continue;
-        if (limit?.concurrency !== undefined) {
-          if (((activeWithKey.get(limit.key) as Row).n as number) >= limit.concurrency) {
-            blocked.add(limit.key);
-            continue;
-          }
-        }
-        const queueRate =
-          typeof config?.rate_limit === 'number'
-            ? {
-                key: `queue-config:${queue}`,
-                limit: config.rate_limit,
-                period: config.rate_period_ms as number,
-              }
-            : undefined;
-        if (
-          queueRate &&
-          !this.#rateAllows(queueRate.key, queueRate.limit, queueRate.period, request.now)
-        ) {
-          return claimed;
-        }
-        if (
-          limit?.rate &&
-          !this.#rateAllows(limit.key, limit.rate.limit, limit.rate.period_ms, request.now)
-        ) {
-          blocked.add(limit.key);
-          continue;
-        }
-        const active = claim(job, {
-          workerId: request.workerId,
-          now: request.now,
-          visibilityTimeoutMs: request.visibilityTimeoutMs,
-        });
-        const written = this.#stmt(CLAIM_JOB).run({
-          ...lifecycleColumns(active),
-          expect_rev: job.rev,
-        });
-        if (Number(written.changes) !== 1) continue;
-        if (queueRate) this.#rateTake(queueRate.key, queueRate.period, request.now);
-        if (limit?.rate) this.#rateTake(limit.key, limit.rate.period_ms, request.now);
-        claimed.push(active);
-      }
-    }
-    return claimed;
-  }
-
-  /** Fixed window: a window starts at the first start after the previous one ended. */
-  #rateAllows(key: string, limit: number, periodMs: number, now: number): boolean {
-    const row = this.#stmt('SELECT window_start, count FROM ojs_rate_windows WHERE key = ?').get(
-      key,
-    ) as Row | undefined;
-    if (row === undefined || now >= (row.window_start as number) + periodMs) return true;
-    return (row.count as number) < limit;
-  }
-
-  #rateTake(key: string, periodMs: number, now: number): void {
-    this.#stmt(
-      `INSERT INTO ojs_rate_windows (key, window_start, count) VALUES (:key, :now, 1)
-       ON CONFLICT (key) DO UPDATE SET
-         window_start = CASE WHEN :now >= window_start + :period THEN :now ELSE window_start END,
-         count = CASE WHEN :now >= window_start + :period THEN 1 ELSE count + 1 END`,
-    ).run({ key, now, period: periodMs });
-  }
-
   async commit(commit: Commit): Promise<boolean> {
     return this.#write(() => {
       for (const write of commit.updates ?? []) {
         if (!this.#updateJob(write.job, write.expectRev)) throw new Rollback(false);
       }
       for (const del of commit.deletes ?? []) {
-        const result = this.#stmt('DELETE FROM ojs_jobs WHERE id = ? AND rev = ?').run(
-          del.id,
-          del.expectRev,
-        );
+        const result = this.#stmt(sql.DELETE_JOB).run(del.id, del.expectRev);
         if (Number(result.changes) !== 1) throw new Rollback(false);
-        this.#stmt('DELETE FROM ojs_unique_locks WHERE job_id = ?').run(del.id);
+        this.#stmt(sql.RELEASE_UNIQUE_KEYS).run(del.id);
       }
       for (const write of commit.workflowUpdates ?? []) {
-        const result = this.#stmt(
-          'UPDATE ojs_workflows SET rev = ?, doc = ? WHERE id = ? AND rev = ?',
-        ).run(
+        const result = this.#stmt(sql.UPDATE_WORKFLOW).run(
           write.workflow.rev,
           JSON.stringify(write.workflow),
           write.workflow.id,
@@ -547,17 +317,15 @@ export class SqliteStore implements Store {
         if (Number(result.changes) !== 1) throw new Rollback(false);
       }
       for (const write of commit.cronUpdates ?? []) {
-        const result = this.#stmt(
-          'UPDATE ojs_crons SET rev = ?, enabled = ?, next_run_ms = ?, doc = ? WHERE name = ? AND rev = ?',
-        ).run(...cronColumns(write.cron), write.cron.name, write.expectRev);
+        const result = this.#stmt(sql.UPDATE_CRON).run(
+          ...cronColumns(write.cron),
+          write.cron.name,
+          write.expectRev,
+        );
         if (Number(result.changes) !== 1) throw new Rollback(false);
       }
       for (const workflow of commit.workflowInserts ?? []) {
-        this.#stmt('INSERT INTO ojs_workflows (id, rev, doc) VALUES (?, ?, ?)').run(
-          workflow.id,
-          workflow.rev,
-          JSON.stringify(workflow),
-        );
+        this.#stmt(sql.INSERT_WORKFLOW).run(workflow.id, workflow.rev, JSON.stringify(workflow));
       }
       const now = commit.now ?? Date.now();
       // Inserts honour unique policies too (cron firings, workflow steps):
@@ -587,7 +355,7 @@ export class SqliteStore implements Store {
 
   async settleJobs(request: SettleRequest): Promise<SettleResult[]> {
     return this.#write(() => {
-      const settle = this.#stmt(SETTLE_JOB);
+      const settle = this.#stmt(sql.SETTLE_JOB);
       const results: SettleResult[] = [];
       const events: OjsEvent[] = [];
       for (const item of request.items) {
@@ -629,7 +397,7 @@ export class SqliteStore implements Store {
 
   async extendLeases(items: LeaseItem[], now: number): Promise<LeaseResult[]> {
     return this.#write(() => {
-      const extend = this.#stmt(EXTEND_LEASE);
+      const extend = this.#stmt(sql.EXTEND_LEASE);
       const results: LeaseResult[] = [];
       const events: OjsEvent[] = [];
       for (const item of items) {
@@ -661,10 +429,7 @@ export class SqliteStore implements Store {
   async promoteDueJobs(now: number): Promise<number> {
     return this.#write(() => {
       const events: OjsEvent[] = [];
-      const expiring = this.#stmt(
-        `SELECT doc FROM ojs_jobs WHERE expires_at IS NOT NULL AND expires_at <= ?
-           AND state IN ('scheduled', 'available', 'pending', 'retryable') LIMIT 1000`,
-      ).all(now) as Row[];
+      const expiring = this.#stmt(sql.EXPIRING_JOBS).all(now) as Row[];
       for (const row of expiring) {
         const job = parseJob(row)!;
         const expired = expire(job, now);
@@ -679,10 +444,7 @@ export class SqliteStore implements Store {
           );
         }
       }
-      const due = this.#stmt(
-        `SELECT doc FROM ojs_jobs WHERE state IN ('scheduled', 'retryable') AND run_at <= ?
-         ORDER BY run_at LIMIT 1000`,
-      ).all(now) as Row[];
+      const due = this.#stmt(sql.DUE_JOBS).all(now) as Row[];
       let promoted = 0;
       for (const row of due) {
         const job = parseJob(row)!;
@@ -695,9 +457,7 @@ export class SqliteStore implements Store {
 
   async findExpiredLeases(now: number, limit: number): Promise<JobRecord[]> {
     return this.#read(() => {
-      const rows = this.#stmt(
-        `SELECT doc FROM ojs_jobs WHERE state = 'active' AND deadline <= ? ORDER BY deadline LIMIT ?`,
-      ).all(now, limit) as Row[];
+      const rows = this.#stmt(sql.EXPIRED_LEASES).all(now, limit) as Row[];
       return rows.map((row) => parseJob(row)!);
     });
   }
@@ -708,21 +468,17 @@ export class SqliteStore implements Store {
     offset: number,
   ): Promise<Page<JobRecord>> {
     return this.#read(() => {
-      const where = queue === undefined ? 'dead_letter = 1' : 'dead_letter = 1 AND queue = ?';
-      const params = queue === undefined ? [] : [queue];
-      const total = (
-        this.#stmt(`SELECT count(*) AS n FROM ojs_jobs WHERE ${where}`).get(...params) as Row
-      ).n as number;
-      const rows = this.#stmt(
-        `SELECT doc FROM ojs_jobs WHERE ${where} ORDER BY seq DESC LIMIT ? OFFSET ?`,
-      ).all(...params, limit, offset) as Row[];
+      const byQueue = queue !== undefined;
+      const params = byQueue ? [queue] : [];
+      const total = (this.#stmt(sql.deadLetterCount(byQueue)).get(...params) as Row).n as number;
+      const rows = this.#stmt(sql.deadLetterPage(byQueue)).all(...params, limit, offset) as Row[];
       return { items: rows.map((row) => parseJob(row)!), total };
     });
   }
 
   async listQueues(): Promise<QueueInfo[]> {
     return this.#read(() => {
-      const rows = this.#stmt('SELECT * FROM ojs_queues ORDER BY name').all() as Row[];
+      const rows = this.#stmt(sql.LIST_QUEUES).all() as Row[];
       return rows.map(queueInfo);
     });
   }
@@ -731,96 +487,78 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       this.#ensureQueue(name, now);
       if (config.concurrency !== undefined) {
-        this.#stmt('UPDATE ojs_queues SET concurrency = ? WHERE name = ?').run(
-          config.concurrency,
-          name,
-        );
+        this.#stmt(sql.SET_QUEUE_CONCURRENCY).run(config.concurrency, name);
       }
       if (config.rate_limit !== undefined) {
-        this.#stmt('UPDATE ojs_queues SET rate_limit = ?, rate_period_ms = ? WHERE name = ?').run(
+        this.#stmt(sql.SET_QUEUE_RATE_LIMIT).run(
           config.rate_limit?.limit ?? null,
           config.rate_limit?.period_ms ?? null,
           name,
         );
       }
-      return queueInfo(this.#stmt('SELECT * FROM ojs_queues WHERE name = ?').get(name) as Row);
+      return queueInfo(this.#stmt(sql.GET_QUEUE).get(name) as Row);
     });
   }
 
   async getWorkflow(id: string): Promise<WorkflowRecord | null> {
     return this.#read(() => {
-      const row = this.#stmt('SELECT doc FROM ojs_workflows WHERE id = ?').get(id) as
-        | Row
-        | undefined;
+      const row = this.#stmt(sql.GET_WORKFLOW).get(id) as Row | undefined;
       return row === undefined ? null : (JSON.parse(row.doc as string) as WorkflowRecord);
     });
   }
 
   async listWorkflowJobs(workflowId: string): Promise<JobRecord[]> {
     return this.#read(() => {
-      const rows = this.#stmt('SELECT doc FROM ojs_jobs WHERE workflow_id = ? ORDER BY seq').all(
-        workflowId,
-      ) as Row[];
+      const rows = this.#stmt(sql.WORKFLOW_JOBS).all(workflowId) as Row[];
       return rows.map((row) => parseJob(row)!);
     });
   }
 
   async upsertCron(cron: CronRecord): Promise<{ created: boolean; cron: CronRecord }> {
     return this.#write(() => {
-      const existing = this.#stmt('SELECT rev FROM ojs_crons WHERE name = ?').get(cron.name) as
-        | Row
-        | undefined;
+      const existing = this.#stmt(sql.CRON_REV).get(cron.name) as Row | undefined;
       const rev = existing === undefined ? cron.rev : (existing.rev as number) + 1;
       const stored: CronRecord = { ...cron, rev };
-      this.#stmt(
-        `INSERT INTO ojs_crons (rev, enabled, next_run_ms, doc, name) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (name) DO UPDATE SET rev = excluded.rev, enabled = excluded.enabled,
-           next_run_ms = excluded.next_run_ms, doc = excluded.doc`,
-      ).run(...cronColumns(stored), stored.name);
+      this.#stmt(sql.UPSERT_CRON).run(...cronColumns(stored), stored.name);
       return { created: existing === undefined, cron: stored };
     });
   }
 
   async getCron(name: string): Promise<CronRecord | null> {
     return this.#read(() => {
-      const row = this.#stmt('SELECT doc FROM ojs_crons WHERE name = ?').get(name) as
-        | Row
-        | undefined;
+      const row = this.#stmt(sql.GET_CRON).get(name) as Row | undefined;
       return row === undefined ? null : (JSON.parse(row.doc as string) as CronRecord);
     });
   }
 
   async listCrons(): Promise<CronRecord[]> {
     return this.#read(() => {
-      const rows = this.#stmt('SELECT doc FROM ojs_crons ORDER BY name').all() as Row[];
+      const rows = this.#stmt(sql.LIST_CRONS).all() as Row[];
       return rows.map((row) => JSON.parse(row.doc as string) as CronRecord);
     });
   }
 
   async deleteCron(name: string): Promise<CronRecord | null> {
     return this.#write(() => {
-      const row = this.#stmt('DELETE FROM ojs_crons WHERE name = ? RETURNING doc').get(name) as
-        | Row
-        | undefined;
+      const row = this.#stmt(sql.DELETE_CRON).get(name) as Row | undefined;
       return row === undefined ? null : (JSON.parse(row.doc as string) as CronRecord);
     });
   }
 
   async getSetting(namespace: string, key: string): Promise<SettingRecord | null> {
     return this.#read(() => {
-      const row = this.#stmt('SELECT * FROM ojs_settings WHERE namespace = ? AND key = ?').get(
-        namespace,
-        key,
-      ) as Row | undefined;
+      const row = this.#stmt(sql.GET_SETTING).get(namespace, key) as Row | undefined;
       return row === undefined ? null : settingRecord(row);
     });
   }
 
   async listSettings(namespace: string, keyPrefix = ''): Promise<SettingRecord[]> {
     return this.#read(() => {
-      const rows = this.#stmt(
-        'SELECT * FROM ojs_settings WHERE namespace = ? AND substr(key, 1, ?) = ? ORDER BY key',
-      ).all(namespace, keyPrefix.length, keyPrefix) as Row[];
+      const rows = this.#stmt(sql.LIST_SETTINGS).all(
+        namespace,
+        keyPrefix.length,
+        keyPrefix,
+      ) as Row[];
       return rows.map(settingRecord);
     });
   }
@@ -842,31 +580,35 @@ export class SqliteStore implements Store {
       };
       const result =
         expectRev === null
-          ? this.#stmt(
-              'INSERT INTO ojs_settings (namespace, key, rev, updated_at, doc) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
-            ).run(namespace, key, record.rev, record.updated_at, JSON.stringify(value))
-          : this.#stmt(
-              'UPDATE ojs_settings SET rev = ?, updated_at = ?, doc = ? WHERE namespace = ? AND key = ? AND rev = ?',
-            ).run(record.rev, record.updated_at, JSON.stringify(value), namespace, key, expectRev);
+          ? this.#stmt(sql.CREATE_SETTING).run(
+              namespace,
+              key,
+              record.rev,
+              record.updated_at,
+              JSON.stringify(value),
+            )
+          : this.#stmt(sql.UPDATE_SETTING).run(
+              record.rev,
+              record.updated_at,
+              JSON.stringify(value),
+              namespace,
+              key,
+              expectRev,
+            );
       return Number(result.changes) === 1 ? record : null;
     });
   }
 
   async deleteSetting(namespace: string, key: string): Promise<boolean> {
     return this.#write(() => {
-      const result = this.#stmt('DELETE FROM ojs_settings WHERE namespace = ? AND key = ?').run(
-        namespace,
-        key,
-      );
+      const result = this.#stmt(sql.DELETE_SETTING).run(namespace, key);
       return Number(result.changes) === 1;
     });
   }
 
   async dueCrons(now: number): Promise<CronRecord[]> {
     return this.#read(() => {
-      const rows = this.#stmt(
-        'SELECT doc FROM ojs_crons WHERE enabled = 1 AND next_run_ms <= ? ORDER BY next_run_ms',
-      ).all(now) as Row[];
+      const rows = this.#stmt(sql.DUE_CRONS).all(now) as Row[];
       return rows.map((row) => JSON.parse(row.doc as string) as CronRecord);
     });
   }
@@ -874,16 +616,10 @@ export class SqliteStore implements Store {
   async queueStats(name: string, now: number): Promise<QueueStats> {
     return this.#read(() => {
       const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
-      const rows = this.#stmt(
-        'SELECT state, count(*) AS n FROM ojs_jobs WHERE queue = ? GROUP BY state',
-      ).all(name) as Row[];
+      const rows = this.#stmt(sql.QUEUE_STATE_COUNTS).all(name) as Row[];
       for (const row of rows) counts[row.state as keyof StateCounts] = row.n as number;
-      const finished = this.#stmt(
-        'SELECT count(*) AS n FROM ojs_jobs WHERE queue = ? AND state = ? AND finished_at >= ?',
-      );
-      const queue = this.#stmt('SELECT paused FROM ojs_queues WHERE name = ?').get(name) as
-        | Row
-        | undefined;
+      const finished = this.#stmt(sql.FINISHED_SINCE);
+      const queue = this.#stmt(sql.QUEUE_PAUSED).get(name) as Row | undefined;
       return {
         name,
         paused: queue?.paused === 1,
@@ -898,12 +634,8 @@ export class SqliteStore implements Store {
   async setQueuePaused(name: string, paused: boolean, now: number): Promise<QueueInfo> {
     return this.#write(() => {
       this.#ensureQueue(name, now);
-      this.#stmt('UPDATE ojs_queues SET paused = ?, paused_at = ? WHERE name = ?').run(
-        paused ? 1 : 0,
-        paused ? toIso(now) : null,
-        name,
-      );
-      const row = this.#stmt('SELECT created_at FROM ojs_queues WHERE name = ?').get(name) as Row;
+      this.#stmt(sql.SET_QUEUE_PAUSED).run(paused ? 1 : 0, paused ? toIso(now) : null, name);
+      const row = this.#stmt(sql.QUEUE_CREATED_AT).get(name) as Row;
       return { name, paused, created_at: row.created_at as string };
     });
   }
@@ -914,51 +646,22 @@ export class SqliteStore implements Store {
 
   async listEvents(filter: EventFilter): Promise<OjsEvent[]> {
     return this.#read(() => {
-      const clauses: string[] = [];
-      const params: (string | number)[] = [];
-      const within = (column: string, values: string[] | undefined) => {
-        if (values === undefined || values.length === 0) return;
-        clauses.push(`${column} IN (${values.map(() => '?').join(', ')})`);
-        params.push(...values);
-      };
-      within('type', filter.types);
-      within('queue', filter.queues);
-      within('job_type', filter.jobTypes);
-      if (filter.after !== undefined) {
-        clauses.push('seq > coalesce((SELECT seq FROM ojs_events WHERE id = ?), 0)');
-        params.push(filter.after);
-      }
-      const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
-      const rows = this.#db!.prepare(
-        `SELECT doc FROM ojs_events ${where} ORDER BY seq LIMIT ?`,
-      ).all(...params, filter.limit) as Row[];
+      const query = sql.listEvents(filter);
+      const rows = this.#db!.prepare(query.sql).all(...query.params) as Row[];
       return rows.map((row) => JSON.parse(row.doc as string) as OjsEvent);
     });
   }
 
   async pruneEvents(keep: number): Promise<number> {
     return this.#write(() => {
-      const result = this.#stmt(
-        'DELETE FROM ojs_events WHERE seq <= (SELECT coalesce(max(seq), 0) FROM ojs_events) - ?',
-      ).run(keep);
+      const result = this.#stmt(sql.PRUNE_EVENTS).run(keep);
       return Number(result.changes);
     });
   }
 
   async reset(): Promise<void> {
     return this.#write(() => {
-      for (const table of [
-        'ojs_jobs',
-        'ojs_queues',
-        'ojs_events',
-        'ojs_unique_locks',
-        'ojs_rate_windows',
-        'ojs_workflows',
-        'ojs_crons',
-        'ojs_settings',
-      ]) {
-        this.#db!.exec(`DELETE FROM ${table}`);
-      }
+      for (const table of sql.RESET_TABLES) this.#db!.exec(sql.deleteAll(table));
     });
   }
 }

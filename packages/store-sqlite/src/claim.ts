@@ -1,0 +1,129 @@
+/**
+ * The claim of one queue, inside the claim's write transaction (the store
+ * holds the write lock, so the limit checks, the guarded claim and the rate
+ * take below are one atomic step). Jobs held back by a limit stay
+ * available.
+ */
+import type { StatementSync } from 'node:sqlite';
+import { type ClaimRequest, claim, type JobRecord } from '@ojs/core';
+import { handlerFilter, lifecycleColumns, parseJob, type Row } from './rows.ts';
+import {
+  ACTIVE_IN_QUEUE,
+  ACTIVE_WITH_KEY,
+  CLAIM_JOB,
+  CLAIM_PAGE,
+  QUEUE_LIMITS,
+  RATE_WINDOW,
+  TAKE_RATE,
+} from './statements.ts';
+
+/** The store's prepared-statement getter (cached by SQL text). */
+export type Prepare = (sql: string) => StatementSync;
+
+export interface ClaimContext {
+  stmt: Prepare;
+  request: ClaimRequest;
+}
+
+/**
+ * Claims up to `wanted` jobs from one queue, skipping jobs held back by a
+ * limit (they stay available).
+ */
+export function claimFromQueue(
+  { stmt, request }: ClaimContext,
+  queue: string,
+  wanted: number,
+): JobRecord[] {
+  const config = stmt(QUEUE_LIMITS).get(queue) as Row | undefined;
+  if (config?.paused === 1) return [];
+  const activeInQueue = stmt(ACTIVE_IN_QUEUE);
+  const activeWithKey = stmt(ACTIVE_WITH_KEY);
+  const page = stmt(CLAIM_PAGE);
+  const handlers = handlerFilter(request);
+  const claimed: JobRecord[] = [];
+  let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };
+  // Keys found at their limit are excluded from later pages, so one key's
+  // backlog cannot hide eligible jobs behind it.
+  const blocked = new Set<string>();
+  for (let scanned = 0; claimed.length < wanted && scanned < 10_000; ) {
+    const rows = page.all({
+      queue,
+      now: request.now,
+      priority: cursor.priority,
+      seq: cursor.seq,
+      blocked: JSON.stringify([...blocked]),
+      handlers,
+      limit: Math.max(wanted - claimed.length, 16),
+    }) as Row[];
+    if (rows.length === 0) break;
+    for (const row of rows) {
+      scanned++;
+      const job = parseJob(row)!;
+      cursor = { priority: job.priority, seq: job.seq! };
+      if (claimed.length >= wanted) break;
+      if (typeof config?.concurrency === 'number') {
+        if (((activeInQueue.get(queue) as Row).n as number) >= config.concurrency) return claimed;
+      }
+      const limit = job.rate_limit;
+      if (limit !== undefined && blocked.has(limit.key)) continue;
+      if (limit?.concurrency !== undefined) {
+        if (((activeWithKey.get(limit.key) as Row).n as number) >= limit.concurrency) {
+          blocked.add(limit.key);
+          continue;
+        }
+      }
+      const queueRate =
+        typeof config?.rate_limit === 'number'
+          ? {
+              key: `queue-config:${queue}`,
+              limit: config.rate_limit,
+              period: config.rate_period_ms as number,
+            }
+          : undefined;
+      if (
+        queueRate &&
+        !rateAllows(stmt, queueRate.key, queueRate.limit, queueRate.period, request.now)
+      ) {
+        return claimed;
+      }
+      if (
+        limit?.rate &&
+        !rateAllows(stmt, limit.key, limit.rate.limit, limit.rate.period_ms, request.now)
+      ) {
+        blocked.add(limit.key);
+        continue;
+      }
+      const active = claim(job, {
+        workerId: request.workerId,
+        now: request.now,
+        visibilityTimeoutMs: request.visibilityTimeoutMs,
+      });
+      const written = stmt(CLAIM_JOB).run({
+        ...lifecycleColumns(active),
+        expect_rev: job.rev,
+      });
+      if (Number(written.changes) !== 1) continue;
+      if (queueRate) rateTake(stmt, queueRate.key, queueRate.period, request.now);
+      if (limit?.rate) rateTake(stmt, limit.key, limit.rate.period_ms, request.now);
+      claimed.push(active);
+    }
+  }
+  return claimed;
+}
+
+/** Fixed window: a window starts at the first start after the previous one ended. */
+function rateAllows(
+  stmt: Prepare,
+  key: string,
+  limit: number,
+  periodMs: number,
+  now: number,
+): boolean {
+  const row = stmt(RATE_WINDOW).get(key) as Row | undefined;
+  if (row === undefined || now >= (row.window_start as number) + periodMs) return true;
+  return (row.count as number) < limit;
+}
+
+function rateTake(stmt: Prepare, key: string, periodMs: number, now: number): void {
+  stmt(TAKE_RATE).run({ key, now, period: periodMs });
+}

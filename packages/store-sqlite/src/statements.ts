@@ -1,0 +1,349 @@
+/**
+ * The SQL of the SQLite store. Each statement says what it reads
+ * (parameters: `?` in order, or `:name` bound from an object) and what it
+ * guards. The store prepares each text once and caches it by its text
+ * (SqliteStore#stmt), so these constants are also the cache keys.
+ *
+ * Locking: every write runs inside the group's BEGIN IMMEDIATE transaction
+ * (group-commit.ts), which holds the file's write lock until COMMIT, so
+ * there are no row locks here: one writer at a time, even across processes
+ * sharing the file. Correctness under that lock comes from the guards in
+ * the statements themselves (`rev = :expect_rev`, the lease as read),
+ * compared with the row count a write reports.
+ */
+import type { EventFilter } from '@ojs/core';
+
+// ------------------------------------------------------------ connection
+
+/**
+ * How long to wait for another process's write lock. This and the PRAGMAs
+ * below run once per connection, before the migrations.
+ */
+export const busyTimeout = (ms: number) => `PRAGMA busy_timeout = ${ms}`;
+/** Files only (not :memory:): readers never block the writer, and a COMMIT only appends. */
+export const JOURNAL_WAL = 'PRAGMA journal_mode = WAL';
+/** 'FULL' (durable on power loss) or 'NORMAL' (faster, WAL-safe on crash). */
+export const synchronous = (mode: 'FULL' | 'NORMAL') => `PRAGMA synchronous = ${mode}`;
+export const FOREIGN_KEYS_ON = 'PRAGMA foreign_keys = ON';
+/**
+ * The auto-checkpoint threshold (pages) of the store's own connection when
+ * a checkpointer thread runs (checkpointer.ts): a safety net only.
+ */
+export const walAutocheckpoint = (pages: number) => `PRAGMA wal_autocheckpoint = ${pages}`;
+export const PING = 'SELECT 1';
+
+// ------------------------------------------------------------ job sequence
+
+/**
+ * The last FIFO sequence number handed out. Read once per group: the store
+ * counts on from it in memory while the group is open (it holds the write
+ * lock, so no other connection can take numbers in between).
+ */
+export const READ_JOB_SEQ = "SELECT value FROM ojs_counters WHERE name = 'job_seq'";
+/** ? = the last number handed out; written back once per group, just before its COMMIT. */
+export const WRITE_JOB_SEQ = "UPDATE ojs_counters SET value = ? WHERE name = 'job_seq'";
+
+// ------------------------------------------------------------ jobs
+
+/** ? = id. */
+export const GET_JOB = 'SELECT doc FROM ojs_jobs WHERE id = ?';
+
+/**
+ * Named parameters: every column of rows.ts `columns` plus :seq. Fails on a
+ * duplicate id (the primary key); insertJobs looks for one first.
+ */
+export const INSERT_JOB = `INSERT INTO ojs_jobs
+  (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at, finished_at,
+   dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id, doc)
+  VALUES (:id, :seq, :queue, :type, :state, :priority, :attempt, :rev, :run_at, :deadline,
+   :expires_at, :finished_at, :dead_letter, :unique_key, :workflow_id, :rate_key, :version_num,
+   :worker_id, :doc)`;
+
+/** Every column but id and seq (rows.ts `columns`): any change of a job. */
+const SET_JOB = `SET queue = :queue, type = :type, state = :state,
+  priority = :priority, attempt = :attempt, rev = :rev, run_at = :run_at, deadline = :deadline,
+  expires_at = :expires_at, finished_at = :finished_at, dead_letter = :dead_letter,
+  unique_key = :unique_key, workflow_id = :workflow_id, rate_key = :rate_key,
+  version_num = :version_num, worker_id = :worker_id, doc = :doc`;
+
+/**
+ * Any change of a job. Named parameters: rows.ts `columns` plus
+ * :expect_rev. Guards: `WHERE id = :id AND rev = :expect_rev` (the caller
+ * compares the row count: 0 means the job changed since it was read).
+ */
+export const UPDATE_JOB = `UPDATE ojs_jobs ${SET_JOB} WHERE id = :id AND rev = :expect_rev`;
+
+/**
+ * The lifecycle columns only. SQLite rewrites the entry of every index whose
+ * column is named in SET, changed or not, so the hot transitions (claim,
+ * settle), which never change queue, type, priority, expiry, unique key,
+ * workflow, rate key or version, name only what they change.
+ */
+const SET_LIFECYCLE = `SET state = :state, attempt = :attempt, rev = :rev, run_at = :run_at,
+  deadline = :deadline, finished_at = :finished_at, dead_letter = :dead_letter,
+  worker_id = :worker_id, doc = :doc`;
+
+/**
+ * A claim: guarded on the job still being available at the rev read.
+ * Named parameters: rows.ts `lifecycleColumns` plus :expect_rev.
+ * Guards: `WHERE id = :id AND state = 'available' AND rev = :expect_rev`.
+ */
+export const CLAIM_JOB = `UPDATE ojs_jobs ${SET_LIFECYCLE}
+  WHERE id = :id AND state = 'available' AND rev = :expect_rev`;
+
+/**
+ * A settlement (ACK, FAIL, expiry): guarded on the lease as read, in the statement.
+ * Named parameters: rows.ts `lifecycleColumns` plus :expect_attempt,
+ * :expect_rev, :expect_worker (null when the job had no worker id).
+ * Guards: `WHERE id = :id AND state = 'active' AND attempt = :expect_attempt
+ * AND rev = :expect_rev AND worker_id IS :expect_worker` (IS: null-safe).
+ */
+export const SETTLE_JOB = `UPDATE ojs_jobs ${SET_LIFECYCLE}
+  WHERE id = :id AND state = 'active' AND attempt = :expect_attempt AND rev = :expect_rev
+    AND worker_id IS :expect_worker`;
+
+/**
+ * A heartbeat: the lease only; rev stays (a lease is not a revision).
+ * Named parameters: :id, :deadline, :doc, and the guard as for SETTLE_JOB
+ * (:expect_attempt, :expect_rev, :expect_worker).
+ */
+export const EXTEND_LEASE = `UPDATE ojs_jobs SET deadline = :deadline, doc = :doc
+  WHERE id = :id AND state = 'active' AND attempt = :expect_attempt AND rev = :expect_rev
+    AND worker_id IS :expect_worker`;
+
+/** ? = id, ? = expected rev. Guards: `rev = ?` (the caller compares the row count). */
+export const DELETE_JOB = 'DELETE FROM ojs_jobs WHERE id = ? AND rev = ?';
+
+/** ? = now (ms). Unstarted jobs past expires_at, for expire(); at most 1000 per pass. */
+export const EXPIRING_JOBS = `SELECT doc FROM ojs_jobs
+  WHERE expires_at IS NOT NULL AND expires_at <= ?
+  AND state IN ('scheduled', 'available', 'pending', 'retryable') LIMIT 1000`;
+
+/** ? = now (ms). Due scheduled/retryable jobs, for promote(); at most 1000 per pass. */
+export const DUE_JOBS = `SELECT doc FROM ojs_jobs
+  WHERE state IN ('scheduled', 'retryable') AND run_at <= ?
+  ORDER BY run_at LIMIT 1000`;
+
+/** ? = now (ms), ? = limit. Active jobs whose deadline (lease or execution timeout) has passed. */
+export const EXPIRED_LEASES =
+  "SELECT doc FROM ojs_jobs WHERE state = 'active' AND deadline <= ? ORDER BY deadline LIMIT ?";
+
+/** The dead-letter filter: all queues, or (? = queue) one. */
+const deadLetter = (byQueue: boolean) =>
+  byQueue ? 'dead_letter = 1 AND queue = ?' : 'dead_letter = 1';
+/** [? = queue when byQueue]. */
+export const deadLetterCount = (byQueue: boolean) =>
+  `SELECT count(*) AS n FROM ojs_jobs WHERE ${deadLetter(byQueue)}`;
+/** [? = queue when byQueue], ? = limit, ? = offset. Newest first. */
+export const deadLetterPage = (byQueue: boolean) =>
+  `SELECT doc FROM ojs_jobs WHERE ${deadLetter(byQueue)} ORDER BY seq DESC LIMIT ? OFFSET ?`;
+
+/** ? = workflow id. The workflow's jobs in insertion order. */
+export const WORKFLOW_JOBS = 'SELECT doc FROM ojs_jobs WHERE workflow_id = ? ORDER BY seq';
+
+/** ? = queue. Jobs per state (states with no job have no row). */
+export const QUEUE_STATE_COUNTS =
+  'SELECT state, count(*) AS n FROM ojs_jobs WHERE queue = ? GROUP BY state';
+/** ? = queue, ? = state (completed / discarded), ? = since (ms). */
+export const FINISHED_SINCE =
+  'SELECT count(*) AS n FROM ojs_jobs WHERE queue = ? AND state = ? AND finished_at >= ?';
+
+// ------------------------------------------------------------ claim
+
+/** ? = queue. Its pause flag and limits (no row: a queue never configured). */
+export const QUEUE_LIMITS =
+  'SELECT paused, concurrency, rate_limit, rate_period_ms FROM ojs_queues WHERE name = ?';
+/** ? = queue. Its active jobs, against the queue's concurrency limit. */
+export const ACTIVE_IN_QUEUE =
+  "SELECT count(*) AS n FROM ojs_jobs WHERE queue = ? AND state = 'active'";
+/** ? = rate key. Its active jobs, against the key's concurrency limit. */
+export const ACTIVE_WITH_KEY =
+  "SELECT count(*) AS n FROM ojs_jobs WHERE rate_key = ? AND state = 'active'";
+
+/**
+ * The next page of claim candidates of one queue, in claim order (priority
+ * desc, then FIFO; the ojs_jobs_claim index), after the cursor.
+ * Named parameters: :queue; :now (ms; expired jobs are left to the
+ * promoter); :priority and :seq, the cursor (the last row of the previous
+ * page); :blocked, a JSON array of rate keys found at their limit, left
+ * out so one key's backlog cannot hide eligible jobs behind it; :handlers,
+ * null (no version routing) or a JSON array of {type, any, lo, hi}
+ * (rows.ts handlerFilter): a job is admitted when a handler of its type
+ * admits its version (unversioned jobs: any); :limit.
+ * Reads only: each candidate is then claimed with CLAIM_JOB, guarded.
+ */
+export const CLAIM_PAGE = `SELECT doc FROM ojs_jobs WHERE queue = :queue AND state = 'available'
+    AND (expires_at IS NULL OR expires_at > :now)
+    AND (priority < :priority OR (priority = :priority AND seq > :seq))
+    AND (rate_key IS NULL OR rate_key NOT IN (SELECT value FROM json_each(:blocked)))
+    AND (:handlers IS NULL OR EXISTS (
+      SELECT 1 FROM json_each(:handlers) AS h
+       WHERE h.value ->> 'type' = ojs_jobs.type
+         AND (ojs_jobs.version_num IS NULL OR h.value ->> 'any' = 1
+              OR ((h.value ->> 'lo' IS NULL OR ojs_jobs.version_num >= h.value ->> 'lo')
+                  AND (h.value ->> 'hi' IS NULL OR ojs_jobs.version_num < h.value ->> 'hi')))))
+  ORDER BY priority DESC, seq ASC LIMIT :limit`;
+
+/** ? = rate key. Its current fixed window (no row: never started). */
+export const RATE_WINDOW = 'SELECT window_start, count FROM ojs_rate_windows WHERE key = ?';
+
+/**
+ * Counts one start against a rate key's fixed window. Named parameters:
+ * :key, :now (ms), :period (ms). A window starts at the first start after
+ * the previous one ended: at or past window_start + :period the window
+ * restarts at :now with count 1, otherwise count + 1. Run in the claim's
+ * transaction right after RATE_WINDOW allowed it, so check and take are
+ * one atomic step.
+ */
+export const TAKE_RATE = `INSERT INTO ojs_rate_windows (key, window_start, count)
+  VALUES (:key, :now, 1)
+  ON CONFLICT (key) DO UPDATE SET
+    window_start = CASE WHEN :now >= window_start + :period THEN :now ELSE window_start END,
+    count = CASE WHEN :now >= window_start + :period THEN 1 ELSE count + 1 END`;
+
+// ------------------------------------------------------------ unique keys
+
+/** ? = key. Which job holds the key and since when (ms). */
+export const UNIQUE_KEY_HOLDER = 'SELECT job_id, locked_at FROM ojs_unique_locks WHERE key = ?';
+/**
+ * ? = key, ? = job id, ? = now (ms). Points the key at the new job, whether
+ * or not it was held (the caller has judged the holder in core first).
+ */
+export const TAKE_UNIQUE_KEY =
+  'INSERT INTO ojs_unique_locks (key, job_id, locked_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, locked_at = excluded.locked_at';
+/** ? = job id. Releases the keys of a deleted job. */
+export const RELEASE_UNIQUE_KEYS = 'DELETE FROM ojs_unique_locks WHERE job_id = ?';
+
+// ------------------------------------------------------------ queues
+
+/** ? = name, ? = created_at (ISO). Creates the queue unpaused unless it exists. */
+export const ENSURE_QUEUE =
+  'INSERT OR IGNORE INTO ojs_queues (name, paused, created_at) VALUES (?, 0, ?)';
+export const LIST_QUEUES = 'SELECT * FROM ojs_queues ORDER BY name';
+/** ? = name. */
+export const GET_QUEUE = 'SELECT * FROM ojs_queues WHERE name = ?';
+/** ? = name. */
+export const QUEUE_PAUSED = 'SELECT paused FROM ojs_queues WHERE name = ?';
+/** ? = name. */
+export const QUEUE_CREATED_AT = 'SELECT created_at FROM ojs_queues WHERE name = ?';
+/** ? = concurrency (or null: none), ? = name. */
+export const SET_QUEUE_CONCURRENCY = 'UPDATE ojs_queues SET concurrency = ? WHERE name = ?';
+/** ? = limit, ? = period (ms) (both null: none), ? = name. */
+export const SET_QUEUE_RATE_LIMIT =
+  'UPDATE ojs_queues SET rate_limit = ?, rate_period_ms = ? WHERE name = ?';
+/** ? = paused (0 / 1), ? = paused_at (ISO or null), ? = name. */
+export const SET_QUEUE_PAUSED = 'UPDATE ojs_queues SET paused = ?, paused_at = ? WHERE name = ?';
+
+// ------------------------------------------------------------ workflows
+
+/** ? = id. */
+export const GET_WORKFLOW = 'SELECT doc FROM ojs_workflows WHERE id = ?';
+/** ? = id, ? = rev, ? = doc. Fails on a duplicate id. */
+export const INSERT_WORKFLOW = 'INSERT INTO ojs_workflows (id, rev, doc) VALUES (?, ?, ?)';
+/**
+ * ? = rev, ? = doc, ? = id, ? = expected rev.
+ * Guards: `rev = ?` (the caller compares the row count).
+ */
+export const UPDATE_WORKFLOW = 'UPDATE ojs_workflows SET rev = ?, doc = ? WHERE id = ? AND rev = ?';
+
+// ------------------------------------------------------------ crons
+
+/** ? = name. The stored rev, which a replace bumps. */
+export const CRON_REV = 'SELECT rev FROM ojs_crons WHERE name = ?';
+/** ? = name. */
+export const GET_CRON = 'SELECT doc FROM ojs_crons WHERE name = ?';
+export const LIST_CRONS = 'SELECT doc FROM ojs_crons ORDER BY name';
+/** ? = name. The deleted cron's document, if there was one. */
+export const DELETE_CRON = 'DELETE FROM ojs_crons WHERE name = ? RETURNING doc';
+/** ? = now (ms). Enabled crons due to fire, soonest first (the ojs_crons_due index). */
+export const DUE_CRONS =
+  'SELECT doc FROM ojs_crons WHERE enabled = 1 AND next_run_ms <= ? ORDER BY next_run_ms';
+/**
+ * ? = rev, ? = enabled, ? = next_run_ms, ? = doc (rows.ts cronColumns), ? = name.
+ * Insert or replace by name; the caller has read the rev (CRON_REV) in the
+ * same transaction and passes it bumped on a replace.
+ */
+export const UPSERT_CRON = `INSERT INTO ojs_crons (rev, enabled, next_run_ms, doc, name)
+  VALUES (?, ?, ?, ?, ?)
+  ON CONFLICT (name) DO UPDATE SET rev = excluded.rev, enabled = excluded.enabled,
+    next_run_ms = excluded.next_run_ms, doc = excluded.doc`;
+/**
+ * ? = rev, ? = enabled, ? = next_run_ms, ? = doc (rows.ts cronColumns),
+ * ? = name, ? = expected rev. Guards: `rev = ?` (the caller compares the row count).
+ */
+export const UPDATE_CRON =
+  'UPDATE ojs_crons SET rev = ?, enabled = ?, next_run_ms = ?, doc = ? WHERE name = ? AND rev = ?';
+
+// ------------------------------------------------------------ settings
+
+/** ? = namespace, ? = key. */
+export const GET_SETTING = 'SELECT * FROM ojs_settings WHERE namespace = ? AND key = ?';
+/** ? = namespace, ? = prefix length, ? = prefix. In key order. */
+export const LIST_SETTINGS =
+  'SELECT * FROM ojs_settings WHERE namespace = ? AND substr(key, 1, ?) = ? ORDER BY key';
+/** ? = namespace, ? = key, ? = rev, ? = updated_at, ? = doc. Creates only when the key is free. */
+export const CREATE_SETTING =
+  'INSERT INTO ojs_settings (namespace, key, rev, updated_at, doc) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING';
+/**
+ * ? = rev, ? = updated_at, ? = doc, ? = namespace, ? = key, ? = expected rev.
+ * Guards: `rev = ?` (the caller compares the row count).
+ */
+export const UPDATE_SETTING =
+  'UPDATE ojs_settings SET rev = ?, updated_at = ?, doc = ? WHERE namespace = ? AND key = ? AND rev = ?';
+/** ? = namespace, ? = key. */
+export const DELETE_SETTING = 'DELETE FROM ojs_settings WHERE namespace = ? AND key = ?';
+
+// ------------------------------------------------------------ events
+
+/** ? = id, ? = type, ? = queue, ? = job type (filter columns), ? = doc. seq is assigned. */
+export const INSERT_EVENT =
+  'INSERT INTO ojs_events (id, type, queue, job_type, doc) VALUES (?, ?, ?, ?, ?)';
+
+/**
+ * The events matching `filter` in seq order (each present field adds its
+ * clause, ANDed; `after` an unknown id: from the start), and the
+ * parameters of the statement: the `?` of each clause in order, then the
+ * limit. Its text varies with the filter (one `?` per listed value), so
+ * the store prepares it per call instead of caching it.
+ */
+export function listEvents(filter: EventFilter): { sql: string; params: (string | number)[] } {
+  const clauses: string[] = [];
+  const params: (string | number)[] = [];
+  const within = (column: string, values: string[] | undefined) => {
+    if (values === undefined || values.length === 0) return;
+    clauses.push(`${column} IN (${values.map(() => '?').join(', ')})`);
+    params.push(...values);
+  };
+  within('type', filter.types);
+  within('queue', filter.queues);
+  within('job_type', filter.jobTypes);
+  if (filter.after !== undefined) {
+    clauses.push('seq > coalesce((SELECT seq FROM ojs_events WHERE id = ?), 0)');
+    params.push(filter.after);
+  }
+  const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
+  return {
+    sql: `SELECT doc FROM ojs_events ${where} ORDER BY seq LIMIT ?`,
+    params: [...params, filter.limit],
+  };
+}
+
+/** ? = how many to keep. Deletes all but the newest events (by seq). */
+export const PRUNE_EVENTS =
+  'DELETE FROM ojs_events WHERE seq <= (SELECT coalesce(max(seq), 0) FROM ojs_events) - ?';
+
+// ------------------------------------------------------------ admin
+
+/** The tables reset() empties (ojs_counters stays: sequence numbers are never reused). */
+export const RESET_TABLES = [
+  'ojs_jobs',
+  'ojs_queues',
+  'ojs_events',
+  'ojs_unique_locks',
+  'ojs_rate_windows',
+  'ojs_workflows',
+  'ojs_crons',
+  'ojs_settings',
+] as const;
+/** Empties one table of RESET_TABLES. */
+export const deleteAll = (table: (typeof RESET_TABLES)[number]) => `DELETE FROM ${table}`;
