@@ -46,9 +46,13 @@ function taggedEvents(jobId: string, events: OjsEvent[]): Record<string, unknown
   return events.map((event) => ({ ...eventRow(event), job_id: jobId }));
 }
 
-/** The guard columns of a job as read: the write applies only if they are unchanged. */
+/**
+ * The guard of a settlement: the job still active (only active jobs are
+ * settled), on the attempt, revision and lease holder as read.
+ */
 function guard(read: Locked) {
   return {
+    expect_state: 'active',
     expect_attempt: read.doc.attempt,
     expect_rev: read.doc.rev,
     expect_worker_id: read.worker_id,
@@ -99,7 +103,7 @@ export async function settleJobsTx(tx: Tx, request: SettleRequest): Promise<Sett
   }));
   const written = await tx.client.query<{ id: string | null; xid: string | null }>(
     tx.sql.settleJobs,
-    [JSON.stringify(rows), JSON.stringify(events), tx.channel, rows.map((row) => row.id)],
+    [JSON.stringify(rows), JSON.stringify(events), tx.channel],
   );
   // Nothing else in this transaction writes: no row written, nothing to lose at COMMIT.
   tx.state.xid = written.rows.find((row) => row.xid !== null)?.xid ?? null;
@@ -146,6 +150,8 @@ export async function extendLeasesTx(
       id: job.id,
       lease_until: job.lease_until,
       deadline: jobColumns(job).deadline,
+      // No rev: a heartbeat neither depends on it nor changes it (a lease is not a revision).
+      expect_state: 'active',
       expect_attempt: read.doc.attempt,
       expect_worker_id: read.worker_id,
     };
@@ -153,7 +159,6 @@ export async function extendLeasesTx(
   const written = await tx.client.query<{ id: string; xid: string }>(tx.sql.extendLeases, [
     JSON.stringify(rows),
     JSON.stringify(events),
-    rows.map((row) => row.id),
   ]);
   tx.state.xid = written.rows[0]?.xid ?? null;
   if (written.rows.length === rows.length) return results;

@@ -223,16 +223,17 @@ export function statements(schema: string) {
     /**
      * A batch of settlements (ACK / FAIL / expiry) in one statement.
      * $1 = jsonb array of job rows (one per id: the last decision) with the
-     * guard as read: expect_attempt, expect_rev, expect_worker_id. A row is
-     * written only if the job is still active on that attempt, revision and
-     * lease holder; the caller compares the ids returned.
+     * guard as read: expect_state ('active': only active jobs are settled),
+     * expect_attempt, expect_rev, expect_worker_id. A row is written only if
+     * the job is still active on that attempt, revision and lease holder;
+     * the caller compares the ids returned. The expected state travels in
+     * the rows rather than as a literal: `state = 'active'` would match the
+     * jobs_lease index, and the planner may then read every active job and
+     * hash-join them instead of looking the batch up by primary key.
      * $2 = jsonb array of event rows plus job_id, in order: only the events
      * of jobs actually written are inserted (seq in array order).
      * $3 = the jobs-available channel: NOTIFY (sent at COMMIT) when a
      * written job is available again (requeue).
-     * $4 = the ids of $1 (text[]): the rows are found through the primary
-     * key. Without it the planner may read every active job (the guard's
-     * state = 'active' matches the jobs_lease index) and hash-join them.
      * Rows: one per written job (id, and the transaction's xid for the
      * lost-COMMIT check), plus one with id NULL when notified.
      */
@@ -245,11 +246,10 @@ export function statements(schema: string) {
                workflow_id = u.workflow_id, rate_key = u.rate_key,
                version_num = u.version_num, worker_id = u.worker_id, doc = u.doc
           FROM jsonb_to_recordset($1::jsonb)
-               AS u(${JOB_COLUMNS}, expect_attempt integer, expect_rev integer,
-                    expect_worker_id text)
-         WHERE j.id = ANY($4::text[]) AND j.id = u.id AND j.state = 'active'
-           AND j.attempt = u.expect_attempt AND j.rev = u.expect_rev
-           AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
+               AS u(${JOB_COLUMNS}, expect_state text, expect_attempt integer,
+                    expect_rev integer, expect_worker_id text)
+         WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
+           AND j.rev = u.expect_rev AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id, j.state),
       logged AS (
         INSERT INTO ${s}.events (id, type, queue, job_type, doc)
@@ -264,12 +264,11 @@ export function statements(schema: string) {
                                WHERE state = 'available' LIMIT 1) AS notified`,
     /**
      * A batch of lease extensions (heartbeats) in one statement. $1 = jsonb
-     * array of {id, lease_until, deadline, expect_attempt, expect_worker_id}
-     * (one per id). Writes only the lease: doc.lease_until and the deadline
+     * array of {id, lease_until, deadline, expect_state, expect_attempt,
+     * expect_worker_id} (one per id; expect_state 'active', as in settleJobs). Writes only the lease: doc.lease_until and the deadline
      * column; rev stays, so a concurrent ACK's guard still holds. Guarded on
      * the job being active on that attempt and lease holder. $2 = event rows
-     * plus job_id, inserted for the jobs written. $3 = the ids of $1 (text[],
-     * for the primary key, as in settleJobs). Rows: the ids written (and
+     * plus job_id, inserted for the jobs written. Rows: the ids written (and
      * the transaction's xid).
      */
     extendLeases: `WITH extended AS (
@@ -278,9 +277,8 @@ export function statements(schema: string) {
                doc = jsonb_set(j.doc, '{lease_until}', to_jsonb(u.lease_until))
           FROM jsonb_to_recordset($1::jsonb)
                AS u(id text, lease_until numeric, deadline double precision,
-                    expect_attempt integer, expect_worker_id text)
-         WHERE j.id = ANY($3::text[]) AND j.id = u.id AND j.state = 'active'
-           AND j.attempt = u.expect_attempt
+                    expect_state text, expect_attempt integer, expect_worker_id text)
+         WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
            AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id),
       logged AS (

@@ -186,6 +186,7 @@ if (reason !== undefined) {
       const done = { ...job!, state: 'completed' as const, rev: job!.rev + 1 };
       const row = (guard: Record<string, unknown>) => ({
         ...jobRow(done),
+        expect_state: 'active',
         expect_attempt: job!.attempt,
         expect_rev: job!.rev,
         expect_worker_id: 'w1',
@@ -205,7 +206,6 @@ if (reason !== undefined) {
             JSON.stringify([row(guard)]),
             JSON.stringify([event(eventId)]),
             'unused',
-            [job!.id],
           ]);
           return rows.map((r) => r.id);
         });
