@@ -37,7 +37,9 @@ interface Locked {
 }
 
 async function lockJobs(tx: Tx, ids: string[]): Promise<Map<string, Locked>> {
-  const { rows } = await tx.client.query<Locked>(tx.sql.lockJobs, [[...new Set(ids)]]);
+  const { rows } = await tx.client.query<Locked>(tx.sql.lockJobs, [
+    JSON.stringify([...new Set(ids)]),
+  ]);
   return new Map(rows.map((row) => [row.doc.id, row]));
 }
 

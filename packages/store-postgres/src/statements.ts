@@ -214,12 +214,16 @@ export function statements(schema: string) {
 
     // ------------------------------------------------------------ settle, heartbeat
     /**
-     * $1 = text[] of job ids. Locks the jobs a batch settles or extends, in
-     * id order (two batches sharing jobs lock them in the same order, so
-     * they queue behind each other instead of deadlocking), and reads the
-     * worker_id column for the write's guard.
+     * $1 = jsonb array of distinct job ids. Locks the jobs a batch settles
+     * or extends, in id order (two batches sharing jobs lock them in the
+     * same order, so they queue behind each other instead of deadlocking),
+     * and reads the worker_id column for the write's guard. The ids come as
+     * jsonb, not text[]: `id = ANY($1)` makes PostgreSQL plan the statement
+     * anew on every call (the array's length changes its estimates).
      */
-    lockJobs: `SELECT doc, worker_id FROM ${s}.jobs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+    lockJobs: `SELECT j.doc, j.worker_id
+      FROM jsonb_array_elements_text($1::jsonb) AS i(id) JOIN ${s}.jobs j ON j.id = i.id
+      ORDER BY j.id FOR UPDATE OF j`,
     /**
      * A batch of settlements (ACK / FAIL / expiry) in one statement.
      * $1 = jsonb array of job rows (one per id: the last decision) with the
