@@ -3,7 +3,6 @@
  * The `ojs` command: serve, conformance, and the tools that grow around them.
  */
 import { parseArgs } from 'node:util';
-import { conformanceMain, validateMain } from '@ojs/conformance';
 import { startServer } from '@ojs/server';
 import { optionsFromEnv, parseValidationMode } from '@ojs/server/serve';
 
@@ -75,9 +74,10 @@ async function main(argv: string[]): Promise<number> {
     case 'serve':
       return serve(rest);
     case 'conformance':
-      return conformanceMain(rest);
+      // Loaded on demand: `serve` does not pay for the toolkit's modules.
+      return (await import('@ojs/conformance')).conformanceMain(rest);
     case 'validate':
-      return validateMain(rest);
+      return (await import('@ojs/conformance')).validateMain(rest);
     case 'migrate': {
       const moduleName = '@ojs/store-postgres';
       const { migrateMain } = (await import(moduleName)) as {

@@ -6,11 +6,15 @@
  * checkpoints (they never block writers) every few milliseconds, so the
  * store's COMMIT only appends to the WAL. The store keeps a much larger
  * auto-checkpoint as a safety net should this thread ever stop.
+ *
+ * Plain JavaScript on purpose: a thread that loads a .ts file loads Node's
+ * TypeScript stripper too (tens of MB of memory for a dozen lines).
  */
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 
-const { path, intervalMs } = workerData as { path: string; intervalMs: number };
+/** @type {{ path: string, intervalMs: number }} */
+const { path, intervalMs } = workerData;
 const db = new DatabaseSync(path);
 db.exec('PRAGMA busy_timeout = 100');
 const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
@@ -23,9 +27,9 @@ const timer = setInterval(() => {
   }
 }, intervalMs);
 
-parentPort!.on('message', (message: string) => {
+parentPort?.on('message', (message) => {
   if (message !== 'stop') return;
   clearInterval(timer);
   db.close();
-  parentPort!.close();
+  parentPort?.close();
 });

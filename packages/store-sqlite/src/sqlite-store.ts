@@ -97,7 +97,7 @@ export class SqliteStore implements Store {
     this.#group = new GroupCommit(db);
     if (this.#options.path !== ':memory:' && this.#options.checkpointThread !== false) {
       db.exec(sql.walAutocheckpoint(SAFETY_NET_CHECKPOINT_PAGES));
-      this.#checkpointer = new Worker(new URL('./checkpointer.ts', import.meta.url), {
+      this.#checkpointer = new Worker(new URL('./checkpointer.js', import.meta.url), {
         workerData: { path: this.#options.path, intervalMs: 50 },
       });
       // Never the reason a process stays alive.
