@@ -59,7 +59,10 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Transport retries of transient failures; `false` disables them. */
   retry?: TransportRetryOptions | false;
+  /** A fetch implementation (default: node:http with keep-alive on Node, the global fetch elsewhere). */
   fetch?: typeof fetch;
+  /** Node without `fetch`: connections per origin (default 64); more requests wait for one. */
+  maxSockets?: number;
   /** Queue used when an enqueue names none (env OJS_QUEUE, default `default`). */
   defaultQueue?: string;
 }
@@ -229,6 +232,7 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
         timeoutMs: options.timeoutMs,
         retry: options.retry,
         fetch: options.fetch,
+        maxSockets: options.maxSockets,
       });
   }
 

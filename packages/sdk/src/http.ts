@@ -1,6 +1,7 @@
 /**
- * The HTTP binding transport (http-binding digest §3-§8) over the global
- * `fetch` (Node >= 18). It retries transient failures with exponential
+ * The HTTP binding transport (http-binding digest §3-§8): over node:http
+ * with a keep-alive Agent on Node, over `fetch` elsewhere or when one is
+ * passed (see request.ts). It retries transient failures with exponential
  * backoff and jitter (ER §7: 100 ms initial, 5 retries by default),
  * honouring `Retry-After` on 429/503:
  *
@@ -24,6 +25,16 @@ import {
   TimeoutError,
   UnsupportedFeatureError,
 } from './errors.ts';
+import {
+  abortReason,
+  fetchSend,
+  isNode,
+  NodeHttp,
+  type ResponseHeaders,
+  type Send,
+  type SendResponse,
+  SendTimeout,
+} from './request.ts';
 import type {
   AckBatchItemResult,
   AckBatchRequest,
@@ -74,8 +85,14 @@ export interface HttpTransportOptions {
   timeoutMs?: number;
   /** Transport retries; `false` disables them. */
   retry?: TransportRetryOptions | false;
-  /** A fetch implementation (defaults to the global one). */
+  /**
+   * A fetch implementation. Default: on Node, node:http / node:https with a
+   * keep-alive Agent (much cheaper per request than the global fetch); elsewhere
+   * the global fetch.
+   */
   fetch?: typeof fetch;
+  /** Node without `fetch`: connections per origin (default 64); more requests wait for one. */
+  maxSockets?: number;
   /** Random source for jitter (tests). */
   random?: () => number;
 }
@@ -103,7 +120,7 @@ interface CallSpec {
 interface CallResult {
   status: number;
   body: Obj;
-  headers: Headers;
+  headers: ResponseHeaders;
   /** The request was sent again after a try that may have been applied. */
   repeated?: boolean;
 }
@@ -151,13 +168,6 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-function abortReason(signal: AbortSignal): unknown {
-  if (signal.reason !== undefined) return signal.reason;
-  const error = new Error('The operation was aborted.');
-  error.name = 'AbortError';
-  return error;
-}
-
 function errorCode(error: unknown): string | undefined {
   for (let current = error, depth = 0; current !== undefined && depth < 5; depth++) {
     if (isObject(current) || current instanceof Error) {
@@ -195,7 +205,9 @@ export class HttpTransport implements Transport {
   readonly #headers: Record<string, string>;
   readonly #timeoutMs: number;
   readonly #retry: Required<TransportRetryOptions>;
-  readonly #fetch: typeof fetch;
+  readonly #send: Send;
+  /** The node:http requester (Node without a `fetch` option). */
+  readonly #node: NodeHttp | undefined;
   readonly #random: () => number;
   /** endpoints.ack_batch of the server's manifest (undefined: not declared), once read. */
   #ackBatchPath: Promise<string | undefined> | undefined;
@@ -220,11 +232,16 @@ export class HttpTransport implements Transport {
       maxDelayMs: retry.maxDelayMs ?? 5_000,
       coefficient: retry.coefficient ?? 2,
     };
-    const fetchImpl = options.fetch ?? globalThis.fetch;
-    if (typeof fetchImpl !== 'function') {
-      throw new TypeError('No fetch implementation: use Node >= 18 or pass options.fetch.');
+    if (options.fetch === undefined && isNode()) {
+      this.#node = new NodeHttp({ maxSockets: options.maxSockets });
+      this.#send = this.#node.send;
+    } else {
+      const fetchImpl = options.fetch ?? globalThis.fetch;
+      if (typeof fetchImpl !== 'function') {
+        throw new TypeError('No fetch implementation: use Node >= 18 or pass options.fetch.');
+      }
+      this.#send = fetchSend(fetchImpl);
     }
-    this.#fetch = fetchImpl;
     this.#random = options.random ?? Math.random;
   }
 
@@ -300,104 +317,94 @@ export class HttpTransport implements Transport {
       }
     }
 
-    const controller = new AbortController();
     const timeoutMs = spec.timeoutMs ?? this.#timeoutMs;
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
-    const onAbort = () => controller.abort();
-    if (spec.signal?.aborted) {
-      clearTimeout(timer);
-      throw abortReason(spec.signal);
-    }
-    spec.signal?.addEventListener('abort', onAbort, { once: true });
+    if (spec.signal?.aborted) throw abortReason(spec.signal);
+    let response: SendResponse;
     try {
-      let response: Response;
-      try {
-        response = await this.#fetch(url, {
-          method: spec.method,
-          headers,
-          body,
-          signal: controller.signal,
-        });
-      } catch (error) {
-        if (spec.signal?.aborted) throw abortReason(spec.signal);
-        if (timedOut) {
-          throw new AttemptFailure(
-            new TimeoutError(`${spec.operation}: no response within ${timeoutMs} ms.`, {
-              ...context,
-              code: 'request_timeout',
-              retryable: true,
-              cause: error,
-            }),
-            true,
-          );
-        }
-        const code = errorCode(error);
-        const notSent = code !== undefined && NOT_SENT_CODES.has(code);
+      response = await this.#send(url, {
+        method: spec.method,
+        headers,
+        body,
+        timeoutMs,
+        signal: spec.signal,
+      });
+    } catch (error) {
+      if (spec.signal?.aborted) throw abortReason(spec.signal);
+      if (error instanceof SendTimeout) {
         throw new AttemptFailure(
-          new ConnectionError(
-            `${spec.operation}: cannot reach ${this.baseUrl}${code ? ` (${code})` : ''}: ${(error as Error).message ?? String(error)}`,
-            { ...context, code: 'connection_error', retryable: true, cause: error },
-          ),
-          !notSent,
-        );
-      }
-      let text: string;
-      try {
-        text = await response.text();
-      } catch (error) {
-        if (spec.signal?.aborted) throw abortReason(spec.signal);
-        throw new AttemptFailure(
-          timedOut
-            ? new TimeoutError(`${spec.operation}: response not read within ${timeoutMs} ms.`, {
-                ...context,
-                code: 'request_timeout',
-                retryable: true,
-                cause: error,
-              })
-            : new ConnectionError(`${spec.operation}: the response was cut off.`, {
-                ...context,
-                code: 'connection_error',
-                retryable: true,
-                cause: error,
-              }),
+          new TimeoutError(`${spec.operation}: no response within ${timeoutMs} ms.`, {
+            ...context,
+            code: 'request_timeout',
+            retryable: true,
+            cause: error.cause ?? error,
+          }),
           true,
         );
       }
-      let parsed: unknown;
-      if (text.trim() !== '') {
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = text;
-        }
-      }
-      const requestId = response.headers.get('x-request-id') ?? undefined;
-      if (response.status >= 400) {
-        const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
-        const error = parseErrorResponse(response.status, parsed, {
-          ...context,
-          requestId,
-          retryAfterMs,
-        });
-        // 429 and 503 are refusals: the server did not act. Others may have.
-        const refused = response.status === 429 || response.status === 503;
-        const wait =
-          retryAfterMs ?? (response.status === 429 || response.status === 503 ? 1000 : undefined);
-        throw new AttemptFailure(error, !refused && response.status >= 500, wait);
-      }
-      return {
-        status: response.status,
-        body: isObject(parsed) ? parsed : {},
-        headers: response.headers,
-      };
-    } finally {
-      clearTimeout(timer);
-      spec.signal?.removeEventListener('abort', onAbort);
+      const code = errorCode(error);
+      const notSent = code !== undefined && NOT_SENT_CODES.has(code);
+      throw new AttemptFailure(
+        new ConnectionError(
+          `${spec.operation}: cannot reach ${this.baseUrl}${code ? ` (${code})` : ''}: ${(error as Error).message ?? String(error)}`,
+          { ...context, code: 'connection_error', retryable: true, cause: error },
+        ),
+        !notSent,
+      );
     }
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      if (spec.signal?.aborted) throw abortReason(spec.signal);
+      throw new AttemptFailure(
+        error instanceof SendTimeout
+          ? new TimeoutError(`${spec.operation}: response not read within ${timeoutMs} ms.`, {
+              ...context,
+              code: 'request_timeout',
+              retryable: true,
+              cause: error.cause ?? error,
+            })
+          : new ConnectionError(`${spec.operation}: the response was cut off.`, {
+              ...context,
+              code: 'connection_error',
+              retryable: true,
+              cause: error,
+            }),
+        true,
+      );
+    }
+    let parsed: unknown;
+    if (text.trim() !== '') {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+    }
+    const requestId = response.headers.get('x-request-id') ?? undefined;
+    if (response.status >= 400) {
+      const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+      const error = parseErrorResponse(response.status, parsed, {
+        ...context,
+        requestId,
+        retryAfterMs,
+      });
+      // 429 and 503 are refusals: the server did not act. Others may have.
+      const refused = response.status === 429 || response.status === 503;
+      const wait =
+        retryAfterMs ?? (response.status === 429 || response.status === 503 ? 1000 : undefined);
+      throw new AttemptFailure(error, !refused && response.status >= 500, wait);
+    }
+    return {
+      status: response.status,
+      body: isObject(parsed) ? parsed : {},
+      headers: response.headers,
+    };
+  }
+
+  /** Ends the idle keep-alive connections (node:http); the transport stays usable. */
+  async close(): Promise<void> {
+    this.#node?.close();
   }
 
   // ---------------------------------------------------------------- system

@@ -115,8 +115,13 @@ export interface WorkerOptions {
   retry?: TransportRetryOptions | false;
   /** Operation timeout of the HTTP transport (long-poll fetches get their wait added). */
   timeoutMs?: number;
-  /** A fetch implementation for the HTTP transport (e.g. one with custom TLS). */
+  /**
+   * A fetch implementation for the HTTP transport (e.g. one with custom TLS).
+   * Default: node:http with keep-alive on Node, the global fetch elsewhere.
+   */
   fetch?: typeof fetch;
+  /** Node without `fetch`: connections to the server (default the larger of 64 and concurrency + 2). */
+  maxSockets?: number;
   /** Queues in priority order (env OJS_QUEUE comma-separated, default ['default']). */
   queues?: string[];
   /** Jobs run at once (env OJS_CONCURRENCY, default 10). */
@@ -382,6 +387,8 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         retry: options.retry,
         timeoutMs: options.timeoutMs,
         fetch: options.fetch,
+        // Every running job may need its own ACK/NACK, besides a fetch and a heartbeat.
+        maxSockets: options.maxSockets ?? Math.max(64, this.concurrency + 2),
       });
   }
 
@@ -538,6 +545,8 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     await this.#allSettled();
     clearInterval(this.#heartbeatTimer);
     await this.#heartbeatInFlight;
+    // A transport the worker made: end its idle keep-alive connections.
+    if (this.#options.transport === undefined) await this.transport.close?.();
     this.#removeSignals();
     this.#state = 'terminated';
     this.logger.info('worker stopped', { worker_id: this.workerId });
