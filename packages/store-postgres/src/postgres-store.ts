@@ -84,6 +84,9 @@ export interface PostgresStoreOptions {
   onError?: (error: Error, context: string) => void;
 }
 
+/** Jobs inserted through this process between two background ANALYZEs of the jobs table. */
+const ANALYZE_EVERY = 20_000;
+
 export class PostgresStore implements Store {
   readonly backend = 'postgres';
   /** The database's clock (see clock.ts): decides leases and schedules in every process alike. */
@@ -92,6 +95,8 @@ export class PostgresStore implements Store {
   readonly #options: PostgresStoreOptions;
   readonly #pool: pg.Pool;
   readonly #db: Database;
+  #insertedSinceAnalyze = 0;
+  #analyzing = false;
   readonly #sql: Statements;
   readonly #channel: string;
   readonly #listener: JobsAvailableListener;
@@ -193,7 +198,30 @@ export class PostgresStore implements Store {
     return rows[0]?.doc ?? null;
   }
 
+  /**
+   * Fresh planner statistics after a large intake. Autovacuum analyzes the
+   * jobs table only after it grew by a share of its size and at its next
+   * round (up to a minute later); until then a table analyzed while small
+   * is planned as tiny, and the claim sorts the whole queue instead of
+   * walking jobs_claim (measured: 230 ms instead of 0.9 ms per claim at
+   * 100,000 queued). So every ANALYZE_EVERY inserted jobs this process
+   * analyzes the table in the background (never on a request's path).
+   */
+  #noteInserted(count: number): void {
+    this.#insertedSinceAnalyze += count;
+    if (this.#insertedSinceAnalyze < ANALYZE_EVERY || this.#analyzing || this.#closed) return;
+    this.#insertedSinceAnalyze = 0;
+    this.#analyzing = true;
+    this.#db
+      .query(this.#sql.analyzeJobs, [], false)
+      .catch((error: Error) => this.#onError(error, 'ANALYZE of the jobs table'))
+      .finally(() => {
+        this.#analyzing = false;
+      });
+  }
+
   async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
+    this.#noteInserted(jobs.length);
     if (enqueueInOneStatement(jobs)) {
       const results = await enqueue(this.#db, this.#sql, this.#channel, jobs, events, now);
       if (results !== null) return results;

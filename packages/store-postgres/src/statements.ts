@@ -98,6 +98,10 @@ const planOf = (s: string, queues: string) => `SELECT n.name, coalesce(q.paused,
 export function statements(schema: string) {
   const s = quoteSchema(schema);
   return {
+    // ------------------------------------------------------------ maintenance
+    /** Planner statistics of the jobs table (postgres-store.ts #noteInserted says when). */
+    analyzeJobs: `ANALYZE ${s}.jobs`,
+
     // ------------------------------------------------------------ reads
     getJob: `SELECT doc FROM ${s}.jobs WHERE id = $1`,
     jobsByIds: `SELECT doc FROM ${s}.jobs WHERE id = ANY($1::text[])`,
@@ -467,7 +471,9 @@ export type Statements = ReturnType<typeof statements>;
 export function preparedNames(sql: Statements): Map<string, string> {
   const names = new Map<string, string>();
   for (const [key, text] of Object.entries(sql)) {
-    if (key !== 'eventsTable' && key !== 'reset') names.set(text, `ojs_${key}`);
+    // ANALYZE is a utility statement: sent as is, not prepared.
+    if (key !== 'eventsTable' && key !== 'reset' && key !== 'analyzeJobs')
+      names.set(text, `ojs_${key}`);
   }
   names.set(TXID_SQL, 'ojs_txid');
   return names;
