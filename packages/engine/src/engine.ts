@@ -509,6 +509,7 @@ export class Engine {
         this.#lastPromotion = now;
         await this.store.promoteDueJobs(now);
       }
+      const seen = this.notifier.generation;
       const jobs = await this.store.claimJobs({
         queues: request.queues,
         count,
@@ -522,7 +523,7 @@ export class Engine {
         return jobs;
       }
       // Bounded slices: a job promoted by time (not by a notify) is still picked up.
-      await this.notifier.wait(Math.min(remaining, 250), request.signal);
+      await this.notifier.wait(Math.min(remaining, 250), request.signal, seen);
     }
   }
 
