@@ -54,6 +54,7 @@ import {
   staleLease,
 } from './rows.ts';
 import * as sql from './statements.ts';
+import { WakeWatch } from './wake-watch.ts';
 
 export interface SqliteStoreOptions {
   /** File path or ':memory:'. */
@@ -78,6 +79,7 @@ export class SqliteStore implements Store {
   #db: DatabaseSync | undefined;
   #group: GroupCommit | undefined;
   #checkpointer: Worker | undefined;
+  #wake: WakeWatch | undefined;
   /** The job sequence counter while a group is open (#nextSeq). */
   #seq: { group: number; last: number } | undefined;
   readonly #statements = new Map<string, StatementSync>();
@@ -105,7 +107,22 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * Cross-connection wake-ups (wake-watch.ts): another process's commit to
+   * the same file wakes this engine's waiting fetches. A private
+   * `:memory:` database has no other connections.
+   */
+  onJobsAvailable(listener: () => void): () => void {
+    if (this.#options.path === ':memory:') return () => {};
+    this.#wake ??= new WakeWatch(
+      () => (this.#stmt(sql.DATA_VERSION).get() as { data_version: number }).data_version,
+    );
+    return this.#wake.subscribe(listener);
+  }
+
   async close(): Promise<void> {
+    this.#wake?.stop();
+    this.#wake = undefined;
     this.#group?.flush();
     this.#group = undefined;
     const checkpointer = this.#checkpointer;

@@ -347,3 +347,6 @@ export const RESET_TABLES = [
 ] as const;
 /** Empties one table of RESET_TABLES. */
 export const deleteAll = (table: (typeof RESET_TABLES)[number]) => `DELETE FROM ${table}`;
+
+/** Changes whenever another connection commits to the file (wake-watch.ts). */
+export const DATA_VERSION = 'PRAGMA data_version';

@@ -12,6 +12,7 @@ import {
   STORE_METHODS,
   sendError,
   sendSettleResults,
+  WATCH_METHOD,
 } from './thread-protocol.ts';
 
 const port = parentPort!;
@@ -29,9 +30,26 @@ function flushReplies(): void {
   port.postMessage(batch);
 }
 
+let unwatch: (() => void) | undefined;
+
+/** Starts or stops forwarding cross-connection wake-ups to the server's thread. */
+function watch(on: boolean): void {
+  if (on && unwatch === undefined) {
+    unwatch = store.onJobsAvailable(() => port.postMessage([{ wake: true }]));
+  } else if (!on && unwatch !== undefined) {
+    unwatch();
+    unwatch = undefined;
+  }
+}
+
 function run(call: Call): void {
   let pending: Promise<unknown>;
   try {
+    if (call.method === WATCH_METHOD) {
+      watch(call.args[0] === true);
+      reply({ id: call.id, value: null });
+      return;
+    }
     if (!allowed.has(call.method)) throw new Error(`Unknown store method '${call.method}'.`);
     const method = store[call.method] as (...args: unknown[]) => Promise<unknown>;
     pending = method.apply(store, call.args);

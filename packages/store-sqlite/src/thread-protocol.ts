@@ -42,7 +42,13 @@ export const STORE_METHODS = [
   'reset',
 ] as const;
 
-export type StoreMethod = (typeof STORE_METHODS)[number];
+/**
+ * The thread's own call besides the Store methods: start (true) or stop
+ * (false) forwarding cross-connection wake-ups as `{ wake: true }` messages.
+ */
+export const WATCH_METHOD = 'watchJobsAvailable';
+
+export type StoreMethod = (typeof STORE_METHODS)[number] | typeof WATCH_METHOD;
 
 export interface Call {
   id: number;
@@ -59,7 +65,11 @@ export interface SentError {
   stack?: string;
 }
 
-export type Reply = { id: number; value: unknown } | { id: number; error: SentError };
+export type Reply =
+  | { id: number; value: unknown }
+  | { id: number; error: SentError }
+  /** Unsolicited: another connection committed (SqliteStore.onJobsAvailable). */
+  | { wake: true };
 
 export function sendError(error: unknown): SentError {
   if (error instanceof OjsError) {

@@ -40,6 +40,7 @@ import {
   receiveError,
   receiveSettleResults,
   type StoreMethod,
+  WATCH_METHOD,
 } from './thread-protocol.ts';
 
 interface Pending {
@@ -56,6 +57,7 @@ export class SqliteThreadStore implements Store {
   readonly #pending = new Map<number, Pending>();
   #outbox: Call[] = [];
   #closed = false;
+  readonly #wakeListeners = new Set<() => void>();
 
   constructor(options: SqliteStoreOptions) {
     this.#options = options;
@@ -85,6 +87,10 @@ export class SqliteThreadStore implements Store {
 
   #receive(replies: Reply[]): void {
     for (const message of replies) {
+      if ('wake' in message) {
+        for (const listener of [...this.#wakeListeners]) listener();
+        continue;
+      }
       const pending = this.#pending.get(message.id);
       if (pending === undefined) continue;
       this.#pending.delete(message.id);
@@ -114,11 +120,26 @@ export class SqliteThreadStore implements Store {
     this.#closed = false;
     try {
       await this.#call('init', []);
+      if (this.#wakeListeners.size > 0) await this.#call(WATCH_METHOD, [true]);
     } catch (error) {
       this.#closed = true;
       await worker.terminate();
       throw error;
     }
+  }
+
+  /** Cross-process wake-ups, watched in the store thread (SqliteStore.onJobsAvailable). */
+  onJobsAvailable(listener: () => void): () => void {
+    this.#wakeListeners.add(listener);
+    if (this.#wakeListeners.size === 1 && this.#worker !== undefined && !this.#closed) {
+      this.#call(WATCH_METHOD, [true]).catch(() => {});
+    }
+    return () => {
+      this.#wakeListeners.delete(listener);
+      if (this.#wakeListeners.size === 0 && this.#worker !== undefined && !this.#closed) {
+        this.#call(WATCH_METHOD, [false]).catch(() => {});
+      }
+    };
   }
 
   async close(): Promise<void> {
