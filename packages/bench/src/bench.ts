@@ -62,8 +62,6 @@ const REDIS_PORT = Number(process.env.REDIS_PORT ?? 6379);
 const NODE_PATH = [join(PACKAGE_DIR, 'node_modules'), join(ROOT, 'node_modules')].join(':');
 
 const RAW_PHASES: Phase[] = ['enqueue_bulk', 'drain_bulk'];
-/** latency_idle jobs of the in-process SQLite runs (each waits for the 250 ms re-claim). */
-const SQLITE_IN_PROCESS_LAT = 100;
 
 const notes: string[] = [];
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -220,8 +218,6 @@ async function runOurs(
       await child({
         OJS_BENCH_STORE: db.spec,
         ...(db.sync ? { OJS_BENCH_SQLITE_SYNC: db.sync } : {}),
-        // Each idle-latency job costs ~250 ms there (see the note): fewer of them.
-        ...(store !== 'postgres' ? { LAT: String(Math.min(opts.lat, SQLITE_IN_PROCESS_LAT)) } : {}),
       });
     } else {
       await withServer(db.spec, db.serverEnv, (server) => child({ OJS_BENCH_URL: server.url }));
@@ -341,7 +337,7 @@ async function main(argv: string[]): Promise<number> {
     anchorPhases.length > 0
   ) {
     note(
-      `in-process on SQLite: the producer (bench) process and the worker process each run an engine on the same SQLite file (WAL), no server. SQLite has no cross-process wake-up, so an idle worker sees a job enqueued by the other process at its next claim attempt (the engine re-claims every 250 ms while long-polling): this bounds latency_idle.${opts.phases.includes('latency_idle') && opts.lat > SQLITE_IN_PROCESS_LAT ? ` Its latency_idle therefore uses ${SQLITE_IN_PROCESS_LAT} jobs, not ${opts.lat}.` : ''}`,
+      'in-process on SQLite: the producer (bench) process and the worker process each run an engine on the same SQLite file (WAL), no server; the idle worker is woken by the store watching PRAGMA data_version (every 5 ms), SQLite having no LISTEN/NOTIFY.',
     );
   }
   if (opts.modes.includes('in-process') && stores.includes('postgres') && anchorPhases.length > 0) {
