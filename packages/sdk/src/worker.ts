@@ -659,9 +659,16 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     let failures = 0;
     await this.#readManifest();
     while (this.#state === 'running' || this.#state === 'quiet') {
-      // A job counts until its outcome is recorded, so the leases this worker holds
-      // never exceed concurrency + prefetch, even while the server is slow to answer.
-      const room = this.#capacity - this.#active.size;
+      // Jobs running or waiting to run fill at most concurrency + prefetch slots.
+      // A finished job whose outcome is still being reported (queued for the next
+      // batched ACK, or in flight) frees its slot at once, so the next fetch
+      // overlaps the report instead of waiting a round trip for it; such jobs
+      // still hold their lease, so they are bounded too, by one ACK batch.
+      const unsettled = this.#running + this.#buffer.length;
+      const room = Math.min(
+        this.#capacity - unsettled,
+        this.#capacity + this.#ackBatchSize - this.#active.size,
+      );
       if (this.#state === 'quiet' || room <= 0) {
         await this.#waitForChange();
         continue;
@@ -695,7 +702,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         continue;
       }
       for (const job of jobs) {
-        if (this.#state === 'running' && this.#active.size < this.#capacity) {
+        if (this.#state === 'running' && this.#running + this.#buffer.length < this.#capacity) {
           this.#buffer.push(this.#track(job));
         } else this.#requeueFetched(job);
       }
@@ -876,6 +883,8 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     clearTimeout(entry.timer);
     if (entry.phase === 'running') this.#running--;
     entry.phase = 'settling';
+    // A slot is free: the fetch loop may fetch again (see #fetchLoop's room).
+    this.#wake?.();
     if (outcome.kind === 'drop') entry.release();
     else {
       const report: Report = { entry, outcome, durationMs: Date.now() - entry.startedAt };
