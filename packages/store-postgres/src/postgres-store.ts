@@ -129,6 +129,14 @@ export class PostgresStore implements Store {
     // Idle connections that die (pg_terminate_backend, restarts) are removed by
     // the pool, which reports them here; without a listener they would crash the process.
     this.#pool.on('error', (error) => this.#onError(error, 'idle pooled connection'));
+    // Every pooled client keeps an 'error' listener for life: a connection
+    // terminated while a client is checked out but between statements (a
+    // window no single code path can fully close) then fails that client's
+    // next statement as a connection error, instead of an unhandled 'error'
+    // event crashing the process (seen under backend terminations).
+    this.#pool.on('connect', (client) => {
+      client.on('error', () => {});
+    });
     this.#db = new Database(this.#pool, preparedNames(this.#sql), this.#onError);
     this.#listener = new JobsAvailableListener({
       config: { ...base, application_name: `${base.application_name}:listen` },
