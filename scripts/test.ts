@@ -14,12 +14,34 @@ import { join } from 'node:path';
 import { runConformance } from './conformance.ts';
 import { dropPostgresSchema, ROOT, run, withPostgres } from './lib.ts';
 
-/** Suite tests that cannot pass as written (see ../shared/spec/conformance-suite.md §0 item 9). */
-export const KNOWN_SUITE_DEFECTS = new Set(['L1-RTR-014']);
+/**
+ * Suite tests that cannot pass as written (../shared/spec/conformance-suite.md §0 item 9, §8):
+ * - L1-RTR-014 expects error types derived from message text;
+ * - EXT-ADM-001, EXT-ADM-002, EXT-DLQ-001 use bare `{"$type": ...}` / `{"$gte": ...}` matchers,
+ *   which the runner treats as "an object containing that key" (digest §1.9);
+ * - EXT-ADM-004, EXT-DLQ-003, EXT-DLQ-004, EXT-RL-003 put `{{job_id}}` in the path, a capture
+ *   the runner never resolves (digest §1.5), so they address a job that does not exist.
+ * packages/server/test/http-operations.test.ts checks what each of them means, with real ids.
+ */
+export const KNOWN_SUITE_DEFECTS = new Set([
+  'L1-RTR-014',
+  'EXT-ADM-001',
+  'EXT-ADM-002',
+  'EXT-ADM-004',
+  'EXT-DLQ-001',
+  'EXT-DLQ-003',
+  'EXT-DLQ-004',
+  'EXT-RL-003',
+]);
 
 /** The shared suites CI runs: every level up to the one the manifest declares, and the extensions we declare. */
 const SUITES = (
-  process.env.OJS_CONFORMANCE_LEVELS ?? '0,1,2,3,4,ext-job-versioning,ext-schema-registry'
+  process.env.OJS_CONFORMANCE_LEVELS ??
+  [
+    '0,1,2,3,4,ext-job-versioning,ext-schema-registry',
+    'ext-admin-api,ext-dead-letter,ext-graceful-shutdown,ext-backpressure',
+    'ext-progress,ext-rate-limiting,ext-middleware',
+  ].join(',')
 ).split(',');
 
 const POSTGRES_URL = process.env.OJS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

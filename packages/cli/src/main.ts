@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { startServer } from '@ojs/server';
-import { optionsFromEnv, parseValidationMode } from '@ojs/server/serve';
+import { optionsFromEnv, parseRetentionSpec, parseValidationMode } from '@ojs/server/serve';
 
 const USAGE = `Usage: ojs <command> [options]
 
@@ -23,6 +23,11 @@ ojs serve options (environment variables in brackets):
   --allow-insecure        Allow a non-loopback bind without API keys
   --visibility-timeout-ms N  Default lease of a fetched job [OJS_VISIBILITY_TIMEOUT_MS] (default 300000)
   --schema-validation MODE  strict | warn | off: args checked against registered schemas [OJS_SCHEMA_VALIDATION] (default warn)
+  --require-fencing       Refuse ACK/NACK without worker_id and attempt, fetch/heartbeat without worker_id [OJS_REQUIRE_FENCING=on]
+  --retention SPEC        Keep finished jobs for: completed=P7D,cancelled=P7D,discarded=P30D,dead_letter=P180D
+                          (the defaults; any subset, 'never' keeps) [OJS_RETENTION]; per queue: admin queue config
+  --drain-ms N            On SIGTERM, stay up draining this long (health 503 draining, no new jobs
+                          handed out) before stopping [OJS_SHUTDOWN_DRAIN_MS] (default 0)
   --log                   Log requests (JSON lines on stdout)
 `;
 
@@ -38,6 +43,9 @@ async function serve(argv: string[]): Promise<number> {
       'allow-insecure': { type: 'boolean' },
       'visibility-timeout-ms': { type: 'string' },
       'schema-validation': { type: 'string' },
+      'require-fencing': { type: 'boolean' },
+      retention: { type: 'string' },
+      'drain-ms': { type: 'string' },
       log: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -58,6 +66,13 @@ async function serve(argv: string[]): Promise<number> {
   }
   if (values['schema-validation'] !== undefined) {
     options.schemaValidation = parseValidationMode(values['schema-validation']);
+  }
+  if (values['require-fencing']) options.requireFencing = true;
+  if (values.retention !== undefined) options.retention = parseRetentionSpec(values.retention);
+  if (values['drain-ms'] !== undefined) {
+    const ms = Number(values['drain-ms']);
+    if (!Number.isInteger(ms) || ms < 0) throw new Error(`--drain-ms must be an integer >= 0.`);
+    options.drainMs = ms;
   }
   options.logger = values.log ?? false;
   options.handleSignals = true;

@@ -474,7 +474,15 @@ async function evaluateAssertions(
         if (job) {
           lastSeen = job;
           const jobAttempt = typeof job.attempt === 'number' ? job.attempt : attempt;
-          if (jobAttempt > attempt || job.state !== 'active') {
+          if (jobAttempt > attempt) {
+            // Fetched again before the worker's fetch event was recorded: the
+            // attempt ended with the job available (as for `next` above).
+            end = {
+              at: performance.now(),
+              state: 'available',
+              how: `inferred: the job is on attempt ${jobAttempt} (observed by polling the job)`,
+            };
+          } else if (job.state !== 'active') {
             end = { at: performance.now(), how: 'observed by polling the job' };
             if (typeof job.state === 'string') end.state = job.state;
           }

@@ -147,6 +147,9 @@ export function decide(type: string, args: Json[], attempt: number, config: Json
 export class BuiltinWorker {
   readonly workerId = `ojs-conformance-${randomUUID()}`;
   readonly events: WorkerEvent[] = [];
+  /** Fetch requests in flight, and who waits for one to settle (fetchingEnded). */
+  #inFetch = 0;
+  #fetchSettled: (() => void)[] = [];
   readonly #options: WorkerOptions;
   /** Own connection pool, closed on stop() so no keep-alive socket outlives the worker. */
   readonly #client = new HttpClient();
@@ -182,6 +185,22 @@ export class BuiltinWorker {
     if (this.#paused) return;
     this.#paused = true;
     this.#fetchAbort.abort();
+  }
+
+  /**
+   * Resolves once every fetch loop has ended (after pause(), limitAttempts()
+   * reaching its attempt, or stop()): from then on the worker fetches nothing.
+   */
+  fetchingEnded(): Promise<void> {
+    // A loop that is running a handler fetches no more once paused: it
+    // leaves its loop after the handler. So: paused and no fetch in flight.
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.#paused && this.#inFetch === 0) resolve();
+        else this.#fetchSettled.push(check);
+      };
+      check();
+    });
   }
 
   /** Stops everything: fetch loops end, held and sleeping jobs are abandoned. */
@@ -232,6 +251,7 @@ export class BuiltinWorker {
     while (!this.#paused) {
       const started = performance.now();
       let job: JsonObject | undefined;
+      this.#inFetch++;
       try {
         const res = await this.#post(
           '/ojs/v1/workers/fetch',
@@ -255,6 +275,9 @@ export class BuiltinWorker {
         this.#record({ kind: 'error', message: `fetch failed: ${(err as Error).message}` });
         await sleep(200, this.#stop.signal);
         continue;
+      } finally {
+        this.#inFetch--;
+        for (const waiter of this.#fetchSettled.splice(0)) waiter();
       }
       if (job === undefined) {
         // Servers without long polling answer at once; do not spin.

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { uuidv7 } from '@ojs/core';
 import { startServer } from '@ojs/server';
 import { STANDARD_HANDLERS } from '../src/seed-loader.ts';
 import {
@@ -146,20 +147,30 @@ describe('BuiltinWorker over the HTTP worker protocol', () => {
   it('limitAttempts stops fetching; stop() abandons held jobs', async () => {
     const worker = new BuiltinWorker({ baseUrl: server.url, queues: ['w3'], fetchWaitMs: 200 });
     worker.start();
-    const held = await enqueue({
+    // The limit is set before the job exists: a fetch answered before the
+    // enqueue's own reply must already see it.
+    const held = uuidv7();
+    worker.limitAttempts(held, 1);
+    await enqueue({
+      id: held,
       type: 'test.timeout',
       args: [],
       options: { queue: 'w3', visibility_timeout_ms: 300 },
     });
-    worker.limitAttempts(held, 1);
     await until(worker.events, (e) => e.kind === 'hold' && e.job_id === held);
-    await sleep(700);
+    // Every fetch loop has ended: nothing can fetch the job again.
+    await worker.fetchingEnded();
+    // Its lease (300 ms) expires and it is available to any other worker.
+    const deadline = Date.now() + 5000;
+    while ((await job(held)).state !== 'available') {
+      assert.ok(Date.now() < deadline, 'the held job never became available again');
+      await sleep(20);
+    }
     assert.equal(
       worker.eventsFor(held).filter((e) => e.kind === 'fetch').length,
       1,
       'not fetched again',
     );
-    assert.equal((await job(held)).state, 'available');
     await worker.stop();
     assert.ok(worker.eventsFor(held).some((e) => e.kind === 'abandon'));
   });

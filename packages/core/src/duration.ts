@@ -7,6 +7,8 @@
  * absolute amounts of time, independent of the date they are applied to.
  */
 
+import { MAX_DURATION_MS } from './limits.ts';
+
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -35,8 +37,8 @@ export function parseIsoDuration(text: string): number | null {
     if (digits !== undefined) total += Number(digits) * unit;
   });
   total += fractionToMs(match[8]);
-  // Huge inputs lose integer precision; refuse them instead of returning an approximate value.
-  return Number.isSafeInteger(total) ? total : null;
+  // Huge inputs lose integer precision or leave the range of dates; refuse them.
+  return Number.isSafeInteger(total) && total <= MAX_DURATION_MS ? total : null;
 }
 
 /** Decimal digits after the seconds' point, rounded to whole milliseconds. */

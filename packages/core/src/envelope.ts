@@ -7,6 +7,13 @@
 import { parseIsoDuration } from './duration.ts';
 import { invalidPayload, OjsError } from './errors.ts';
 import type { JobRecord, RateLimitPolicy, UniquePolicy } from './job.ts';
+import {
+  byteLength,
+  MAX_EXECUTION_TIMEOUT_MS,
+  MAX_NAME_BYTES,
+  MAX_TAGS,
+  MAX_VISIBILITY_TIMEOUT_MS,
+} from './limits.ts';
 import { normalizeRetryPolicy } from './retry.ts';
 import { isJobState, type JobState } from './states.ts';
 import { resolveTime, toIso } from './time.ts';
@@ -17,7 +24,6 @@ import { splitTypeVersion, versionNumber } from './version.ts';
 /** OA/suite pattern: lowercase, dot-separated segments, hyphens and underscores allowed. */
 export const JOB_TYPE_PATTERN = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$/;
 export const QUEUE_PATTERN = /^[a-z0-9][a-z0-9.-]*$/;
-export const MAX_NAME_BYTES = 255;
 export const MAX_META_BYTES = 64 * 1024;
 export const PRIORITY_MIN = -100;
 export const PRIORITY_MAX = 100;
@@ -73,14 +79,15 @@ const SYSTEM_FIELDS = new Set([
   'retry_delay_ms',
   'next_attempt_at',
   'parent_results',
+  'parent_results_by_step',
   'workflow_id',
+  'workflow_step_id',
   'unique_key',
 ]);
 
 type Obj = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const byteLength = (s: string) => Buffer.byteLength(s, 'utf8');
 /** An explicit null on input is treated as absent (JF §14.2). */
 const present = (v: unknown) => v !== undefined && v !== null;
 
@@ -141,32 +148,42 @@ export function parsePriority(value: unknown, field = 'priority'): number {
   return value;
 }
 
-function positiveInt(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
-    throw invalidPayload(`${field} must be a positive integer.`, { field });
+function positiveInt(value: unknown, field: string, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > max) {
+    throw invalidPayload(`${field} must be a positive integer of at most ${max}.`, {
+      field,
+      max,
+    });
   }
   return value;
 }
 
-/** `timeout_ms` (HTTP), or `timeout` in seconds (JF envelope); 0 means the default. */
-function parseMillis(options: Obj, top: Obj, msName: string, secName: string): number | undefined {
+/**
+ * `timeout_ms` (HTTP), or `timeout` in seconds (JF envelope); 0 means the
+ * default. At most `max` ms (see limits.ts): a lease of 9e15 ms is no lease.
+ */
+function parseMillis(
+  options: Obj,
+  top: Obj,
+  msName: string,
+  secName: string,
+  max: number,
+): number | undefined {
   const ms = pick(options, top, msName);
-  if (ms !== undefined) return positiveInt(ms, `options.${msName}`);
+  if (ms !== undefined) return positiveInt(ms, `options.${msName}`, max);
   const sec = pick(options, top, secName);
   if (sec === undefined || sec === 0) return undefined;
-  if (typeof sec === 'string') {
-    const parsed = parseIsoDuration(sec);
-    if (parsed === null || parsed <= 0) {
-      throw invalidPayload(`${secName} must be a positive ISO 8601 duration or seconds.`, {
-        field: secName,
-      });
-    }
-    return parsed;
+  let parsed: number | null;
+  if (typeof sec === 'string') parsed = parseIsoDuration(sec);
+  else if (typeof sec === 'number' && sec > 0) parsed = Math.round(sec * 1000);
+  else parsed = null;
+  if (parsed === null || !(parsed > 0) || parsed > max) {
+    throw invalidPayload(
+      `${secName} must be a positive ISO 8601 duration or number of seconds of at most ${max / 1000} s.`,
+      { field: secName, max_ms: max },
+    );
   }
-  if (typeof sec !== 'number' || !(sec > 0)) {
-    throw invalidPayload(`${secName} must be a positive number of seconds.`, { field: secName });
-  }
-  return Math.round(sec * 1000);
+  return parsed;
 }
 
 function parseTime(value: unknown, field: string, nowMs: number) {
@@ -217,8 +234,15 @@ function parseMeta(meta: unknown, metadata: unknown): Obj {
 
 function parseTags(value: unknown): string[] | undefined {
   if (value === undefined) return undefined;
-  if (!Array.isArray(value) || !value.every((t) => typeof t === 'string')) {
-    throw invalidPayload('options.tags must be an array of strings.', { field: 'options.tags' });
+  if (
+    !Array.isArray(value) ||
+    value.length > MAX_TAGS ||
+    !value.every((t) => typeof t === 'string' && byteLength(t) <= MAX_NAME_BYTES)
+  ) {
+    throw invalidPayload(
+      `options.tags must be an array of at most ${MAX_TAGS} strings of at most ${MAX_NAME_BYTES} bytes.`,
+      { field: 'options.tags', max: MAX_TAGS },
+    );
   }
   return value as string[];
 }
@@ -463,10 +487,15 @@ export function parseEnqueueRequest(
   const retryValue = pick(options, body, 'retry', 'retry_policy');
   const retry = normalizeRetryPolicy(retryValue, 'retry');
   const meta = parseMeta(body.meta, options.metadata);
-  const timeoutMs = parseMillis(options, body, 'timeout_ms', 'timeout');
+  const timeoutMs = parseMillis(options, body, 'timeout_ms', 'timeout', MAX_EXECUTION_TIMEOUT_MS);
   const visibilityMs =
-    parseMillis(options, body, 'visibility_timeout_ms', 'visibility_timeout') ??
-    defaults.visibilityTimeoutMs;
+    parseMillis(
+      options,
+      body,
+      'visibility_timeout_ms',
+      'visibility_timeout',
+      MAX_VISIBILITY_TIMEOUT_MS,
+    ) ?? defaults.visibilityTimeoutMs;
   const tags = parseTags(pick(options, body, 'tags'));
   if (present(body.schema) && typeof body.schema !== 'string') {
     throw invalidPayload('schema must be a string URI.', { field: 'schema' });

@@ -14,8 +14,12 @@ export type ErrorCode =
   | 'duplicate'
   | 'payload_too_large'
   | 'metadata_too_large'
+  | 'uri_too_long'
+  | 'headers_too_large'
+  | 'request_timeout'
   | 'queue_paused'
   | 'rate_limited'
+  | 'QUEUE_FULL'
   | 'unsupported'
   | 'unauthenticated'
   | 'permission_denied'
@@ -75,8 +79,29 @@ export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, CatalogueEntry>> = {
     retryable: false,
     hint: 'Keep meta under 64 KiB.',
   },
+  uri_too_long: {
+    status: 414,
+    retryable: false,
+    hint: 'A path parameter is longer than any name or id the server stores.',
+  },
+  headers_too_large: {
+    status: 431,
+    retryable: false,
+    hint: 'Send smaller request headers (the URL counts too).',
+  },
+  request_timeout: {
+    status: 408,
+    retryable: true,
+    hint: 'The request was not received in time; send it again.',
+  },
   queue_paused: { status: 422, retryable: true, hint: 'Resume the queue or retry later.' },
   rate_limited: { status: 429, retryable: true, hint: 'Wait for Retry-After seconds.' },
+  // The spec's own code (error catalogue OJS-6001); HB has no lowercase name for it.
+  QUEUE_FULL: {
+    status: 429,
+    retryable: true,
+    hint: 'The queue is at its depth bound (backpressure); wait for Retry-After seconds.',
+  },
   unsupported: {
     status: 422,
     retryable: false,

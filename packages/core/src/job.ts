@@ -3,6 +3,8 @@
  * The record uses the wire's field names so `toWire` is a projection, not a
  * translation; fields that only drive scheduling are plain numbers (epoch ms).
  */
+import type { JobProgress } from './progress.ts';
+import { currentProgress } from './progress.ts';
 import type { RetryPolicy } from './retry.ts';
 import type { JobState } from './states.ts';
 
@@ -72,8 +74,12 @@ export interface JobRecord {
   retry_delay_ms?: number;
   next_attempt_at?: string;
   parent_results?: unknown[];
+  /** Graph workflows: the results of the step's dependencies keyed by step id. */
+  parent_results_by_step?: Record<string, unknown>;
   workflow_id?: string;
   workflow_step?: number;
+  /** Graph workflows: the id of the step this job runs. */
+  workflow_step_id?: string;
   /** Set on batch callback jobs: which callback this job is. */
   workflow_callback?: string;
   unique?: UniquePolicy;
@@ -98,6 +104,8 @@ export interface JobRecord {
   routed_version?: string;
   /** Comparable number of the version the job routes by (routed_version ?? version). */
   version_num?: number;
+  /** The latest progress report of an attempt (progress.ts). */
+  progress?: JobProgress;
   /** Set when an active job was cancelled, so its worker's BEAT learns it. */
   cancel_requested?: boolean;
   /** Monotonic enqueue order assigned by the store (FIFO within a priority). */
@@ -119,6 +127,7 @@ const INTERNAL_FIELDS = new Set([
   'retry',
   'dead_letter',
   'version_num',
+  'progress',
 ]);
 
 /** The wire form of a job (http-binding digest §5.1): absent fields are omitted. */
@@ -132,5 +141,10 @@ export function toWire(job: JobRecord): Record<string, unknown> {
   out.retry = job.retry;
   if (job.errors.length === 0) delete out.errors;
   if (job.unique_key !== undefined) out.unique_key = job.unique_key;
+  const progress = currentProgress(job);
+  if (progress !== null) {
+    const { attempt: _attempt, ...shown } = progress;
+    out.progress = shown;
+  }
   return out;
 }

@@ -284,6 +284,18 @@ export function promote(job: JobRecord): JobRecord {
   return out;
 }
 
+/** Unstarted and past expires_at: what the promoter discards with expire(). */
+export function isExpirable(job: JobRecord, now: number): boolean {
+  return (
+    job.expires_at_ms !== undefined &&
+    job.expires_at_ms <= now &&
+    (job.state === 'scheduled' ||
+      job.state === 'available' ||
+      job.state === 'pending' ||
+      job.state === 'retryable')
+  );
+}
+
 /** An unstarted job past expires_at: discarded without running, completed_at absent. */
 export function expire(job: JobRecord, now: number): JobRecord {
   const out = next(job);

@@ -5,6 +5,7 @@
 
 import { formatIsoDuration, parseIsoDuration } from './duration.ts';
 import { validationError } from './errors.ts';
+import { MAX_ATTEMPTS, MAX_DURATION_MS } from './limits.ts';
 
 export type BackoffStrategy = 'exponential' | 'linear' | 'constant' | 'polynomial' | 'none';
 export type OnExhaustion = 'discard' | 'dead_letter';
@@ -126,10 +127,10 @@ class PolicyReader {
       };
     }
     if (given.key !== key) {
-      if (!isNonNegativeInteger(given.value)) {
+      if (!isNonNegativeInteger(given.value) || given.value > MAX_DURATION_MS) {
         throw this.error(
           given.key,
-          `must be a non-negative integer of milliseconds (got ${describe(given.value)})`,
+          `must be an integer of milliseconds from 0 to ${MAX_DURATION_MS} (got ${describe(given.value)})`,
         );
       }
       return {
@@ -157,6 +158,9 @@ class PolicyReader {
         'max_attempts',
         `must be a non-negative integer (got ${describe(given.value)})`,
       );
+    }
+    if (given.value > MAX_ATTEMPTS) {
+      throw this.error('max_attempts', `must be at most ${MAX_ATTEMPTS} (got ${given.value})`);
     }
     return given.value;
   }

@@ -21,7 +21,7 @@ export interface JobColumns {
   /** The earliest of the visibility and execution deadlines (ms), while active. */
   deadline: number | null;
   expires_at: number | null;
-  /** When the job became completed or discarded (ms), for throughput statistics. */
+  /** When the job reached its final state (ms): throughput statistics and retention. */
   finished_at: number | null;
   /** Listed in the dead letter queue. */
   dead_letter: boolean;
@@ -39,7 +39,9 @@ function finishedAt(job: JobRecord): number | null {
       ? job.completed_at
       : job.state === 'discarded'
         ? job.discarded_at
-        : undefined;
+        : job.state === 'cancelled'
+          ? job.cancelled_at
+          : undefined;
   if (stamp === undefined) return null;
   const ms = Date.parse(stamp);
   return Number.isNaN(ms) ? null : ms;

@@ -4,10 +4,15 @@
  * before the decision must still be the stored one), and everything that
  * belongs to one transition (the job, new jobs, workflow records, events)
  * commits atomically or not at all. Records handed across the seam are
- * never shared: a store returns its own copies and keeps none of the caller's.
+ * never shared with the store's own state: a store keeps none of the caller's
+ * objects and returns records no later read or write of the store touches.
+ * (An inserted job is returned as the caller's job plus its `seq`: it may
+ * share nested values with the caller's input, which is the caller's own.)
  */
 import type { Clock } from './clock.ts';
 import type { JobRecord } from './job.ts';
+import type { JobFilter, JobPageRequest } from './job-query.ts';
+import type { PruneTarget } from './queue-config.ts';
 import type { LeaseItem, LeaseResult, SettleItem, SettleResult } from './settle.ts';
 import type { JobState } from './states.ts';
 import type { HandlerDeclaration } from './version.ts';
@@ -129,6 +134,26 @@ export interface Page<T> {
   total: number;
 }
 
+/** Jobs of one queue in one state (admin counts). */
+export interface QueueStateCount {
+  queue: string;
+  state: JobState;
+  count: number;
+}
+
+/** What a rate-limit key looks like now (GET /ojs/v1/rate-limits/{key}). */
+export interface RateLimitState {
+  key: string;
+  /** Active jobs holding the key. */
+  active: number;
+  /** Available jobs with the key, waiting for it. */
+  waiting: number;
+  /** The key's current fixed window, if one was opened. */
+  window: { start: number; count: number } | null;
+  /** The policy of the newest waiting or active job with the key (limits are per job). */
+  policy: JobRecord['rate_limit'] | null;
+}
+
 export interface SettleRequest {
   items: SettleItem[];
   now: number;
@@ -203,10 +228,17 @@ export interface Store {
   commit(commit: Commit): Promise<boolean>;
   /**
    * Time-driven transitions: due scheduled/retryable jobs -> available;
-   * unstarted jobs past expires_at -> discarded (job.expired event).
+   * unstarted jobs past expires_at -> discarded (job.expired event), except
+   * jobs of a workflow (see findExpiringWorkflowJobs).
    * Returns the number of jobs made available.
    */
   promoteDueJobs(now: number): Promise<number>;
+  /**
+   * Unstarted jobs of workflows past expires_at, oldest expiry first, at
+   * most `limit`. promoteDueJobs leaves them: the engine expires each one
+   * through commit together with its workflow's advancement.
+   */
+  findExpiringWorkflowJobs(now: number, limit: number): Promise<JobRecord[]>;
   /** Active jobs whose visibility or execution deadline has passed. */
   findExpiredLeases(now: number, limit: number): Promise<JobRecord[]>;
 
@@ -215,6 +247,27 @@ export interface Store {
     limit: number,
     offset: number,
   ): Promise<Page<JobRecord>>;
+  /**
+   * A page of jobs matching `filter`, ordered by seq (`order`), starting
+   * after `afterSeq`; at most `limit` jobs. Served from indexes for the
+   * ranges core `indexRanges` names.
+   */
+  listJobs(request: JobPageRequest): Promise<JobRecord[]>;
+  /** How many jobs match `filter`. */
+  countJobs(filter: JobFilter): Promise<number>;
+  /** Job counts per queue and state (only non-zero pairs). */
+  countJobsByQueue(): Promise<QueueStateCount[]>;
+  /**
+   * Retention: deletes up to `limit` finished jobs of the target's class
+   * (completed, cancelled, plain discarded, or dead-lettered discarded)
+   * whose finished time is before `target.before`, restricted to or
+   * excluding the target's queues, and releases their unique keys in the
+   * same atomic step. Jobs of a workflow are kept (the workflow reads its
+   * steps' results). Safe to run from several processes at once. Returns
+   * how many were deleted.
+   */
+  pruneJobs(target: PruneTarget, limit: number): Promise<number>;
+  rateLimitState(key: string): Promise<RateLimitState>;
   listQueues(): Promise<QueueInfo[]>;
   queueStats(name: string, now: number): Promise<QueueStats>;
   setQueuePaused(name: string, paused: boolean, now: number): Promise<QueueInfo>;

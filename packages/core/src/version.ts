@@ -4,7 +4,9 @@
  * (major, minor, patch) with missing parts 0 (X-21: "2.0", 2 and "2.0.0"
  * are equal); it is echoed on the wire exactly as the producer sent it.
  */
-import { invalidPayload, invalidRequest } from './errors.ts';
+import { validateJobType } from './envelope.ts';
+import { invalidPayload, invalidRequest, OjsError } from './errors.ts';
+import { boundedArray, byteLength, MAX_HANDLERS, MAX_VERSION_RANGE_BYTES } from './limits.ts';
 
 const VERSION_PATTERN = /^(0|[1-9]\d{0,6})(?:\.(0|[1-9]\d{0,4}))?(?:\.(0|[1-9]\d{0,4}))?$/;
 /**
@@ -75,10 +77,15 @@ export function parseVersionRange(value: unknown, field = 'versions'): VersionRa
     return { text: '*', any: true, intervals: [[null, null]] };
   }
   if (typeof value === 'number') value = String(value);
-  if (typeof value !== 'string' || value.trim() === '') {
-    throw invalidRequest(`${field} must be a version range such as "*", "2.0" or ">=1.0 <3.0".`, {
-      field,
-    });
+  if (
+    typeof value !== 'string' ||
+    value.trim() === '' ||
+    byteLength(value) > MAX_VERSION_RANGE_BYTES
+  ) {
+    throw invalidRequest(
+      `${field} must be a version range such as "*", "2.0" or ">=1.0 <3.0" of at most ${MAX_VERSION_RANGE_BYTES} bytes.`,
+      { field },
+    );
   }
   const tokens = value.split(/[\s,]+/).filter((t) => t !== '');
   let lo: number | null = null;
@@ -154,8 +161,12 @@ export function parseHandlers(
   if (!Array.isArray(value)) {
     throw invalidRequest(`${field} must be an array of {type, versions}.`, { field });
   }
-  return value.map((entry, index) => {
-    if (typeof entry === 'string') return { type: entry, range: parseVersionRange('*') };
+  // Handler types are job types: bounded and patterned like them, since a
+  // fetch compares them against every candidate job.
+  return boundedArray(value, field, MAX_HANDLERS).map((entry, index) => {
+    if (typeof entry === 'string') {
+      return { type: handlerType(entry, `${field}[${index}]`), range: parseVersionRange('*') };
+    }
     if (
       typeof entry !== 'object' ||
       entry === null ||
@@ -166,8 +177,20 @@ export function parseHandlers(
       });
     }
     const { type, versions } = entry as { type: string; versions?: unknown };
-    return { type, range: parseVersionRange(versions, `${field}[${index}].versions`) };
+    return {
+      type: handlerType(type, `${field}[${index}].type`),
+      range: parseVersionRange(versions, `${field}[${index}].versions`),
+    };
   });
+}
+
+function handlerType(type: string, field: string): string {
+  try {
+    return validateJobType(type, field);
+  } catch (error) {
+    if (error instanceof OjsError) throw invalidRequest(error.message, error.details);
+    throw error;
+  }
 }
 
 /** The routing predicate (VER-004/005/006): may a worker with these handlers run this job? */

@@ -1,68 +1,32 @@
 /**
- * Workflows (features §3): chain, group and batch. Pure decisions only:
- * creating a workflow from a request, and advancing it when one of its jobs
- * reaches a terminal state. The engine commits the advanced record, the jobs
- * it enqueues and the job transition that triggered it in one atomic commit.
+ * Workflows (features §3): chain, group and batch, and the graph form of
+ * http-binding §4.15 (steps with ids and depends_on). Pure decisions only:
+ * starting a workflow built from a request (workflow-build.ts), advancing
+ * it when one of its members (a job, or a nested workflow) reaches a
+ * terminal state, and cancelling it. The engine commits the advanced
+ * records, the jobs and nested workflows they start and the transition that
+ * triggered them in one atomic commit.
  */
 
-import { type EnqueueDefaults, parseEnqueueRequest } from './envelope.ts';
-import { invalidRequest, OjsError } from './errors.ts';
+import type { EnqueueDefaults } from './envelope.ts';
+import { parseEnqueueRequest } from './envelope.ts';
+import { OjsError } from './errors.ts';
 import { makeEvent } from './events.ts';
 import type { JobRecord } from './job.ts';
 import { cancel } from './lifecycle.ts';
-import { isTerminal } from './states.ts';
+import { isTerminal, type JobState } from './states.ts';
 import type { OjsEvent } from './store.ts';
 import { toIso } from './time.ts';
-import { uuidv7 } from './uuid.ts';
+import { buildWorkflow, CALLBACK_KINDS, isWorkflowBody } from './workflow-build.ts';
+import { dependencyResults, stepsById } from './workflow-graph.ts';
 import type {
   CallbackKind,
   WorkflowRecord,
   WorkflowStep,
   WorkflowStepState,
-  WorkflowType,
 } from './workflow-types.ts';
 
 type Obj = Record<string, unknown>;
-
-const TYPES: readonly WorkflowType[] = ['chain', 'group', 'batch'];
-const CALLBACK_KINDS: readonly CallbackKind[] = ['on_complete', 'on_success', 'on_failure'];
-/** Steps per workflow; each step is one job. */
-export const MAX_WORKFLOW_STEPS = 10_000;
-
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-function invalidWorkflow(message: string, path: string): OjsError {
-  return invalidRequest(message, { validation_errors: [{ path, message }] });
-}
-
-/** Validates a step/job spec by building the job it describes (errors name the path). */
-function validateSpec(
-  spec: unknown,
-  path: string,
-  now: number,
-  defaults: EnqueueDefaults,
-): JobRecord {
-  if (!isObject(spec))
-    throw invalidWorkflow(`${path} must be a job object with type and args.`, path);
-  if (spec.type === 'chain' || spec.type === 'group' || spec.type === 'batch') {
-    throw invalidWorkflow(`${path}: nested workflows are not supported (maximum depth 1).`, path);
-  }
-  try {
-    return parseEnqueueRequest({ args: [], ...spec }, now, defaults);
-  } catch (error) {
-    // Any invalid step makes the workflow invalid: 400 with the step's path (features §3.8).
-    if (error instanceof OjsError) {
-      const message = `${path}: ${error.message}`;
-      throw invalidRequest(message, {
-        ...error.details,
-        path,
-        step_error_code: error.code,
-        validation_errors: [{ path, message: error.message }],
-      });
-    }
-    throw error;
-  }
-}
 
 function jobForStep(
   workflow: WorkflowRecord,
@@ -79,90 +43,91 @@ function jobForStep(
   return job;
 }
 
+/** What a member receives from the steps before it (none for the first ones). */
+interface StepInput {
+  list: unknown[];
+  byStep?: Record<string, unknown>;
+}
+
+/** Jobs, nested workflows and events that starting members produces. */
+interface Started {
+  jobs: JobRecord[];
+  workflows: WorkflowRecord[];
+  events: OjsEvent[];
+}
+
+/**
+ * Starts one step: a job, or a nested workflow (created now, with its own
+ * first members started, receiving the step's input as its first jobs do).
+ */
+function startStep(
+  workflow: WorkflowRecord,
+  step: WorkflowStep,
+  now: number,
+  defaults: EnqueueDefaults,
+  input?: StepInput,
+): Started {
+  step.state = 'pending';
+  if (isWorkflowBody(step.spec)) {
+    const child = buildWorkflow(step.spec, now, defaults, { depth: (workflow.depth ?? 1) + 1 });
+    child.parent = { workflow_id: workflow.id, step: step.index };
+    step.workflow_id = child.id;
+    const started = startWorkflow(child, now, defaults, input);
+    return { ...started, workflows: [child, ...started.workflows] };
+  }
+  const job = jobForStep(workflow, step.spec, step.index, now, defaults, input?.list);
+  if (step.id !== undefined) job.workflow_step_id = step.id;
+  if (input?.byStep !== undefined) job.parent_results_by_step = input.byStep;
+  step.job_id = job.id;
+  return { jobs: [job], workflows: [], events: [] };
+}
+
+/** Chains start step 0, groups and batches every job, graphs their roots. */
+function startWorkflow(
+  workflow: WorkflowRecord,
+  now: number,
+  defaults: EnqueueDefaults,
+  input?: StepInput,
+): Started {
+  const out: Started = {
+    jobs: [],
+    workflows: [],
+    events: [
+      workflowEvent('workflow.started', workflow, { total_steps: workflow.steps.length }, now),
+    ],
+  };
+  const first =
+    workflow.type === 'chain'
+      ? [workflow.steps[0]!]
+      : workflow.type === 'dag'
+        ? workflow.steps.filter((step) => step.depends_on!.length === 0)
+        : workflow.steps;
+  for (const step of first) merge(out, startStep(workflow, step, now, defaults, input));
+  return out;
+}
+
+function merge(into: Started, from: Started): void {
+  into.jobs.push(...from.jobs);
+  into.workflows.push(...from.workflows);
+  into.events.push(...from.events);
+}
+
 export interface WorkflowCreation {
   workflow: WorkflowRecord;
+  /** Nested workflows started with it (their records are inserted with it). */
+  workflows: WorkflowRecord[];
   jobs: JobRecord[];
   events: OjsEvent[];
 }
 
-/** Validates POST /ojs/v1/workflows and returns the record plus the jobs to enqueue now. */
+/** Validates POST /ojs/v1/workflows and returns the records plus the jobs to enqueue now. */
 export function createWorkflow(
   body: unknown,
   now: number,
   defaults: EnqueueDefaults,
 ): WorkflowCreation {
-  if (!isObject(body)) throw invalidWorkflow('The workflow must be a JSON object.', '$');
-  const type = body.type;
-  if (typeof type !== 'string' || !TYPES.includes(type as WorkflowType)) {
-    throw invalidWorkflow('type must be one of chain, group, batch.', 'type');
-  }
-  // Chains list `steps`, groups and batches `jobs`; the other name is accepted as an alias.
-  const primary = type === 'chain' ? 'steps' : 'jobs';
-  const alias = type === 'chain' ? 'jobs' : 'steps';
-  const listName = body[primary] === undefined && body[alias] !== undefined ? alias : primary;
-  const list = body[listName];
-  if (!Array.isArray(list) || list.length === 0) {
-    throw invalidWorkflow(`${listName} must be a non-empty array of jobs.`, listName);
-  }
-  if (list.length > MAX_WORKFLOW_STEPS) {
-    throw invalidWorkflow(`A workflow may hold at most ${MAX_WORKFLOW_STEPS} jobs.`, listName);
-  }
-  if (body.name !== undefined && typeof body.name !== 'string') {
-    throw invalidWorkflow('name must be a string.', 'name');
-  }
-  for (const [index, spec] of list.entries()) {
-    validateSpec(spec, `${listName}[${index}]`, now, defaults);
-  }
-
-  let callbacks: WorkflowRecord['callbacks'];
-  if (body.callbacks !== undefined || type === 'batch') {
-    if (!isObject(body.callbacks)) {
-      throw invalidWorkflow(
-        'A batch needs callbacks with on_complete, on_success or on_failure.',
-        'callbacks',
-      );
-    }
-    callbacks = {};
-    for (const kind of CALLBACK_KINDS) {
-      const spec = body.callbacks[kind];
-      if (spec === undefined || spec === null) continue;
-      validateSpec(spec, `callbacks.${kind}`, now, defaults);
-      callbacks[kind] = spec as Obj;
-    }
-    if (Object.keys(callbacks).length === 0) {
-      throw invalidWorkflow(
-        'callbacks must define at least one of on_complete, on_success, on_failure.',
-        'callbacks',
-      );
-    }
-  }
-
-  const workflow: WorkflowRecord = {
-    id: uuidv7(now),
-    type: type as WorkflowType,
-    state: 'running',
-    steps: list.map(
-      (spec, index): WorkflowStep => ({ index, spec: spec as Obj, state: 'waiting' }),
-    ),
-    created_at: toIso(now),
-    started_at: toIso(now),
-    rev: 0,
-  };
-  if (typeof body.name === 'string') workflow.name = body.name;
-  if (callbacks !== undefined) workflow.callbacks = callbacks;
-
-  // Chains enqueue step 0 only; groups and batches enqueue every job at once.
-  const initial = workflow.type === 'chain' ? [workflow.steps[0]!] : workflow.steps;
-  const jobs = initial.map((step) => {
-    const job = jobForStep(workflow, step.spec, step.index, now, defaults);
-    step.state = 'pending';
-    step.job_id = job.id;
-    return job;
-  });
-  const events = [
-    workflowEvent('workflow.started', workflow, { total_steps: workflow.steps.length }, now),
-  ];
-  return { workflow, jobs, events };
+  const workflow = buildWorkflow(body, now, defaults);
+  return { workflow, ...startWorkflow(workflow, now, defaults) };
 }
 
 function workflowEvent(type: string, workflow: WorkflowRecord, data: Obj, now: number): OjsEvent {
@@ -179,7 +144,20 @@ function workflowEvent(type: string, workflow: WorkflowRecord, data: Obj, now: n
   );
 }
 
-function stepStateOf(job: JobRecord): WorkflowStepState {
+/**
+ * What ended in a workflow: one of its jobs (a JobRecord is one), or a
+ * nested workflow seen through childOutcome.
+ */
+export interface WorkflowMember {
+  id: string;
+  type: string;
+  state: JobState;
+  result?: unknown;
+  error?: { code: string; message: string; attempt?: number };
+  started_at?: string;
+}
+
+function stepStateOf(job: WorkflowMember): WorkflowStepState {
   switch (job.state) {
     case 'completed':
       return 'completed';
@@ -197,6 +175,8 @@ function stepStateOf(job: JobRecord): WorkflowStepState {
 export interface WorkflowAdvance {
   workflow: WorkflowRecord;
   inserts: JobRecord[];
+  /** Nested workflows started by this advancement (records to insert). */
+  workflows: WorkflowRecord[];
   events: OjsEvent[];
 }
 
@@ -205,14 +185,14 @@ const finished = (step: WorkflowStep) =>
   step.state === 'completed' || step.state === 'failed' || step.state === 'cancelled';
 
 /**
- * A job of `workflow` reached a terminal state (`job` is the job as it will
- * be written). Returns the advanced workflow, the jobs to enqueue with it
- * and the events; null when the job changes nothing (e.g. workflow already
- * finished).
+ * A member of `workflow` reached a terminal state (a job as it will be
+ * written, or a nested workflow's childOutcome). Returns the advanced
+ * workflow, the jobs and nested workflows to start with it and the events;
+ * null when the member changes nothing (e.g. workflow already finished).
  */
 export function advanceWorkflow(
   workflow: WorkflowRecord,
-  job: JobRecord,
+  job: WorkflowMember,
   now: number,
   defaults: EnqueueDefaults,
 ): WorkflowAdvance | null {
@@ -220,8 +200,16 @@ export function advanceWorkflow(
   const next: WorkflowRecord = structuredClone(workflow);
   next.rev = workflow.rev + 1;
   const inserts: JobRecord[] = [];
+  const workflows: WorkflowRecord[] = [];
   const events: OjsEvent[] = [];
-  const finish = (state: 'completed' | 'failed', data: Obj = {}) => {
+  const result = (): WorkflowAdvance => ({ workflow: next, inserts, workflows, events });
+  const start = (step: WorkflowStep, input: StepInput) => {
+    const started = startStep(next, step, now, defaults, input);
+    inserts.push(...started.jobs);
+    workflows.push(...started.workflows);
+    events.push(...started.events);
+  };
+  const finish: Finish = (state, data = {}) => {
     next.state = state;
     next.completed_at = toIso(now);
     events.push(
@@ -242,17 +230,23 @@ export function advanceWorkflow(
       const ok = states.every((state) => state === 'completed');
       finish(ok ? 'completed' : 'failed', ok ? {} : { failed_callback: callbackKind });
     }
-    return { workflow: next, inserts, events };
+    return result();
   }
 
-  const step = next.steps.find((s) => s.job_id === job.id);
+  const step = next.steps.find((s) => s.job_id === job.id || s.workflow_id === job.id);
   if (step === undefined) return null;
   step.state = stepStateOf(job);
   if (job.state === 'completed') step.result = job.result ?? null;
   else if (job.error !== undefined) {
     step.error = { code: job.error.code, message: job.error.message, attempt: job.error.attempt };
   }
-  if (next.state !== 'running') return { workflow: next, inserts, events };
+  if (next.type === 'dag') step.finished_at = toIso(now);
+  if (next.state !== 'running') return result();
+
+  if (next.type === 'dag') {
+    advanceGraph(next, step, job, { now, events, finish, start });
+    return result();
+  }
 
   if (next.type === 'chain') {
     if (step.state !== 'completed') {
@@ -264,13 +258,7 @@ export function advanceWorkflow(
         error: step.error ?? { code: job.state, message: `Step ${step.index} was ${job.state}.` },
       });
     } else if (step.index + 1 < next.steps.length) {
-      const following = next.steps[step.index + 1]!;
-      const nextJob = jobForStep(next, following.spec, following.index, now, defaults, [
-        step.result,
-      ]);
-      following.state = 'pending';
-      following.job_id = nextJob.id;
-      inserts.push(nextJob);
+      start(next.steps[step.index + 1]!, { list: [step.result] });
       events.push(
         workflowEvent(
           'workflow.step_completed',
@@ -286,17 +274,17 @@ export function advanceWorkflow(
     } else {
       finish('completed');
     }
-    return { workflow: next, inserts, events };
+    return result();
   }
 
-  if (!next.steps.every(finished)) return { workflow: next, inserts, events };
+  if (!next.steps.every(finished)) return result();
   const allSucceeded = next.steps.every(succeeded);
   if (next.type === 'batch' && next.callbacks !== undefined) {
     const results = next.steps.map((s) =>
       s.state === 'completed' ? s.result : { error: s.error ?? null },
     );
     // Callbacks fire once: a member job ending again later (dead letter retry) changes nothing.
-    if (next.callback_jobs !== undefined) return { workflow: next, inserts, events };
+    if (next.callback_jobs !== undefined) return result();
     const fire = CALLBACK_KINDS.filter(
       (kind) =>
         next.callbacks![kind] !== undefined &&
@@ -317,10 +305,84 @@ export function advanceWorkflow(
         ),
       );
     }
-    if (fire.length > 0) return { workflow: next, inserts, events };
+    if (fire.length > 0) return result();
   }
   finish(allSucceeded ? 'completed' : 'failed');
-  return { workflow: next, inserts, events };
+  return result();
+}
+
+type Finish = (state: 'completed' | 'failed', data?: Obj) => void;
+
+interface AdvanceContext {
+  now: number;
+  events: OjsEvent[];
+  finish: Finish;
+  start: (step: WorkflowStep, input: StepInput) => void;
+}
+
+/** Milliseconds from the member's start (a job's latest attempt) to `now`. */
+function durationOf(job: WorkflowMember, now: number): number {
+  return job.started_at === undefined ? 0 : Math.max(0, now - Date.parse(job.started_at));
+}
+
+/**
+ * A step of a running graph workflow ended. Completed: every waiting step
+ * whose dependencies have now all completed is enqueued with their results;
+ * the workflow completes with its last step. Failed for good (discarded,
+ * also by expiry) or cancelled: the workflow fails at once, as a chain
+ * does; steps not yet enqueued are cancelled (they can no longer run), and
+ * steps already enqueued on other branches run to their end, their outcome
+ * recorded on the failed workflow.
+ */
+function advanceGraph(
+  workflow: WorkflowRecord,
+  step: WorkflowStep,
+  job: WorkflowMember,
+  context: AdvanceContext,
+): void {
+  const { now, events, finish, start } = context;
+  const stepData = { step_id: step.id, step_type: job.type, job_id: job.id };
+  if (step.state !== 'completed') {
+    const error = step.error ?? {
+      code: job.state,
+      message: `Step '${step.id}' was ${job.state}.`,
+    };
+    events.push(workflowEvent('workflow.step_failed', workflow, { ...stepData, error }, now));
+    const cancelled: string[] = [];
+    for (const other of workflow.steps) {
+      if (other.state !== 'waiting') continue;
+      other.state = 'cancelled';
+      cancelled.push(other.id!);
+    }
+    finish('failed', {
+      failed_step_id: step.id,
+      failed_step_type: job.type,
+      failed_job_id: job.id,
+      error,
+      cancelled_steps: cancelled,
+      duration_ms: now - Date.parse(workflow.created_at),
+    });
+    return;
+  }
+  const remaining = workflow.steps.filter((s) => s.state !== 'completed').length;
+  events.push(
+    workflowEvent(
+      'workflow.step_completed',
+      workflow,
+      { ...stepData, duration_ms: durationOf(job, now), steps_remaining: remaining },
+      now,
+    ),
+  );
+  if (remaining === 0) {
+    finish('completed', { duration_ms: now - Date.parse(workflow.created_at) });
+    return;
+  }
+  const byId = stepsById(workflow);
+  for (const candidate of workflow.steps) {
+    if (candidate.state !== 'waiting' || !candidate.depends_on!.includes(step.id!)) continue;
+    if (!candidate.depends_on!.every((dep) => byId.get(dep)!.state === 'completed')) continue;
+    start(candidate, dependencyResults(candidate, byId));
+  }
 }
 
 /** Cancels a running workflow: waiting steps cancelled, and the non-terminal jobs to cancel. */
@@ -346,7 +408,12 @@ export function cancelWorkflow(
   const cancelled = jobs.filter((job) => !isTerminal(job.state)).map((job) => cancel(job, now));
   const cancelledIds = new Set(cancelled.map((job) => job.id));
   for (const step of next.steps) {
-    if (step.state === 'waiting' || (step.job_id !== undefined && cancelledIds.has(step.job_id))) {
+    if (
+      step.state === 'waiting' ||
+      (step.job_id !== undefined && cancelledIds.has(step.job_id)) ||
+      // A running nested workflow is cancelled with it (the engine cancels its record).
+      (step.workflow_id !== undefined && step.state === 'pending')
+    ) {
       step.state = 'cancelled';
     }
   }
@@ -357,48 +424,35 @@ export function cancelWorkflow(
   };
 }
 
-/** The wire form: OA/suite counters plus per-step states. */
-export function workflowToWire(workflow: WorkflowRecord): Obj {
-  const completed = workflow.steps.filter(succeeded).length;
-  const failed = workflow.steps.filter((s) => s.state === 'failed').length;
-  const out: Obj = {
-    id: workflow.id,
-    type: workflow.type,
-    state: workflow.state,
-    created_at: workflow.created_at,
-  };
-  if (workflow.name !== undefined) out.name = workflow.name;
-  if (workflow.type === 'chain') {
-    out.steps_total = workflow.steps.length;
-    out.steps_completed = completed;
+/**
+ * A nested workflow that ended, as the member its parent's step sees: its
+ * result (chain: its last step's; group and batch: by job index; graph: by
+ * step id) or the error of its first failed step.
+ */
+export function childOutcome(child: WorkflowRecord): WorkflowMember {
+  const state: JobState =
+    child.state === 'completed'
+      ? 'completed'
+      : child.state === 'cancelled'
+        ? 'cancelled'
+        : child.state === 'failed'
+          ? 'discarded'
+          : 'active';
+  const outcome: WorkflowMember = { id: child.id, type: child.type, state };
+  if (child.started_at !== undefined) outcome.started_at = child.started_at;
+  if (state === 'completed') {
+    outcome.result =
+      child.type === 'chain'
+        ? (child.steps[child.steps.length - 1]!.result ?? null)
+        : Object.fromEntries(
+            child.steps.map((step) => [step.id ?? String(step.index), step.result ?? null]),
+          );
   } else {
-    out.jobs_total = workflow.steps.length;
-    out.jobs_completed = completed;
-  }
-  out.jobs_failed = failed;
-  out.steps = workflow.steps.map((s) => {
-    const step: Obj = {
-      index: s.index,
-      type: s.spec.type,
-      state: s.state,
-      job_id: s.job_id ?? null,
+    const failed = child.steps.find((step) => step.error !== undefined);
+    outcome.error = failed?.error ?? {
+      code: `workflow_${child.state}`,
+      message: `Nested workflow '${child.id}' ${child.state}.`,
     };
-    if (s.result !== undefined) step.result = s.result;
-    if (s.error !== undefined) step.error = s.error;
-    return step;
-  });
-  if (workflow.callbacks !== undefined) out.callbacks = workflow.callbacks;
-  if (workflow.callback_jobs !== undefined) out.callback_jobs = workflow.callback_jobs;
-  for (const key of ['started_at', 'completed_at', 'cancelled_at'] as const) {
-    if (workflow[key] !== undefined) out[key] = workflow[key];
   }
-  out.metadata = {
-    created_at: workflow.created_at,
-    started_at: workflow.started_at,
-    completed_at: workflow.completed_at,
-    job_count: workflow.steps.length,
-    completed_count: completed,
-    failed_count: failed,
-  };
-  return out;
+  return outcome;
 }

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { OjsError } from '../src/errors.ts';
+import type { OjsError } from '../src/errors.ts';
 import type { JobRecord } from '../src/job.ts';
 import { cancel, claim, complete, fail, reviveDeadLetter } from '../src/lifecycle.ts';
 import type { OjsEvent } from '../src/store.ts';
@@ -17,9 +17,10 @@ import {
   cancelWorkflow,
   createWorkflow,
   type WorkflowAdvance,
-  workflowToWire,
 } from '../src/workflow.ts';
 import type { WorkflowRecord } from '../src/workflow-types.ts';
+import { workflowToWire } from '../src/workflow-wire.ts';
+import { rejects } from './ojs-error.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 const DEFAULTS = { visibilityTimeoutMs: 300_000 };
@@ -28,17 +29,6 @@ type Obj = Record<string, unknown>;
 
 const step = (type: string, args: unknown[] = [], options?: Obj): Obj =>
   options === undefined ? { type, args } : { type, args, options };
-
-/** Asserts `fn` throws an OjsError and returns it. */
-function rejects(fn: () => unknown): OjsError {
-  try {
-    fn();
-  } catch (error) {
-    assert.ok(error instanceof OjsError, `expected OjsError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail('expected an OjsError');
-}
 
 /** The job, fetched by a worker and acknowledged with `result`. */
 function completed(job: JobRecord, result: unknown, now = T0 + 1000): JobRecord {
@@ -207,19 +197,15 @@ describe('createWorkflow: validation', () => {
     assert.match(bad.message, /^callbacks\.on_success: /);
   });
 
-  it('rejects nested workflows (max depth 1) naming the step', () => {
-    for (const inner of ['chain', 'group', 'batch']) {
-      const error = rejects(() =>
-        createWorkflow(
-          { type: 'chain', steps: [step('a.b'), { type: inner, steps: [step('c.d')], jobs: [] }] },
-          T0,
-          DEFAULTS,
-        ),
-      );
-      assert.equal(error.code, 'invalid_request');
-      assert.match(error.message, /steps\[1\].*nested workflows/);
-      assert.equal(firstPath(error), 'steps[1]');
-    }
+  it('rejects workflows nested deeper than MAX_WORKFLOW_DEPTH, naming the path', () => {
+    let body: Obj = { type: 'group', jobs: [step('c.d')] };
+    for (let level = 2; level <= 6; level++) body = { type: 'chain', steps: [step('a.b'), body] };
+    const error = rejects(() => createWorkflow(body, T0, DEFAULTS));
+    assert.equal(error.code, 'invalid_request');
+    assert.match(error.message, /nest at most 5 levels/);
+    assert.equal(firstPath(error), 'steps[1].steps[1].steps[1].steps[1].steps[1]');
+    // One level less is accepted.
+    assert.ok(createWorkflow((body.steps as Obj[])[1], T0, DEFAULTS));
   });
 
   it('rejects a non-string name', () => {

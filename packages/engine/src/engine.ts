@@ -12,23 +12,33 @@ import {
   type Commit,
   cancel,
   cancelWorkflow,
+  checkRequestJson,
+  childOutcome,
   conflict,
   createWorkflow,
   decideSettlement,
   type EventFilter,
   enqueueEvents,
+  expire,
   type FailureReport,
   type HandlerDeclaration,
+  type InsertResult,
   invalidRequest,
+  isExpirable,
   isTerminal,
   type JobRecord,
   jobEvent,
+  jobSpecs,
   makeEvent,
   notFound,
   OjsError,
   type OjsEvent,
+  type ProgressUpdate,
   parseEnqueueRequest,
   parseHandlers,
+  progressToWire,
+  type RetentionPolicy,
+  recordProgress,
   reviveDeadLetter,
   type SettleItem,
   type Store,
@@ -36,16 +46,21 @@ import {
   toIso,
   toWire,
   validateQueueName,
+  type WorkflowMember,
   type WorkflowRecord,
   workflowToWire,
 } from '@ojs/core';
 import { CronScheduler, cronToWire } from './cron.ts';
+import { JobAdmin } from './job-admin.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { Notifier } from './notifier.ts';
+import { type QueuePressure, QueueSettingsRegistry, setsRetry } from './queue-settings.ts';
+import { type RetentionOptions, RetentionPruner } from './retention.ts';
 import { VersionRouter } from './routing.ts';
 import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
 import { SettingsCache } from './settings-cache.ts';
+import { WorkerRegistry, type WorkerState } from './workers.ts';
 
 export interface EngineOptions {
   store: Store;
@@ -63,9 +78,19 @@ export interface EngineOptions {
   intervals?: Partial<ServiceIntervals>;
   /** Enables the reset operation and the suite's heartbeat test directives. */
   testMode?: boolean;
+  /**
+   * Refuse unfenced worker calls: FETCH and heartbeat must carry `worker_id`,
+   * ACK and NACK `worker_id` and `attempt`. Without them a worker whose lease
+   * expired could settle a job another worker now holds.
+   */
+  requireFencing?: boolean;
   /** Default schema validation mode at enqueue (features §9; SHOULD default to warn). */
   schemaValidation?: ValidationMode;
   random?: () => number;
+  /** Retention of finished jobs per final state (ms; null keeps), over DEFAULT_RETENTION. */
+  retention?: Partial<RetentionPolicy>;
+  /** Batch sizes of the retention pruner. */
+  retentionPruner?: RetentionOptions;
 }
 
 export interface FetchRequest {
@@ -98,6 +123,18 @@ export interface NackRequest {
 export interface HeartbeatRequest {
   workerId?: string;
   jobIds: string[];
+  /** The state the worker reports (recorded in the worker registry). */
+  workerState?: WorkerState;
+  /** Active jobs as a count, when the worker sends one instead of ids. */
+  activeJobs?: number;
+  /** Registry details the worker sends (hostname, pid, queues, concurrency, version). */
+  info?: {
+    hostname?: string;
+    pid?: number;
+    queues?: string[];
+    concurrency?: number;
+    version?: string;
+  };
   handlers?: HandlerDeclaration[];
   visibilityTimeoutMs?: number;
 }
@@ -122,11 +159,20 @@ export interface HeartbeatResult {
 }
 
 export type EnqueueResult =
-  | { status: 'created'; job: JobRecord; warnings?: string[] }
+  | { status: 'created'; job: JobRecord; warnings?: string[]; pressure?: QueuePressure }
   | { status: 'existing'; job: JobRecord }
   | { status: 'dropped' };
 
+/** One item of `enqueueMany`: the outcome of its own PUSH, or the error that refused it. */
+export type EnqueueManyOutcome = EnqueueResult | { status: 'error'; error: OjsError };
+
 const MAX_GUARD_RETRIES = 20;
+/** Settling a workflow job: each try, some contender on the workflow record wins. */
+const WORKFLOW_GUARD_RETRIES = 200;
+/** Unstarted workflow jobs past expires_at expired per promoter pass. */
+const WORKFLOW_EXPIRY_BATCH = 500;
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class Engine {
   readonly store: Store;
@@ -136,6 +182,7 @@ export class Engine {
   readonly maxFetchWaitMs: number;
   readonly maxFetchCount: number;
   readonly maxBatchSize: number;
+  readonly requireFencing: boolean;
   readonly enqueueMiddleware = new MiddlewareChain<EnqueueMiddleware>();
   readonly notifier = new Notifier();
   readonly cron: CronScheduler = new CronScheduler(this);
@@ -151,9 +198,19 @@ export class Engine {
     workflow: workflowToWire,
     cron: cronToWire,
     handlers: parseHandlers,
+    /** The request limits every binding applies to a body (core limits.ts). */
+    checkRequest: checkRequestJson,
+    progress: progressToWire,
   } as const;
   readonly schemas: SchemaRegistry;
+  /** Finding jobs and acting on them (admin API, bulk operations). */
+  readonly jobs: JobAdmin = new JobAdmin(this);
+  /** Workers seen through heartbeats, and operator directives to them. */
+  readonly workers: WorkerRegistry = new WorkerRegistry(this);
+  readonly queueSettings: QueueSettingsRegistry;
+  readonly retention: RetentionPruner;
   readonly #random: () => number;
+  #draining = false;
   readonly #services: BackgroundServices;
   #lastPromotion = 0;
   #stopping = false;
@@ -167,9 +224,12 @@ export class Engine {
     this.maxFetchWaitMs = options.maxFetchWaitMs ?? 30_000;
     this.maxFetchCount = options.maxFetchCount ?? 1000;
     this.maxBatchSize = options.maxBatchSize ?? 10_000;
+    this.requireFencing = options.requireFencing ?? false;
     this.#random = options.random ?? Math.random;
     this.settings = new SettingsCache(this.store);
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
+    this.queueSettings = new QueueSettingsRegistry(this, options.retention);
+    this.retention = new RetentionPruner(this, options.retentionPruner);
     this.#unsubscribe = this.store.onJobsAvailable?.(() => this.notifier.notify());
     this.#services = new BackgroundServices(
       this,
@@ -186,6 +246,20 @@ export class Engine {
   start(): void {
     this.#stopping = false;
     this.#services.start();
+  }
+
+  /**
+   * Graceful shutdown, first step: FETCH hands out no new jobs and health
+   * reports `draining`, while every other operation (ACK, FAIL, heartbeats,
+   * enqueues) goes on until stop().
+   */
+  beginDrain(): void {
+    this.#draining = true;
+    this.notifier.notify();
+  }
+
+  get draining(): boolean {
+    return this.#draining;
   }
 
   /** Stops the background services and ends every waiting fetch now (shutdown). */
@@ -207,33 +281,144 @@ export class Engine {
     });
     const job = await runEnqueueChain(this.enqueueMiddleware, parsed);
     if (job === null) return { status: 'dropped' };
+    const pressure = await this.queueSettings.admit(
+      [job],
+      new Set(setsRetry(body) ? [job.id] : []),
+    );
     const warnings = await this.#prepareVersioned(job);
     const inserted = this.store.insertJobs([job], enqueueEvents(job, now), now);
     // The waiting fetch's claim joins the insert's group commit (pipelinedWrites).
     if (this.store.pipelinedWrites && job.state === 'available') this.notifier.notify();
     const [result] = await inserted;
-    switch (result!.status) {
+    const outcome = this.#pushOutcome(job, result!, warnings);
+    if (outcome.status === 'error') throw outcome.error;
+    if (outcome.status === 'created' && pressure !== undefined) return { ...outcome, pressure };
+    return outcome;
+  }
+
+  /** What one PUSH answers for the store's result of its job. */
+  #pushOutcome(job: JobRecord, result: InsertResult, warnings: string[]): EnqueueManyOutcome {
+    switch (result.status) {
       case 'inserted':
-        if (result!.job.state === 'available') this.notifier.notify();
+        if (result.job.state === 'available') this.notifier.notify();
         return warnings.length > 0
-          ? { status: 'created', job: result!.job, warnings }
-          : { status: 'created', job: result!.job };
+          ? { status: 'created', job: result.job, warnings }
+          : { status: 'created', job: result.job };
       case 'existing':
-        return { status: 'existing', job: result!.existing };
+        return { status: 'existing', job: result.existing };
       case 'duplicate_id':
-        throw new OjsError('duplicate', `A job with id '${job.id}' already exists.`, {
-          existing_job_id: job.id,
-        });
+        return {
+          status: 'error',
+          error: new OjsError('duplicate', `A job with id '${job.id}' already exists.`, {
+            existing_job_id: job.id,
+          }),
+        };
       case 'rejected':
-        throw new OjsError(
-          'duplicate',
-          `A job with the same unique key already exists (job '${result!.existing.id}').`,
-          {
-            existing_job_id: result!.existing.id,
-            unique_key: job.unique_key,
-          },
-        );
+        return {
+          status: 'error',
+          error: new OjsError(
+            'duplicate',
+            `A job with the same unique key already exists (job '${result.existing.id}').`,
+            { existing_job_id: result.existing.id, unique_key: job.unique_key },
+          ),
+        };
     }
+  }
+
+  /**
+   * Independent PUSHes in one call (our `push-many` extension): each item is
+   * validated, deduplicated and stored as `enqueue` would, and gets its own
+   * outcome; a refused item changes nothing and does not affect the others.
+   * Unlike `enqueueBatch` this is not atomic, but the common case is one
+   * store write: the valid jobs go to `insertJobs` together, and if the
+   * store refuses some (id or unique key taken, which makes it store
+   * nothing), those get their refusal and the rest are inserted again, so
+   * each round removes at least one job. Items are not ordered against each
+   * other beyond that (concurrent pushes have no order).
+   */
+  async enqueueMany(bodies: unknown[]): Promise<EnqueueManyOutcome[]> {
+    const now = this.now();
+    const outcomes: EnqueueManyOutcome[] = new Array(bodies.length);
+    let pending: { index: number; job: JobRecord; warnings: string[] }[] = [];
+    const ids = new Set<string>();
+    const explicitRetry = new Set<string>();
+    for (const [index, body] of bodies.entries()) {
+      try {
+        const job = await runEnqueueChain(
+          this.enqueueMiddleware,
+          parseEnqueueRequest(body, now, { visibilityTimeoutMs: this.visibilityTimeoutMs }),
+        );
+        if (job === null) {
+          outcomes[index] = { status: 'dropped' };
+          continue;
+        }
+        const warnings = await this.#prepareVersioned(job);
+        if (ids.has(job.id)) {
+          // As if sent one after the other: the first of the id wins.
+          outcomes[index] = this.#pushOutcome(job, { status: 'duplicate_id', existing: job }, []);
+          continue;
+        }
+        ids.add(job.id);
+        if (setsRetry(body)) explicitRetry.add(job.id);
+        pending.push({ index, job, warnings });
+      } catch (error) {
+        if (!(error instanceof OjsError)) throw error;
+        outcomes[index] = { status: 'error', error };
+      }
+    }
+    pending = await this.#admitPerQueue(pending, explicitRetry, outcomes);
+    while (pending.length > 0) {
+      const jobs = pending.map((p) => p.job);
+      const results = await this.store.insertJobs(
+        jobs,
+        jobs.flatMap((job) => enqueueEvents(job, now)),
+        now,
+      );
+      const refused = results.some((r) => r.status === 'duplicate_id' || r.status === 'rejected');
+      const retry: typeof pending = [];
+      for (const [k, item] of pending.entries()) {
+        const result = results[k]!;
+        if (refused && result.status !== 'duplicate_id' && result.status !== 'rejected') {
+          retry.push(item); // nothing was stored: insert it again without the refused ones
+        } else {
+          outcomes[item.index] = this.#pushOutcome(item.job, result, item.warnings);
+        }
+      }
+      pending = retry;
+    }
+    return outcomes;
+  }
+
+  /**
+   * Queue settings for push-many, queue by queue (default retry, and
+   * backpressure: the items of a queue that is full get QUEUE_FULL, the
+   * others go on). Returns the items still to insert.
+   */
+  async #admitPerQueue<T extends { index: number; job: JobRecord }>(
+    pending: T[],
+    explicitRetry: ReadonlySet<string>,
+    outcomes: EnqueueManyOutcome[],
+  ): Promise<T[]> {
+    const byQueue = new Map<string, T[]>();
+    for (const item of pending) {
+      const group = byQueue.get(item.job.queue);
+      if (group === undefined) byQueue.set(item.job.queue, [item]);
+      else group.push(item);
+    }
+    const admitted: T[] = [];
+    for (const items of byQueue.values()) {
+      try {
+        await this.queueSettings.admit(
+          items.map((item) => item.job),
+          explicitRetry,
+        );
+        admitted.push(...items);
+      } catch (error) {
+        if (!(error instanceof OjsError)) throw error;
+        for (const item of items) outcomes[item.index] = { status: 'error', error };
+      }
+    }
+    return admitted.sort((a, b) => a.index - b.index);
   }
 
   /** Canary routing, then schema validation of args (throws 422 in strict mode). */
@@ -251,7 +436,7 @@ export class Engine {
    */
   async enqueueBatch(
     bodies: unknown,
-    report: { warnings?: { index: number; warnings: string[] }[] } = {},
+    report: { warnings?: { index: number; warnings: string[] }[]; pressure?: QueuePressure } = {},
   ): Promise<JobRecord[]> {
     if (!Array.isArray(bodies) || bodies.length === 0) {
       throw new OjsError('invalid_payload', 'jobs must be a non-empty array of job envelopes.', {
@@ -271,6 +456,7 @@ export class Engine {
     }
     const now = this.now();
     const jobs: JobRecord[] = [];
+    const explicitRetry = new Set<string>();
     for (const [index, body] of bodies.entries()) {
       try {
         const job = await runEnqueueChain(
@@ -279,6 +465,7 @@ export class Engine {
         );
         // A dropped job is left out of the batch; the rest proceeds (documented choice).
         if (job !== null) {
+          if (setsRetry(body)) explicitRetry.add(job.id);
           const warnings = await this.#prepareVersioned(job);
           if (warnings.length > 0) {
             report.warnings ??= [];
@@ -302,6 +489,8 @@ export class Engine {
         throw new OjsError('duplicate', `The batch contains id '${job.id}' twice.`);
       ids.add(job.id);
     }
+    const pressure = await this.queueSettings.admit(jobs, explicitRetry);
+    if (pressure !== undefined) report.pressure = pressure;
     const events = jobs.flatMap((job) => enqueueEvents(job, now));
     const results = await this.store.insertJobs(jobs, events, now);
     const refused = results.find((r) => r.status === 'duplicate_id' || r.status === 'rejected');
@@ -338,8 +527,12 @@ export class Engine {
   async #transition(
     id: string,
     decide: (job: JobRecord, now: number) => { job: JobRecord; events: OjsEvent[] },
+    tries = MAX_GUARD_RETRIES,
   ): Promise<{ before: JobRecord; after: JobRecord }> {
-    for (let tries = 0; tries < MAX_GUARD_RETRIES; tries++) {
+    for (let attempt = 0; attempt < tries; attempt++) {
+      // Contenders on one record (the steps of a workflow settling at once)
+      // back off with jitter, so each retry is likely to find the record quiet.
+      if (attempt >= 3) await delay(this.#random() * Math.min(50, 2 ** attempt));
       const before = await this.getJob(id);
       const now = this.now();
       const { job, events } = decide(before, now);
@@ -367,23 +560,77 @@ export class Engine {
       events: [...events],
     };
     if (after.workflow_id !== undefined && isTerminal(after.state)) {
-      const workflow = await this.store.getWorkflow(after.workflow_id);
-      const advance = workflow && advanceWorkflow(workflow, after, now, this.#enqueueDefaults);
-      if (workflow && advance) {
-        for (const job of advance.inserts) await this.routing.route(job);
-        commit.workflowUpdates = [{ workflow: advance.workflow, expectRev: workflow.rev }];
-        commit.inserts = advance.inserts;
-        commit.events!.push(
-          ...advance.events,
-          ...advance.inserts.flatMap((job) => enqueueEvents(job, now)),
-        );
-      }
+      await this.#advanceWorkflows(commit, await this.store.getWorkflow(after.workflow_id), after);
     }
     if (!(await this.store.commit(commit))) return false;
     if (after.state === 'available' || commit.inserts?.some((job) => job.state === 'available')) {
       this.notifier.notify();
     }
     return true;
+  }
+
+  /**
+   * Adds to `commit` the advancement of `workflow` by its member that ended,
+   * and, when that ends the workflow and it is nested, of its parent by it,
+   * up to the outermost level: every record guarded on the rev read.
+   */
+  async #advanceWorkflows(
+    commit: Commit,
+    workflow: WorkflowRecord | null,
+    member: WorkflowMember,
+  ): Promise<void> {
+    const now = commit.now ?? this.now();
+    for (let current = workflow, ended = member; current !== null; ) {
+      const advance = advanceWorkflow(current, ended, now, this.#enqueueDefaults);
+      if (advance === null) return;
+      for (const job of advance.inserts) await this.routing.route(job);
+      commit.workflowUpdates ??= [];
+      commit.workflowInserts ??= [];
+      commit.inserts ??= [];
+      commit.events ??= [];
+      commit.workflowUpdates.push({ workflow: advance.workflow, expectRev: current.rev });
+      commit.workflowInserts.push(...advance.workflows);
+      commit.inserts.push(...advance.inserts);
+      commit.events.push(
+        ...advance.events,
+        ...advance.inserts.flatMap((job) => enqueueEvents(job, now)),
+      );
+      const parent = advance.workflow.parent;
+      if (current.state !== 'running' || advance.workflow.state === 'running' || !parent) return;
+      ended = childOutcome(advance.workflow);
+      current = await this.store.getWorkflow(parent.workflow_id);
+    }
+  }
+
+  /**
+   * Read-decide-commit of one job, retried on a stale guard (admin actions,
+   * progress); a workflow job's advancement joins the commit.
+   */
+  transitionJob(
+    id: string,
+    decide: (job: JobRecord, now: number) => { job: JobRecord; events: OjsEvent[] },
+  ): Promise<{ before: JobRecord; after: JobRecord }> {
+    return this.#transition(id, decide);
+  }
+
+  /**
+   * Progress of an active job (features §15): clamped, monotonic within the
+   * attempt, extends the lease. An update for a job that is not active is
+   * ignored (the job is returned as it is), as the spec requires.
+   */
+  async progress(id: string, update: ProgressUpdate): Promise<JobRecord> {
+    const ignored = new Error('not active');
+    try {
+      const { after } = await this.#transition(id, (job, now) => {
+        const decided = recordProgress(job, update, now);
+        if (decided === null) throw ignored;
+        return decided;
+      });
+      return after;
+    } catch (error) {
+      if (error === ignored) return this.getJob(id);
+      throw error;
+    }
   }
 
   get #enqueueDefaults() {
@@ -394,17 +641,11 @@ export class Engine {
 
   async createWorkflow(body: unknown): Promise<WorkflowRecord> {
     const now = this.now();
-    const { workflow, jobs, events } = createWorkflow(body, now, this.#enqueueDefaults);
-    // Every step's args are checked now (strict mode rejects the workflow);
-    // jobs enqueued later are only routed, so an ACK never fails on a schema.
-    const specs = [
-      ...workflow.steps.map((step, index) => ({ spec: step.spec, path: `steps[${index}]` })),
-      ...Object.entries(workflow.callbacks ?? {}).map(([kind, spec]) => ({
-        spec: spec!,
-        path: `callbacks.${kind}`,
-      })),
-    ];
-    for (const { spec, path } of specs) {
+    const { workflow, workflows, jobs, events } = createWorkflow(body, now, this.#enqueueDefaults);
+    // Every step's args are checked now, nested workflows' too (strict mode
+    // rejects the workflow); jobs enqueued later are only routed, so an ACK
+    // never fails on a schema.
+    for (const { spec, path } of jobSpecs(workflow, now, this.#enqueueDefaults)) {
       try {
         await this.schemas.check(
           parseEnqueueRequest({ args: [], ...spec }, now, this.#enqueueDefaults),
@@ -418,7 +659,7 @@ export class Engine {
     for (const job of jobs) await this.routing.route(job);
     await this.store.commit({
       now,
-      workflowInserts: [workflow],
+      workflowInserts: [workflow, ...workflows],
       inserts: jobs,
       events: [...events, ...jobs.flatMap((job) => enqueueEvents(job, now))],
     });
@@ -432,24 +673,58 @@ export class Engine {
     return workflow;
   }
 
+  /**
+   * The jobs a workflow's wire form refines its step states with (`active`,
+   * `started_at`): read for the graph form only, whose steps show them.
+   */
+  async workflowJobs(workflow: WorkflowRecord): Promise<JobRecord[] | undefined> {
+    return workflow.type === 'dag' ? this.store.listWorkflowJobs(workflow.id) : undefined;
+  }
+
+  /**
+   * Cancels a running workflow with its running nested workflows and every
+   * non-terminal job of them, in one commit. A nested workflow cancelled on
+   * its own ends its parent's step as cancelled (the parent advances).
+   */
   async cancelWorkflow(id: string): Promise<WorkflowRecord> {
     for (let tries = 0; tries < MAX_GUARD_RETRIES; tries++) {
       const workflow = await this.getWorkflow(id);
-      const jobs = await this.store.listWorkflowJobs(id);
       const now = this.now();
-      const result = cancelWorkflow(workflow, jobs, now);
-      const byId = new Map(jobs.map((job) => [job.id, job]));
-      const committed = await this.store.commit({
-        workflowUpdates: [{ workflow: result.workflow, expectRev: workflow.rev }],
-        updates: result.jobs.map((job) => ({ job, expectRev: byId.get(job.id)!.rev })),
-        events: [
-          ...result.events,
-          ...result.jobs.map((job) =>
-            jobEvent('job.cancelled', job, { reason: 'workflow_cancelled' }, now),
-          ),
-        ],
-      });
-      if (committed) return result.workflow;
+      const commit: Commit = { now, workflowUpdates: [], updates: [], events: [] };
+      let cancelled: WorkflowRecord | undefined;
+      for (let level = [workflow]; level.length > 0; ) {
+        const children: WorkflowRecord[] = [];
+        for (const target of level) {
+          const jobs = await this.store.listWorkflowJobs(target.id);
+          const result = cancelWorkflow(target, jobs, now);
+          cancelled ??= result.workflow;
+          const byId = new Map(jobs.map((job) => [job.id, job]));
+          commit.workflowUpdates!.push({ workflow: result.workflow, expectRev: target.rev });
+          commit.updates!.push(
+            ...result.jobs.map((job) => ({ job, expectRev: byId.get(job.id)!.rev })),
+          );
+          commit.events!.push(
+            ...result.events,
+            ...result.jobs.map((job) =>
+              jobEvent('job.cancelled', job, { reason: 'workflow_cancelled' }, now),
+            ),
+          );
+          for (const step of target.steps) {
+            if (step.workflow_id === undefined || step.state !== 'pending') continue;
+            const child = await this.store.getWorkflow(step.workflow_id);
+            if (child?.state === 'running') children.push(child);
+          }
+        }
+        level = children;
+      }
+      if (workflow.parent !== undefined) {
+        const parent = await this.store.getWorkflow(workflow.parent.workflow_id);
+        await this.#advanceWorkflows(commit, parent, childOutcome(cancelled!));
+      }
+      if (await this.store.commit(commit)) {
+        if (commit.inserts?.some((job) => job.state === 'available')) this.notifier.notify();
+        return cancelled!;
+      }
     }
     throw conflict(`Workflow '${id}' is changing too fast to cancel; retry.`);
   }
@@ -493,24 +768,36 @@ export class Engine {
         throw error;
       }
     }
+    if (this.requireFencing) requireField(request.workerId, 'worker_id', 'a fetch');
     const count = request.count ?? 1;
     if (!Number.isInteger(count) || count < 1 || count > this.maxFetchCount) {
       throw invalidRequest(`count must be an integer between 1 and ${this.maxFetchCount}.`, {
         field: 'count',
       });
     }
+    // The wait runs from receipt: reads before the first claim count against it.
     const waitMs = Math.min(Math.max(request.waitMs ?? 0, 0), this.maxFetchWaitMs);
     const deadline = this.now() + waitMs;
+    // Graceful shutdown: a draining server, or a worker that is quiet or
+    // draining (its heartbeat, or an operator), gets no new jobs.
+    if (this.#draining) return [];
+    if (request.workerId !== undefined && !(await this.workers.mayFetch(request.workerId))) {
+      return [];
+    }
     const handlers = await this.#handlersFor(request);
     for (;;) {
       const now = this.now();
-      // Promote lazily too, so a due job never waits for the next promoter tick.
+      // Promote lazily too, so a due job never waits for the next promoter
+      // tick. Issued, not awaited, before the claim: a store that orders its
+      // calls (SQLite) runs both in one group commit, so the claim sees what
+      // was promoted without a commit of its own in between.
+      let promoted: Promise<unknown> | undefined;
       if (now - this.#lastPromotion >= 50) {
         this.#lastPromotion = now;
-        await this.store.promoteDueJobs(now);
+        promoted = this.store.promoteDueJobs(now);
       }
       const seen = this.notifier.generation;
-      const jobs = await this.store.claimJobs({
+      const claiming = this.store.claimJobs({
         queues: request.queues,
         count,
         workerId: request.workerId,
@@ -518,8 +805,15 @@ export class Engine {
         handlers,
         now,
       });
+      const [, jobs] = await Promise.all([promoted, claiming]);
       const remaining = deadline - this.now();
-      if (jobs.length > 0 || remaining <= 0 || request.signal?.aborted || this.#stopping) {
+      if (
+        jobs.length > 0 ||
+        remaining <= 0 ||
+        request.signal?.aborted ||
+        this.#stopping ||
+        this.#draining
+      ) {
         return jobs;
       }
       // Bounded slices: a job promoted by time (not by a notify) is still picked up.
@@ -530,11 +824,20 @@ export class Engine {
   // ---------------------------------------------------------------- ACK / FAIL
 
   async ack(request: AckRequest): Promise<JobRecord> {
+    this.#checkFenced(request, 'an ACK');
     return settledOrThrow(await this.#settle([ackItem(request)]));
   }
 
   async nack(request: NackRequest): Promise<JobRecord> {
+    this.#checkFenced(request, 'a NACK');
     return settledOrThrow(await this.#settle([nackItem(request)]));
+  }
+
+  /** With requireFencing, an outcome must name its worker and attempt (400 otherwise). */
+  #checkFenced(request: { workerId?: string; attempt?: number }, what: string, path = ''): void {
+    if (!this.requireFencing) return;
+    requireField(request.workerId, `${path}worker_id`, what);
+    requireField(request.attempt, `${path}attempt`, what);
   }
 
   /**
@@ -543,6 +846,13 @@ export class Engine {
    * slot and does not stop the others. Outcomes in order: acks, then nacks.
    */
   async settleBatch(request: SettleBatchRequest): Promise<SettleOutcome[]> {
+    // An unfenced item refuses the whole batch, like any malformed item.
+    for (const [index, ack] of (request.acks ?? []).entries()) {
+      this.#checkFenced(ack, 'an ACK', `acks[${index}].`);
+    }
+    for (const [index, nack] of (request.nacks ?? []).entries()) {
+      this.#checkFenced(nack, 'a NACK', `nacks[${index}].`);
+    }
     return this.#settle([
       ...(request.acks ?? []).map(ackItem),
       ...(request.nacks ?? []).map(nackItem),
@@ -589,8 +899,12 @@ export class Engine {
 
   async #settleWorkflowJob(item: SettleItem): Promise<SettleOutcome> {
     try {
-      const { after } = await this.#transition(item.id, (job, now) =>
-        decideSettlement(job, item, now, this.#random),
+      // Every step of a workflow guards the same workflow record: a fan-in
+      // of many steps ending together retries more often than a job alone.
+      const { after } = await this.#transition(
+        item.id,
+        (job, now) => decideSettlement(job, item, now, this.#random),
+        WORKFLOW_GUARD_RETRIES,
       );
       return { jobId: item.id, status: 'ok', job: after };
     } catch (error) {
@@ -618,7 +932,38 @@ export class Engine {
     this.#lastPromotion = now;
     const promoted = await this.store.promoteDueJobs(now);
     if (promoted > 0) this.notifier.notify();
+    await this.expireWorkflowJobs(now);
     return promoted;
+  }
+
+  /**
+   * Unstarted workflow jobs past expires_at: the store's promotion leaves
+   * them, so each one is discarded here through the same commit as its
+   * workflow's advancement (an expired step ends its workflow's branch like
+   * any other failure). Returns how many were expired.
+   */
+  async expireWorkflowJobs(now = this.now()): Promise<number> {
+    const expiring = await this.store.findExpiringWorkflowJobs(now, WORKFLOW_EXPIRY_BATCH);
+    let expired = 0;
+    for (const found of expiring) {
+      try {
+        await this.#transition(
+          found.id,
+          (job, at) => {
+            if (!isExpirable(job, at)) throw conflict(`Job '${job.id}' is no longer expirable.`);
+            const out = expire(job, at);
+            const data = { created_at: job.created_at, expired_at: toIso(at) };
+            return { job: out, events: [jobEvent('job.expired', out, data, at)] };
+          },
+          WORKFLOW_GUARD_RETRIES,
+        );
+        expired++;
+      } catch (error) {
+        // Claimed, cancelled or expired by another process meanwhile: nothing to do.
+        if (!(error instanceof OjsError) || error.code !== 'conflict') throw error;
+      }
+    }
+    return expired;
   }
 
   // ---------------------------------------------------------------- BEAT
@@ -673,6 +1018,7 @@ export class Engine {
   }
 
   async heartbeat(request: HeartbeatRequest): Promise<HeartbeatResult> {
+    if (this.requireFencing) requireField(request.workerId, 'worker_id', 'a heartbeat');
     if (request.workerId !== undefined && request.handlers !== undefined) {
       await this.registerWorker(request.workerId, request.handlers);
     }
@@ -687,6 +1033,16 @@ export class Engine {
       })),
       this.now(),
     );
+    if (request.workerId !== undefined) {
+      const told = await this.workers.heartbeat({
+        workerId: request.workerId,
+        state: request.workerState,
+        activeJobIds: request.jobIds,
+        activeJobs: request.activeJobs,
+        ...request.info,
+      });
+      directive = strongerDirective(directive, told);
+    }
     for (const result of results) {
       if (result.status === 'cancelled') jobsCancelled.push(result.job.id);
       if (result.status !== 'extended') continue;
@@ -740,6 +1096,24 @@ export class Engine {
     return queues;
   }
 
+  /**
+   * Why a fetch of these queues returned nothing (`explain` on FETCH): the
+   * server or the worker is draining or quiet, or each queue's blocks
+   * (paused, empty, queue concurrency or rate limit in use).
+   */
+  async explainEmptyFetch(queues: string[], workerId?: string) {
+    const reasons: string[] = [];
+    if (this.#draining) reasons.push('server_draining');
+    if (workerId !== undefined && !(await this.workers.mayFetch(workerId))) {
+      reasons.push('worker_not_running');
+    }
+    const states = await Promise.all(queues.map((queue) => this.queueSettings.state(queue)));
+    return {
+      reasons,
+      queues: states.map((s) => ({ queue: s.name, blocked_by: s.blocked_by, note: s.note })),
+    };
+  }
+
   async queueStats(name: string) {
     validateQueueName(name, 'queue');
     return this.store.queueStats(name, this.now());
@@ -760,16 +1134,19 @@ export class Engine {
     return this.store.listEvents(filter);
   }
 
-  async health(): Promise<{ ok: boolean; latencyMs: number; error?: string }> {
+  async health(): Promise<{ ok: boolean; latencyMs: number; error?: string; draining: boolean }> {
     const started = performance.now();
+    const draining = this.#draining;
     try {
       await this.store.ping();
-      return { ok: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
+      // Whole milliseconds: the health schema declares latency_ms an integer.
+      return { ok: true, latencyMs: Math.round(performance.now() - started), draining };
     } catch (error) {
       return {
         ok: false,
         latencyMs: Math.round(performance.now() - started),
         error: String(error),
+        draining,
       };
     }
   }
@@ -779,6 +1156,16 @@ export class Engine {
     if (!this.testMode) throw new OjsError('not_found', 'Reset is only available in test mode.');
     await this.store.reset();
     this.settings.clear();
+    this.#draining = false;
+  }
+}
+
+function requireField(value: unknown, field: string, what: string): void {
+  if (value === undefined) {
+    throw invalidRequest(
+      `${field} is required in ${what}: this server requires fencing (--require-fencing).`,
+      { field },
+    );
   }
 }
 

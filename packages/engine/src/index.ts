@@ -1,7 +1,15 @@
 export { CronScheduler, cronToWire, parseCronRequest } from './cron.ts';
 export * from './engine.ts';
+export { type BulkResult, JobAdmin, type JobListPage, type JobListRequest } from './job-admin.ts';
 export * from './middleware.ts';
 export { Notifier } from './notifier.ts';
+export {
+  type QueueConfiguration,
+  type QueuePressure,
+  QueueSettingsRegistry,
+  setsRetry,
+} from './queue-settings.ts';
+export { type RetentionOptions, RetentionPruner } from './retention.ts';
 export { type RoutingConfig, VersionRouter } from './routing.ts';
 export {
   type SchemaEntry,
@@ -10,3 +18,11 @@ export {
   type ValidationMode,
 } from './schemas.ts';
 export type { ServiceIntervals } from './services.ts';
+export {
+  HEARTBEAT_TIMEOUT_MS,
+  parseWorkerState,
+  WORKER_STATES,
+  type WorkerRecord,
+  WorkerRegistry,
+  type WorkerState,
+} from './workers.ts';

@@ -11,8 +11,12 @@
  * processes racing on it apply it once.
  */
 import {
+  boundedArray,
   invalidRequest,
   type JobRecord,
+  MAX_ROLLBACK_SAMPLES,
+  MAX_ROUTING_RULES,
+  MAX_ROUTING_WEIGHT,
   makeEvent,
   notFound,
   parseIsoDuration,
@@ -55,20 +59,30 @@ export function parseRoutingConfig(type: string, body: unknown, now: number): Ro
       field: 'rules',
     });
   }
-  const rules = body.rules.map((rule, index): RoutingRule => {
-    const field = `rules[${index}]`;
-    if (!isObject(rule) || parseVersion(rule.version) === null) {
-      throw invalidRequest(`${field}.version must be a version like "2.0".`, {
-        field: `${field}.version`,
-      });
-    }
-    if (typeof rule.weight !== 'number' || !Number.isInteger(rule.weight) || rule.weight < 0) {
-      throw invalidRequest(`${field}.weight must be a non-negative integer.`, {
-        field: `${field}.weight`,
-      });
-    }
-    return { version: String(rule.version), weight: rule.weight };
-  });
+  const rules = boundedArray(body.rules, 'rules', MAX_ROUTING_RULES).map(
+    (rule, index): RoutingRule => {
+      const field = `rules[${index}]`;
+      if (!isObject(rule) || parseVersion(rule.version) === null) {
+        throw invalidRequest(`${field}.version must be a version like "2.0".`, {
+          field: `${field}.version`,
+        });
+      }
+      if (
+        typeof rule.weight !== 'number' ||
+        !Number.isInteger(rule.weight) ||
+        rule.weight < 0 ||
+        rule.weight > MAX_ROUTING_WEIGHT
+      ) {
+        throw invalidRequest(
+          `${field}.weight must be an integer from 0 to ${MAX_ROUTING_WEIGHT}.`,
+          {
+            field: `${field}.weight`,
+          },
+        );
+      }
+      return { version: String(rule.version), weight: rule.weight };
+    },
+  );
   if (rules.every((r) => r.weight === 0)) {
     throw invalidRequest('At least one rule needs a positive weight.', { field: 'rules' });
   }
@@ -97,10 +111,18 @@ export function parseRoutingConfig(type: string, body: unknown, now: number): Ro
       });
     }
     const minSamples = ar.min_samples ?? 10;
-    if (typeof minSamples !== 'number' || !Number.isInteger(minSamples) || minSamples < 1) {
-      throw invalidRequest('auto_rollback.min_samples must be a positive integer.', {
-        field: 'auto_rollback.min_samples',
-      });
+    if (
+      typeof minSamples !== 'number' ||
+      !Number.isInteger(minSamples) ||
+      minSamples < 1 ||
+      minSamples > MAX_ROLLBACK_SAMPLES
+    ) {
+      throw invalidRequest(
+        `auto_rollback.min_samples must be an integer from 1 to ${MAX_ROLLBACK_SAMPLES}.`,
+        {
+          field: 'auto_rollback.min_samples',
+        },
+      );
     }
     config.auto_rollback = {
       error_rate_threshold: ar.error_rate_threshold,
@@ -210,6 +232,9 @@ export class VersionRouter {
     const key = `${job.type}@${job.routed_version}`;
     const outcomes = (this.#outcomes.get(key) ?? []).filter((o) => o.at > now - windowMs);
     outcomes.push({ at: now, failed });
+    // The newest outcomes only: the window may be long, and every ACK walks them.
+    if (outcomes.length > MAX_ROLLBACK_SAMPLES)
+      outcomes.splice(0, outcomes.length - MAX_ROLLBACK_SAMPLES);
     this.#outcomes.set(key, outcomes);
     if (outcomes.length < rollback.min_samples) return;
     const rate = outcomes.filter((o) => o.failed).length / outcomes.length;

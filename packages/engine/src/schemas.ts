@@ -6,8 +6,11 @@
  * warnings, off only stores).
  */
 import {
+  byteLength,
   conflict,
   invalidRequest,
+  MAX_SCHEMA_BYTES,
+  MAX_SCHEMA_NODES,
   notFound,
   OjsError,
   parseVersion,
@@ -15,6 +18,7 @@ import {
   validateJobType,
 } from '@ojs/core';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import isSafeRegex from 'safe-regex2';
 import type { Engine } from './engine.ts';
 
 export type ValidationMode = 'strict' | 'warn' | 'off';
@@ -55,6 +59,72 @@ export function toDraft2020(schema: unknown): unknown {
     }
   }
   return out;
+}
+
+/**
+ * Bounds a schema before it is compiled: Ajv compiles on the event loop and
+ * its generated validator runs on every enqueue of the type, both growing
+ * with the schema (8,000 tuple items took 7.6 s to compile). Size and node
+ * count are bounded (core limits.ts); every `pattern` or `patternProperties`
+ * key must have star height 1 (safe-regex2), since a nested quantifier such
+ * as `(a+)+$` backtracks exponentially on a crafted argument at enqueue;
+ * `uniqueItems` needs scalar `items`, the one case Ajv checks in linear time.
+ */
+export function checkSchemaBounds(schema: Obj): void {
+  const bytes = byteLength(JSON.stringify(schema));
+  if (bytes > MAX_SCHEMA_BYTES) {
+    throw invalidRequest(`schema is ${bytes} bytes; the limit is ${MAX_SCHEMA_BYTES}.`, {
+      field: 'schema',
+      max_bytes: MAX_SCHEMA_BYTES,
+      actual_bytes: bytes,
+    });
+  }
+  let nodes = 0;
+  const unsafe = (pattern: unknown): never => {
+    throw invalidRequest(
+      `schema pattern ${JSON.stringify(pattern)} is not accepted: a nested quantifier can take exponential time to match.`,
+      { field: 'schema', pattern },
+    );
+  };
+  const walk = (value: unknown): void => {
+    nodes++;
+    if (nodes > MAX_SCHEMA_NODES) {
+      throw invalidRequest(`schema has more than ${MAX_SCHEMA_NODES} values.`, {
+        field: 'schema',
+        max_nodes: MAX_SCHEMA_NODES,
+      });
+    }
+    if (Array.isArray(value)) {
+      for (const item of value) walk(item);
+      return;
+    }
+    if (!isObject(value)) return;
+    if (typeof value.pattern === 'string' && !isSafeRegex(value.pattern)) unsafe(value.pattern);
+    if (value.uniqueItems === true && !scalarItems(value.items)) {
+      // Ajv checks uniqueness of scalar items with a hash (linear), anything
+      // else pairwise (quadratic: 20,000 objects took 10 s at enqueue).
+      throw invalidRequest(
+        'schema uses uniqueItems without `items` of a scalar type (string, number, integer, boolean or null); uniqueness of objects or arrays is not checked at enqueue.',
+        { field: 'schema' },
+      );
+    }
+    if (isObject(value.patternProperties)) {
+      for (const key of Object.keys(value.patternProperties)) {
+        if (!isSafeRegex(key)) unsafe(key);
+      }
+    }
+    for (const item of Object.values(value)) walk(item);
+  };
+  walk(schema);
+}
+
+const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
+
+/** `items` whose `type` admits only scalars. */
+function scalarItems(items: unknown): boolean {
+  if (!isObject(items)) return false;
+  const types = Array.isArray(items.type) ? items.type : [items.type];
+  return types.length > 0 && types.every((t) => typeof t === 'string' && SCALAR_TYPES.has(t));
 }
 
 /** Sortable storage key: zero-padded version number, so listings come out in version order. */
@@ -107,6 +177,7 @@ export class SchemaRegistry {
         field: 'schema',
       });
     }
+    checkSchemaBounds(schema);
     try {
       this.#compile(schema);
     } catch (error) {

@@ -1,9 +1,10 @@
 /**
  * Background services with start/stop: the promoter (due scheduled and
  * retryable jobs, expiry), the lease reaper (visibility and execution
- * timeouts) and the event pruner. Each runs on its own timer, never
- * overlapping itself, and a failing tick is logged and retried on the next
- * one: a store outage must not crash the server.
+ * timeouts), the event pruner and the retention pruner (retention.ts).
+ * Each runs on its own timer, never overlapping itself, and a failing tick
+ * is logged and retried on the next one: a store outage must not crash the
+ * server.
  */
 import type { Engine } from './engine.ts';
 
@@ -13,6 +14,8 @@ export interface ServiceIntervals {
   pruneMs: number;
   /** Cron evaluation; the spec forbids evaluating more than once per second. */
   cronMs: number;
+  /** The retention pruner (finished jobs past their retention). */
+  retentionMs: number;
 }
 
 const DEFAULT_INTERVALS: ServiceIntervals = {
@@ -20,6 +23,7 @@ const DEFAULT_INTERVALS: ServiceIntervals = {
   reapMs: 100,
   pruneMs: 60_000,
   cronMs: 1000,
+  retentionMs: 5000,
 };
 
 export type ServiceErrorHandler = (service: string, error: unknown) => void;
@@ -92,6 +96,7 @@ export class BackgroundServices {
         () => engine.store.pruneEvents(eventRetention),
         onError,
       ),
+      new Ticker('retention', every.retentionMs, () => engine.retention.tick(), onError),
     ];
   }
 

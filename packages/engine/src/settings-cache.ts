@@ -54,6 +54,11 @@ export class SettingsCache {
     }
   }
 
+  /** After a local write of one key: only that key's cached read is dropped. */
+  forget(namespace: string, key: string): void {
+    this.#entries.delete(`get\0${namespace}\0${key}`);
+  }
+
   clear(): void {
     this.#entries.clear();
   }

@@ -10,8 +10,10 @@
  * Typed args: `new OjsClient<{ 'email.send': [to: string, subject: string] }>()`
  * makes `enqueue('email.send', [...])` check the args against the map.
  */
+import { OjsAdmin } from './admin.ts';
 import { DEFAULT_URL, envAuthToken, envQueues, envUrl } from './config.ts';
-import { ValidationError } from './errors.ts';
+import { UnsupportedFeatureError, ValidationError } from './errors.ts';
+import type { GraphDefinition } from './graph.ts';
 import { HttpTransport, type TransportRetryOptions, toPushBody } from './http.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { activeTestTransport } from './test-hook.ts';
@@ -25,6 +27,7 @@ import {
   type EventQuery,
   type Job,
   type JobEnvelope,
+  type JobProgress,
   type JobState,
   type ListOptions,
   type Manifest,
@@ -63,6 +66,13 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** Node without `fetch`: connections per origin (default 64); more requests wait for one. */
   maxSockets?: number;
+  /**
+   * HTTP: send the pushes made in one event-loop turn (e.g. many concurrent
+   * `enqueue` calls) as one request to the server's `endpoints.push_many`,
+   * each still answered on its own (default true). A lone push, or a server
+   * without the endpoint, uses POST /ojs/v1/jobs.
+   */
+  coalescePushes?: boolean;
   /** Queue used when an enqueue names none (env OJS_QUEUE, default `default`). */
   defaultQueue?: string;
 }
@@ -233,10 +243,14 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
         retry: options.retry,
         fetch: options.fetch,
         maxSockets: options.maxSockets,
+        coalescePushes: options.coalescePushes,
       });
   }
 
   /** The transport in use (the test-mode one while a testing context is active). */
+  /** The admin API: find and act on jobs, queues, workers, dead letters (HTTP only). */
+  readonly admin: OjsAdmin = new OjsAdmin(() => this.transport);
+
   get transport(): Transport {
     return activeTestTransport() ?? this.#transport;
   }
@@ -398,6 +412,27 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
     return this.workflow({ type: 'batch', name: options.name, jobs, callbacks }, options);
   }
 
+  /**
+   * Creates a graph workflow (http-binding §4.15): steps with ids that run
+   * once the steps they depend on have completed. Build the definition with
+   * `graph(name).step(...)` (typed ids) or write it as a plain object.
+   * Enqueue middleware runs on every step; the definition's options are the
+   * defaults of every step's options.
+   */
+  async workflowGraph(definition: GraphDefinition, options?: RequestOptions): Promise<Workflow> {
+    const steps: Obj[] = [];
+    for (const step of definition.steps) {
+      const { id, dependsOn, ...member } = step;
+      // The graph's options are the defaults of its jobs, not of nested workflows.
+      const merged =
+        definition.options === undefined || isWorkflowDefinition(member)
+          ? member
+          : { ...member, options: { ...definition.options, ...member.options } };
+      steps.push({ id, ...(await this.#workflowJob(merged)), depends_on: [...(dependsOn ?? [])] });
+    }
+    return this.transport.createWorkflow({ name: definition.name, steps }, options);
+  }
+
   getWorkflow(id: string, options?: RequestOptions): Promise<Workflow> {
     return this.transport.getWorkflow(id, options);
   }
@@ -482,6 +517,40 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
 
   deleteDeadLetter(id: string, options?: RequestOptions): Promise<void> {
     return this.transport.deleteDeadLetter(id, options);
+  }
+
+  // ---------------------------------------------------------------- progress
+
+  /** Reports progress of an active job (workers usually call ctx.progress()). */
+  async progress(
+    jobId: string,
+    value: number,
+    message?: string,
+    options?: RequestOptions,
+  ): Promise<JobProgress> {
+    const transport = this.transport;
+    if (transport.progress === undefined) {
+      throw new UnsupportedFeatureError('This transport cannot report job progress.', {
+        code: 'unsupported',
+        operation: 'progress',
+        jobId,
+      });
+    }
+    const update = message === undefined ? { progress: value } : { progress: value, message };
+    return transport.progress(jobId, update, options);
+  }
+
+  /** A job's current progress (`progress: null` when none was reported). */
+  getProgress(jobId: string, options?: RequestOptions): Promise<JobProgress> {
+    const transport = this.transport;
+    if (transport.getProgress === undefined) {
+      throw new UnsupportedFeatureError('This transport cannot read job progress.', {
+        code: 'unsupported',
+        operation: 'get_progress',
+        jobId,
+      });
+    }
+    return transport.getProgress(jobId, options);
   }
 
   // ---------------------------------------------------------------- events, manifest

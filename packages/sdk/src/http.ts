@@ -40,6 +40,7 @@ import type {
   AckBatchRequest,
   AckBatchResponse,
   AckRequest,
+  AdminCall,
   CronJob,
   EventPage,
   EventQuery,
@@ -48,11 +49,13 @@ import type {
   HeartbeatResponse,
   Job,
   JobEnvelope,
+  JobProgress,
   ListOptions,
   Manifest,
   NackRequest,
   Page,
   Pagination,
+  ProgressUpdate,
   PushResult,
   QueueInfo,
   QueueStats,
@@ -95,7 +98,27 @@ export interface HttpTransportOptions {
   maxSockets?: number;
   /** Random source for jitter (tests). */
   random?: () => number;
+  /**
+   * Send the pushes made in one event-loop turn as one request to the
+   * manifest's `endpoints.push_many`, each answered on its own (default
+   * true). A lone push, a push with an abort signal, or a server that does
+   * not declare the endpoint uses POST /ojs/v1/jobs.
+   */
+  coalescePushes?: boolean;
 }
+
+/** Most pushes sent in one POST endpoints.push_many (the server's limit is 1000). */
+export const MAX_PUSH_MANY = 500;
+
+interface QueuedPush {
+  envelope: JobEnvelope;
+  resolve(result: PushResult): void;
+  reject(error: unknown): void;
+}
+
+/** Runs `fn` after the current turn (its I/O callbacks and microtasks). */
+const afterTurn: (fn: () => void) => void =
+  typeof setImmediate === 'function' ? (fn) => setImmediate(fn) : (fn) => setTimeout(fn, 0);
 
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -104,7 +127,7 @@ const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
 
 interface CallSpec {
-  method: 'GET' | 'POST' | 'DELETE' | 'PATCH';
+  method: 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT';
   path: string;
   body?: unknown;
   query?: Record<string, string | number | undefined>;
@@ -183,6 +206,13 @@ function asJob(value: unknown): Job {
   return value as Job;
 }
 
+/** The outcome of one PUSH from its status and body (POST /jobs or an item of push_many). */
+function pushResult(status: number, body: Obj, envelope: JobEnvelope): PushResult {
+  if (body.job === null || body.enqueued === false) return { job: null, status: 'dropped' };
+  const job = asJob(body.job);
+  return { job, status: status === 201 || job.id === envelope.id ? 'created' : 'existing' };
+}
+
 function pagination(body: Obj): Pagination {
   return isObject(body.pagination) ? (body.pagination as Pagination) : {};
 }
@@ -211,6 +241,11 @@ export class HttpTransport implements Transport {
   readonly #random: () => number;
   /** endpoints.ack_batch of the server's manifest (undefined: not declared), once read. */
   #ackBatchPath: Promise<string | undefined> | undefined;
+  /** endpoints.push_many of the server's manifest (undefined: not declared), once read. */
+  #pushManyPath: Promise<string | undefined> | undefined;
+  readonly #coalescePushes: boolean;
+  /** Pushes of this turn, sent together after it. */
+  #pushQueue: QueuedPush[] = [];
 
   constructor(options: HttpTransportOptions) {
     if (typeof options.url !== 'string' || options.url === '') {
@@ -243,6 +278,7 @@ export class HttpTransport implements Transport {
       this.#send = fetchSend(fetchImpl);
     }
     this.#random = options.random ?? Math.random;
+    this.#coalescePushes = options.coalescePushes ?? true;
   }
 
   // ---------------------------------------------------------------- core request loop
@@ -417,8 +453,11 @@ export class HttpTransport implements Transport {
       operation: 'manifest',
       signal: options.signal,
     });
-    // Remembered so ackBatch needs no manifest request of its own.
+    // Remembered so ackBatch and coalesced pushes need no manifest request of their own.
     this.#ackBatchPath = Promise.resolve(ackBatchPathOf(body as Manifest, this.baseUrl));
+    this.#pushManyPath = Promise.resolve(
+      endpointPathOf(body as Manifest, this.baseUrl, 'push_many'),
+    );
     return body as Manifest;
   }
 
@@ -435,7 +474,127 @@ export class HttpTransport implements Transport {
 
   // ---------------------------------------------------------------- jobs
 
-  async push(envelope: JobEnvelope, options: RequestOptions = {}): Promise<PushResult> {
+  push(envelope: JobEnvelope, options: RequestOptions = {}): Promise<PushResult> {
+    if (!this.#coalescePushes || options.signal !== undefined) {
+      return this.#pushOne(envelope, options);
+    }
+    return new Promise<PushResult>((resolve, reject) => {
+      if (this.#pushQueue.length === 0) afterTurn(() => this.#flushPushes());
+      this.#pushQueue.push({ envelope, resolve, reject });
+    });
+  }
+
+  #flushPushes(): void {
+    const queue = this.#pushQueue;
+    this.#pushQueue = [];
+    if (queue.length === 1) {
+      const [only] = queue;
+      this.#pushOne(only!.envelope).then(only!.resolve, only!.reject);
+      return;
+    }
+    this.#resolvePushManyPath().then(
+      (path) => {
+        if (path === undefined) {
+          for (const item of queue) this.#pushOne(item.envelope).then(item.resolve, item.reject);
+          return;
+        }
+        for (let start = 0; start < queue.length; start += MAX_PUSH_MANY) {
+          void this.#pushMany(path, queue.slice(start, start + MAX_PUSH_MANY));
+        }
+      },
+      // No manifest now: each push on its own; the next turn asks again.
+      () => {
+        for (const item of queue) this.#pushOne(item.envelope).then(item.resolve, item.reject);
+      },
+    );
+  }
+
+  /** Many pushes in one request, each resolved or rejected as its own push would be. */
+  async #pushMany(path: string, items: QueuedPush[]): Promise<void> {
+    let results: unknown[];
+    let repeated: boolean;
+    try {
+      const call = await this.#call({
+        method: 'POST',
+        path,
+        body: { jobs: items.map((item) => toPushBody(item.envelope)) },
+        idempotent: true,
+        operation: 'enqueue',
+      });
+      results = Array.isArray(call.body.results) ? call.body.results : [];
+      repeated = call.repeated === true;
+    } catch (error) {
+      // The server declared the endpoint but has no such route (a proxy, a
+      // downgrade): nothing was stored; send these and later pushes singly.
+      if (error instanceof OjsError && [404, 405, 501].includes(error.status)) {
+        this.#pushManyPath = Promise.resolve(undefined);
+        for (const item of items) this.#pushOne(item.envelope).then(item.resolve, item.reject);
+        return;
+      }
+      for (const item of items) item.reject(error);
+      return;
+    }
+    for (const [index, item] of items.entries()) {
+      const { envelope } = item;
+      const result = results[index];
+      if (results.length !== items.length || !isObject(result)) {
+        item.reject(
+          new OjsError('The server sent no result for this push.', {
+            code: 'invalid_response',
+            operation: 'enqueue',
+            jobId: envelope.id,
+          }),
+        );
+        continue;
+      }
+      const status = typeof result.status === 'number' ? result.status : 0;
+      if (status >= 200 && status < 300) {
+        item.resolve(pushResult(status, result, envelope));
+        continue;
+      }
+      const error = parseErrorResponse(
+        status,
+        { error: result.error },
+        {
+          operation: 'enqueue',
+          jobId: envelope.id,
+          queue: envelope.queue,
+        },
+      );
+      // As for a single push: a repeated request whose first try landed.
+      if (repeated && this.#landedBefore(error, envelope)) {
+        this.getJob(envelope.id).then(
+          (job) => item.resolve({ job, status: 'created' }),
+          () => item.reject(error),
+        );
+        continue;
+      }
+      item.reject(error);
+    }
+  }
+
+  /** A duplicate refusal of a repeated push that names our own job (or none). */
+  #landedBefore(error: OjsError, envelope: JobEnvelope): boolean {
+    if (!(error instanceof DuplicateJobError)) return false;
+    const existing = error.existingJobId;
+    return existing === undefined || existing === envelope.id;
+  }
+
+  #resolvePushManyPath(): Promise<string | undefined> {
+    if (this.#pushManyPath === undefined) {
+      const pending = this.manifest().then(
+        (manifest) => endpointPathOf(manifest, this.baseUrl, 'push_many'),
+        (error: unknown) => {
+          if (this.#pushManyPath === pending) this.#pushManyPath = undefined;
+          throw error;
+        },
+      );
+      this.#pushManyPath = pending;
+    }
+    return this.#pushManyPath;
+  }
+
+  async #pushOne(envelope: JobEnvelope, options: RequestOptions = {}): Promise<PushResult> {
     const spec: CallSpec = {
       method: 'POST',
       path: '/ojs/v1/jobs',
@@ -448,9 +607,7 @@ export class HttpTransport implements Transport {
     };
     const { status, body } = await this.#call(spec, async (error) => {
       // A repeated PUSH whose first try landed: the job with our id exists.
-      if (!(error instanceof DuplicateJobError)) return undefined;
-      const existing = error.existingJobId;
-      if (existing !== undefined && existing !== envelope.id) return undefined;
+      if (!this.#landedBefore(error, envelope)) return undefined;
       try {
         const job = await this.getJob(envelope.id, options);
         return { status: 201, body: { job }, headers: new Headers() };
@@ -458,9 +615,7 @@ export class HttpTransport implements Transport {
         return undefined;
       }
     });
-    if (body.job === null || body.enqueued === false) return { job: null, status: 'dropped' };
-    const job = asJob(body.job);
-    return { job, status: status === 201 || job.id === envelope.id ? 'created' : 'existing' };
+    return pushResult(status, body, envelope);
   }
 
   async pushBatch(envelopes: JobEnvelope[], options: RequestOptions = {}): Promise<Job[]> {
@@ -918,6 +1073,51 @@ export class HttpTransport implements Transport {
       hasMore: body.has_more === true,
     };
   }
+
+  // ---------------------------------------------------------------- progress, admin
+
+  async progress(
+    jobId: string,
+    update: ProgressUpdate,
+    options: RequestOptions = {},
+  ): Promise<JobProgress> {
+    const { body } = await this.#call({
+      method: 'PUT',
+      path: `/ojs/v1/jobs/${encodeURIComponent(jobId)}/progress`,
+      body: update,
+      // A repeat stores the same value again (progress never goes down).
+      idempotent: true,
+      operation: 'progress',
+      jobId,
+      signal: options.signal,
+    });
+    return body as unknown as JobProgress;
+  }
+
+  async getProgress(jobId: string, options: RequestOptions = {}): Promise<JobProgress> {
+    const { body } = await this.#call({
+      method: 'GET',
+      path: `/ojs/v1/jobs/${encodeURIComponent(jobId)}/progress`,
+      idempotent: true,
+      operation: 'get_progress',
+      jobId,
+      signal: options.signal,
+    });
+    return body as unknown as JobProgress;
+  }
+
+  async admin(call: AdminCall, options: RequestOptions = {}): Promise<Obj> {
+    const { body } = await this.#call({
+      method: call.method,
+      path: `/ojs/v1${call.path}`,
+      query: call.query,
+      body: call.body,
+      idempotent: call.idempotent,
+      operation: `admin ${call.method} ${call.path}`,
+      signal: options.signal,
+    });
+    return body;
+  }
 }
 
 // ---------------------------------------------------------------- wire conversions shared with other transports
@@ -929,8 +1129,17 @@ export class HttpTransport implements Transport {
  * not declared (or on another origin, which this transport does not follow).
  */
 export function ackBatchPathOf(manifest: Manifest, baseUrl: string): string | undefined {
+  return endpointPathOf(manifest, baseUrl, 'ack_batch');
+}
+
+/** The request path of one of the manifest's `endpoints` (see ackBatchPathOf). */
+export function endpointPathOf(
+  manifest: Manifest,
+  baseUrl: string,
+  name: string,
+): string | undefined {
   const endpoints = isObject(manifest.endpoints) ? manifest.endpoints : {};
-  const declared = endpoints.ack_batch;
+  const declared = endpoints[name];
   if (typeof declared !== 'string' || declared.trim() === '') return undefined;
   const value = declared.trim();
   if (/^https?:\/\//i.test(value)) {

@@ -32,11 +32,13 @@ import type {
   HeartbeatResponse,
   Job,
   JobEnvelope,
+  JobProgress,
   ListOptions,
   Manifest,
   NackRequest,
   OjsEvent,
   Page,
+  ProgressUpdate,
   PushResult,
   QueueInfo,
   QueueStats,
@@ -109,8 +111,8 @@ export class InProcessTransport implements Transport {
     return copy<Job>(this.engine.wire.job(record));
   }
 
-  #workflow(record: WorkflowRecord): Workflow {
-    return copy<Workflow>(this.engine.wire.workflow(record));
+  #workflow(record: WorkflowRecord, jobs?: JobRecord[]): Workflow {
+    return copy<Workflow>(this.engine.wire.workflow(record, jobs));
   }
 
   #cron(record: CronRecord): CronJob {
@@ -187,9 +189,19 @@ export class InProcessTransport implements Transport {
     };
   }
 
+  /**
+   * The request limits the HTTP binding applies to every body (depth,
+   * storable strings, finite numbers: core limits.ts), so a value refused
+   * over HTTP is refused here too, before any store.
+   */
+  #checked<T>(body: T): T {
+    this.engine.wire.checkRequest?.(body);
+    return body;
+  }
+
   push(envelope: JobEnvelope): Promise<PushResult> {
     return this.#do('enqueue', async () => {
-      const result = await this.engine.enqueue(toPushBody(envelope));
+      const result = await this.engine.enqueue(this.#checked(toPushBody(envelope)));
       if (result.status === 'dropped') return { job: null, status: 'dropped' };
       return { job: this.#job(result.job), status: result.status };
     });
@@ -197,7 +209,9 @@ export class InProcessTransport implements Transport {
 
   pushBatch(envelopes: JobEnvelope[]): Promise<Job[]> {
     return this.#do('enqueue_batch', async () =>
-      (await this.engine.enqueueBatch(envelopes.map(toPushBody))).map((j) => this.#job(j)),
+      (await this.engine.enqueueBatch(this.#checked(envelopes.map(toPushBody)))).map((j) =>
+        this.#job(j),
+      ),
     );
   }
 
@@ -233,6 +247,7 @@ export class InProcessTransport implements Transport {
 
   ack(request: AckRequest): Promise<Obj> {
     return this.#do('ack', async () => {
+      this.#checked(request);
       const job = await this.engine.ack({
         jobId: request.job_id,
         result: request.result,
@@ -245,6 +260,7 @@ export class InProcessTransport implements Transport {
 
   nack(request: NackRequest): Promise<Obj> {
     return this.#do('nack', async () => {
+      this.#checked(request);
       const job = await this.engine.nack({
         jobId: request.job_id,
         error: request.error,
@@ -266,6 +282,7 @@ export class InProcessTransport implements Transport {
   /** engine.settleBatch: each item fenced and settled on its own, results in request order. */
   ackBatch(request: AckBatchRequest): Promise<AckBatchResponse> {
     return this.#do('ack_batch', async () => {
+      this.#checked(request);
       const outcomes = await this.engine.settleBatch({
         acks: request.acks.map((a) => ({
           jobId: a.job_id,
@@ -379,7 +396,7 @@ export class InProcessTransport implements Transport {
 
   registerCron(body: Obj): Promise<CronJob> {
     return this.#do('register_cron', async () =>
-      this.#cron((await this.engine.cron.register(body)).cron),
+      this.#cron((await this.engine.cron.register(this.#checked(body))).cron),
     );
   }
 
@@ -401,12 +418,15 @@ export class InProcessTransport implements Transport {
 
   createWorkflow(body: Obj): Promise<Workflow> {
     return this.#do('create_workflow', async () =>
-      this.#workflow(await this.engine.createWorkflow(body)),
+      this.#workflow(await this.engine.createWorkflow(this.#checked(body))),
     );
   }
 
   getWorkflow(id: string): Promise<Workflow> {
-    return this.#do('get_workflow', async () => this.#workflow(await this.engine.getWorkflow(id)));
+    return this.#do('get_workflow', async () => {
+      const workflow = await this.engine.getWorkflow(id);
+      return this.#workflow(workflow, await this.engine.workflowJobs(workflow));
+    });
   }
 
   cancelWorkflow(id: string): Promise<Workflow> {
@@ -432,5 +452,17 @@ export class InProcessTransport implements Transport {
         hasMore: events.length > limit,
       };
     });
+  }
+
+  progress(jobId: string, update: ProgressUpdate): Promise<JobProgress> {
+    return this.#do('progress', async () =>
+      copy<JobProgress>(this.engine.wire.progress(await this.engine.progress(jobId, update))),
+    );
+  }
+
+  getProgress(jobId: string): Promise<JobProgress> {
+    return this.#do('get_progress', async () =>
+      copy<JobProgress>(this.engine.wire.progress(await this.engine.getJob(jobId))),
+    );
   }
 }

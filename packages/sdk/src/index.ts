@@ -13,6 +13,15 @@
  * (also exported here as `testing`).
  */
 export {
+  type BulkAction,
+  type BulkResult,
+  type JobFilter,
+  type JobQuery,
+  type JobQueryPage,
+  OjsAdmin,
+  type QueueConfigUpdate,
+} from './admin.ts';
+export {
   buildEnvelope,
   Client,
   type ClientOptions,
@@ -61,6 +70,7 @@ export {
   ValidationError,
   WorkflowNotFoundError,
 } from './errors.ts';
+export { GraphBuilder, type GraphDefinition, type GraphStep, graph } from './graph.ts';
 export {
   HttpTransport,
   type HttpTransportOptions,

@@ -45,13 +45,22 @@ export interface JobContext<Args extends unknown[] = unknown[]> {
   readonly signal: AbortSignal;
   /** Workflow data (features §3.3), when the job belongs to one. */
   readonly workflowId: string | undefined;
+  /** Chain: `[previous result]`; graph: dependency results in `dependsOn` order. */
   readonly parentResults: unknown;
+  /** Graph workflows: this step's id, and its dependencies' results by step id. */
+  readonly stepId?: string;
+  readonly parentResultsByStep?: Record<string, unknown>;
   /** Mutable per-execution map shared by middleware and the handler. */
   readonly metadata: Record<string, unknown>;
   /** Sets the result reported on ACK (used when the chain returns undefined). */
   setResult(value: unknown): void;
   /** Sends a heartbeat now, extending the lease. */
   heartbeat(): Promise<void>;
+  /**
+   * Reports progress (0.0 to 1.0, optional message and data) of this job;
+   * it also extends the lease. Resolves once the server stored it.
+   */
+  progress(value: number, message?: string, data?: Record<string, unknown>): Promise<void>;
   log(
     level: 'debug' | 'info' | 'warn' | 'error',
     message: string,

@@ -600,6 +600,28 @@ export class FakeTransport implements Transport {
 
   async createWorkflow(body: Obj): Promise<Workflow> {
     const type = body.type;
+    if (type === undefined && Array.isArray(body.steps) && body.steps.length > 0) {
+      // The graph form (workflowGraph): stored with its steps waiting, not executed.
+      const steps = body.steps as Obj[];
+      const workflow: Workflow & { definition: Obj } = {
+        id: uuidv7(),
+        state: 'running',
+        created_at: this.#now(),
+        definition: structuredClone(body),
+        steps_total: steps.length,
+        steps_completed: 0,
+        steps: steps.map((step) => ({
+          id: String(step.id),
+          type: String(step.type),
+          state: 'waiting',
+          job_id: null,
+          depends_on: (step.depends_on as string[] | undefined) ?? [],
+        })),
+      };
+      if (typeof body.name === 'string') workflow.name = body.name;
+      this.workflows.set(workflow.id, workflow);
+      return structuredClone(workflow);
+    }
     if (type !== 'chain' && type !== 'group' && type !== 'batch') {
       throw invalid('workflow type must be chain, group or batch.', 'type');
     }
@@ -773,12 +795,20 @@ export class TestContext {
       signal: controller.signal,
       workflowId: job.workflow_id,
       parentResults: job.parent_results,
+      stepId: job.workflow_step_id,
+      parentResultsByStep: job.parent_results_by_step,
       metadata: {},
       setResult: (value) => {
         result = value;
         resultSet = true;
       },
       heartbeat: async () => {},
+      // Kept on the job as the server would (clamped, never lowered), for assertions.
+      progress: async (value, message, data) => {
+        const previous = (job as { progress?: { value: number } }).progress?.value ?? 0;
+        const stored = Math.max(previous, Math.min(1, Math.max(0, value)));
+        Object.assign(job, { progress: { value: stored, message, data } });
+      },
       log: () => {},
     };
     const failNext = this.#failNext.get(job.type);

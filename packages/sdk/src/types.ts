@@ -85,7 +85,11 @@ export interface Job<Args extends unknown[] = unknown[]> {
   retry_delay_ms?: number;
   next_attempt_at?: string;
   parent_results?: unknown;
+  /** Graph workflows: the results of the step's dependencies by step id. */
+  parent_results_by_step?: Record<string, unknown>;
   workflow_id?: string;
+  /** Graph workflows: the id of the step this job runs. */
+  workflow_step_id?: string;
   [key: string]: unknown;
 }
 
@@ -212,11 +216,38 @@ export interface WorkflowDefinition {
   callbacks?: WorkflowCallbacks;
 }
 
+export type WorkflowState = 'running' | 'completed' | 'failed' | 'cancelled';
+export type WorkflowStepState =
+  | 'waiting'
+  | 'pending'
+  | 'active'
+  | 'completed'
+  | 'failed'
+  | 'cancelled';
+
+/** A step as GET /workflows/:id reports it: `id` and `depends_on` for graphs, `index` otherwise. */
+export interface WorkflowStepStatus {
+  id?: string;
+  index?: number;
+  type: string;
+  state: WorkflowStepState;
+  job_id: string | null;
+  depends_on?: string[];
+  /** A step that is a nested workflow: that workflow's id, once started. */
+  workflow_id?: string;
+  started_at?: string;
+  completed_at?: string;
+  result?: unknown;
+  error?: { code: string; message: string; attempt?: number };
+}
+
 export interface Workflow {
   id: string;
-  type: WorkflowType;
+  /** chain, group or batch; absent for a graph workflow. */
+  type?: WorkflowType;
   name?: string;
-  state: string;
+  state: WorkflowState | (string & {});
+  steps?: WorkflowStepStatus[];
   steps_total?: number;
   steps_completed?: number;
   jobs_total?: number;
@@ -481,5 +512,36 @@ export interface Transport {
   getWorkflow(id: string, options?: RequestOptions): Promise<Workflow>;
   cancelWorkflow(id: string, options?: RequestOptions): Promise<Workflow>;
   listEvents(query: EventQuery, options?: RequestOptions): Promise<EventPage>;
+  /** Progress of an active job (progress extension); answers the stored progress. */
+  progress?(jobId: string, update: ProgressUpdate, options?: RequestOptions): Promise<JobProgress>;
+  getProgress?(jobId: string, options?: RequestOptions): Promise<JobProgress>;
+  /** A call of the admin API (HTTP only): method, path under /ojs/v1, query, body. */
+  admin?(call: AdminCall, options?: RequestOptions): Promise<Record<string, unknown>>;
   close?(): Promise<void>;
+}
+
+export interface ProgressUpdate {
+  /** 0.0 to 1.0; clamped by the server, never lowered within an attempt. */
+  progress?: number;
+  message?: string;
+  data?: Record<string, unknown>;
+}
+
+export interface JobProgress {
+  job_id: string;
+  state: string;
+  progress: number | null;
+  message: string | null;
+  data: Record<string, unknown> | null;
+  updated_at: string | null;
+}
+
+export interface AdminCall {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Path under /ojs/v1, e.g. `/admin/jobs`. */
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  /** Safe to repeat after an ambiguous failure (reads, pause, config). */
+  idempotent: boolean;
 }

@@ -801,12 +801,33 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       signal: entry.controller.signal,
       workflowId: job.workflow_id,
       parentResults: job.parent_results,
+      stepId: job.workflow_step_id,
+      parentResultsByStep: job.parent_results_by_step,
       metadata: {},
       setResult: (value) => {
         result = value;
         resultSet = true;
       },
       heartbeat: () => this.#heartbeat(),
+      progress: async (value, message, data) => {
+        const transport = this.transport;
+        if (transport.progress === undefined) {
+          throw new UnsupportedFeatureError('This transport cannot report job progress.', {
+            code: 'unsupported',
+            operation: 'progress',
+            jobId: job.id,
+          });
+        }
+        await transport.progress(
+          job.id,
+          {
+            progress: value,
+            ...(message === undefined ? {} : { message }),
+            ...(data === undefined ? {} : { data }),
+          },
+          { signal: entry.controller.signal },
+        );
+      },
       log: (level, message, fields) =>
         this.logger[level](message, { 'ojs.job.id': job.id, 'ojs.job.type': job.type, ...fields }),
     };

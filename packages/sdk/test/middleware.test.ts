@@ -38,6 +38,7 @@ const fakeCtx = (job: Job): JobContext => ({
   metadata: {},
   setResult() {},
   heartbeat: async () => {},
+  progress: async () => {},
   log() {},
 });
 

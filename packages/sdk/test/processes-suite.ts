@@ -10,68 +10,12 @@
  *   completed exactly once (job states, `job.completed` events, executions).
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { OjsClient } from '@ojs/sdk';
-import {
-  MODES,
-  type Mode,
-  type StoreKind,
-  startTestServer,
-  type TestServer,
-  waitFor,
-} from './helpers.ts';
+import { type Child, spawnWorker } from './children.ts';
+import { MODES, type StoreKind, startTestServer, type TestServer, waitFor } from './helpers.ts';
 
-const CHILD = fileURLToPath(new URL('./fixtures/worker-child.ts', import.meta.url));
 const TOTAL = Number(process.env.OJS_SDK_E2E_JOBS ?? 10_000);
-
-interface Child {
-  process: ChildProcess;
-  events: Array<Record<string, unknown>>;
-  exited: Promise<number | null>;
-  stderr: string[];
-  waitEvent(
-    predicate: (e: Record<string, unknown>) => boolean,
-    what: string,
-    timeoutMs?: number,
-  ): Promise<Record<string, unknown>>;
-}
-
-function spawnWorker(server: TestServer, mode: Mode, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, [CHILD], {
-    env: {
-      ...process.env,
-      CHILD_MODE: mode,
-      CHILD_URL: server.url,
-      CHILD_STORE: server.store,
-      CHILD_PG_SCHEMA: server.schema ?? '',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const events: Array<Record<string, unknown>> = [];
-  const stderr: string[] = [];
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    if (line.trim() !== '') events.push(JSON.parse(line) as Record<string, unknown>);
-  });
-  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
-  const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code) => resolve(code)),
-  );
-  return {
-    process: child,
-    events,
-    exited,
-    stderr,
-    waitEvent: (predicate, what, timeoutMs = 20_000) =>
-      waitFor(() => events.find(predicate), {
-        what: `${what} (stderr: ${stderr.join('').slice(-500)})`,
-        timeoutMs,
-      }),
-  };
-}
 
 /** Defines the suites for one store, over both transports. */
 export function defineProcessSuites(store: StoreKind): void {
@@ -169,9 +113,16 @@ export function defineProcessSuites(store: StoreKind): void {
           (e) => e.event === 'started' && e.id === slow!.id,
           'slow job started',
         );
+        await child.waitEvent((e) => e.event === 'ready', 'worker ready');
         const signalled = Date.now();
         child.process.kill('SIGTERM');
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        // The worker has handled the signal: it is stopping, with the job still its own.
+        const first = await child.waitEvent((e) => e.event === 'signal', 'first signal handled');
+        assert.deepEqual(
+          { state: first.state, active: first.active },
+          { state: 'terminate', active: 1 },
+        );
+        assert.equal((await client.getJob(slow!.id)).state, 'active', 'not requeued yet');
         assert.equal(child.process.exitCode, null, 'still waiting for the job after one signal');
         child.process.kill('SIGTERM');
         assert.equal(await child.exited, 0);

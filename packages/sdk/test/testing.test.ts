@@ -4,6 +4,7 @@ import {
   ConflictError,
   DiscardError,
   DuplicateJobError,
+  graph,
   OjsClient,
   OjsWorker,
   testing,
@@ -130,6 +131,20 @@ describe('fake mode', () => {
     const wf = t.assertWorkflowCreated({ type: 'chain', name: 'pipeline' });
     assert.equal(wf.steps_total, 2);
     assert.throws(() => t.assertWorkflowCreated({ name: 'other' }), AssertionError);
+    await client.workflowGraph(
+      graph('etl')
+        .step('a', { type: 'a.one' })
+        .step('b', { type: 'a.two', dependsOn: ['a'] }),
+    );
+    const etl = t.assertWorkflowCreated({ name: 'etl' });
+    assert.equal(etl.type, undefined);
+    assert.deepEqual(
+      etl.steps?.map((s) => [s.id, s.state, s.depends_on]),
+      [
+        ['a', 'waiting', []],
+        ['b', 'waiting', ['a']],
+      ],
+    );
     await client.registerCron({ name: 'nightly', expression: '@daily', job: { type: 'a.one' } });
     assert.equal((await client.listCron()).length, 1);
     await signUp('x@example.com');

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
   DiscardError,
+  HttpTransport,
   type Job,
   JobCancelledError,
   JobTimeoutError,
@@ -245,7 +246,28 @@ for (const store of await testStores())
 
       it('obeys heartbeat directives: quiet stops fetching, terminate stops the worker', async () => {
         const q = queue();
-        const quiet = worker(mode, { queues: [q] });
+        // Calls the worker makes, counted on their way to the server.
+        const calls = { fetch: 0, heartbeat: 0 };
+        const inner = server.transport(mode) ?? new HttpTransport({ url: server.url });
+        const counting = new Proxy(inner, {
+          get(target, name, receiver) {
+            const value = Reflect.get(target, name, receiver);
+            // Methods run on the transport itself (it keeps private fields).
+            if (typeof value !== 'function') return value;
+            if (name !== 'fetchJobs' && name !== 'heartbeat') return value.bind(target);
+            return async (...args: unknown[]) => {
+              // Fetches count when sent, heartbeats when answered.
+              if (name === 'fetchJobs') calls.fetch++;
+              const answer = await (value as (...a: unknown[]) => Promise<unknown>).apply(
+                target,
+                args,
+              );
+              if (name === 'heartbeat') calls.heartbeat++;
+              return answer;
+            };
+          },
+        });
+        const quiet = worker(mode, { queues: [q], transport: counting });
         let quietRan = 0;
         quiet.register('directive.job', async () => {
           quietRan++;
@@ -261,7 +283,15 @@ for (const store of await testStores())
         await waitFor(() => quiet.state === 'quiet', { what: 'quiet state' });
         assert.equal((await client.waitForJob(first!.id)).state, 'completed');
         const second = await client.enqueue('directive.job', [], { queue: q });
-        await sleep(300);
+        // No waiting for something not to happen: the worker's own heartbeats
+        // (every 100 ms, independent of its fetch loop) mark its time. Over
+        // three of them after the enqueue, a worker that still fetched would
+        // have fetched the job (its long poll answers at once when one is
+        // available): the fetch count must not move.
+        const fetchesWhenQuiet = calls.fetch;
+        const beats = calls.heartbeat;
+        await waitFor(() => calls.heartbeat >= beats + 3, { what: 'three heartbeats' });
+        assert.equal(calls.fetch, fetchesWhenQuiet, 'a quiet worker sends no fetch');
         assert.equal(
           (await client.getJob(second!.id)).state,
           'available',

@@ -4,21 +4,26 @@
  * binds. Every response, errors and 404s included, carries the exact OJS
  * media type, OJS-Version and X-Request-Id.
  */
-import { OjsError } from '@ojs/core';
+import { checkRequestText, MAX_PATH_PARAM_BYTES, OjsError } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
-import { type AuthConfig, registerAuth } from './auth.ts';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import { type AuthConfig, authenticate, registerAuth } from './auth.ts';
+import { clientErrorHandler } from './client-errors.ts';
+import { adminRoutes } from './routes/admin.ts';
 import { adminVersioningRoutes } from './routes/admin-versioning.ts';
 import { cronRoutes } from './routes/cron.ts';
 import { deadLetterRoutes } from './routes/dead-letter.ts';
 import { eventRoutes } from './routes/events.ts';
 import { jobRoutes } from './routes/jobs.ts';
+import { progressRoutes } from './routes/progress.ts';
 import { queueRoutes } from './routes/queues.ts';
+import { rateLimitRoutes } from './routes/rate-limits.ts';
 import { systemRoutes } from './routes/system.ts';
 import { workerRoutes } from './routes/workers.ts';
 import { workflowRoutes } from './routes/workflows.ts';
 import {
   DEFAULT_BODY_LIMIT,
+  decodeBody,
   isJsonMediaType,
   OJS_MEDIA_TYPE,
   OJS_VERSION,
@@ -44,10 +49,21 @@ declare module 'fastify' {
   }
 }
 
-/** Maps framework errors (parser, body limit) onto the error catalogue. */
+/** Maps framework errors (parser, body limit, router) onto the error catalogue. */
 function toOjsError(error: FastifyError, bodyLimit: number): OjsError {
   if (error instanceof OjsError) return error;
   switch (error.code) {
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new OjsError(
+        'uri_too_long',
+        `A path parameter is longer than ${MAX_PATH_PARAM_BYTES} bytes.`,
+        { max_bytes: MAX_PATH_PARAM_BYTES },
+      );
+    case 'FST_ERR_BAD_URL':
+      return new OjsError(
+        'invalid_request',
+        'The request path is not valid: a percent-encoding is malformed or not UTF-8.',
+      );
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new OjsError('payload_too_large', error.message, { max_bytes: bodyLimit });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -76,14 +92,40 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
     keepAliveTimeout: 65_000,
     requestTimeout: 60_000,
     return503OnClosing: true,
+    // Longer than any stored name or id (core limits.ts), so everything the
+    // server accepts can be addressed by path; longer parameters get a 414.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_BYTES },
+    // Errors the router raises before any route (bad percent-encoding, a
+    // parameter too long) get the OJS envelope, after authentication.
+    frameworkErrors: (error, request, reply) => {
+      const failed = config.auth ? authenticate(request, config.auth) : undefined;
+      const ojs = failed ?? toOjsError(error as FastifyError, bodyLimit);
+      // (reply is typed for route replies; this one has no route.)
+      (reply as unknown as FastifyReply)
+        .code(ojs.status)
+        .header('OJS-Version', OJS_VERSION)
+        .header('X-Request-Id', request.id)
+        .header('Content-Type', OJS_MEDIA_TYPE)
+        // A Buffer, so the media type goes out exactly as set (no charset).
+        .send(Buffer.from(JSON.stringify(ojs.toBody(request.id))));
+    },
+    // Requests Node's HTTP parser refuses (431, malformed request lines, bytes
+    // outside ASCII in the path) never reach a route: answer them in the
+    // envelope too, with Connection: close, since the connection ends.
+    clientErrorHandler,
   });
   app.decorate('engine', engine);
   app.decorate('appConfig', config);
 
   // Only the two JSON media types are accepted; anything else is a 400 (HB §4).
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) => {
-    const text = body as string;
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
+    let text: string;
+    try {
+      text = decodeBody(body as Buffer);
+    } catch (error) {
+      return done(error as Error);
+    }
     if (!isJsonMediaType(req.headers['content-type'])) {
       if (text.trim() === '') return done(null, undefined);
       return done(
@@ -105,6 +147,27 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('OJS-Version', OJS_VERSION);
     reply.header('X-Request-Id', request.id);
+    done();
+  });
+  // Path and query parameters: storable text of bounded size (core limits.ts),
+  // checked before any route reads them.
+  app.addHook('preValidation', (request, _reply, done) => {
+    try {
+      // (The query's size is bounded by Node's header limit: 431 above it.)
+      for (const [source, maxBytes] of [
+        [request.params, MAX_PATH_PARAM_BYTES],
+        [request.query, Number.POSITIVE_INFINITY],
+      ] as const) {
+        if (typeof source !== 'object' || source === null) continue;
+        for (const [name, value] of Object.entries(source as Record<string, unknown>)) {
+          for (const text of Array.isArray(value) ? value : [value]) {
+            if (typeof text === 'string') checkRequestText(name, text, maxBytes);
+          }
+        }
+      }
+    } catch (error) {
+      return done(error as Error);
+    }
     done();
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
@@ -146,5 +209,8 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(workflowRoutes);
   await app.register(cronRoutes);
   await app.register(adminVersioningRoutes);
+  await app.register(adminRoutes);
+  await app.register(progressRoutes);
+  await app.register(rateLimitRoutes);
   return app;
 }

@@ -20,6 +20,8 @@ function rolesFor(request: FastifyRequest): Role[] {
   if (path.startsWith('/ojs/v1/workers/') || /^\/ojs\/v1\/jobs\/[^/]+\/(ack|nack)$/.test(path)) {
     return ['worker', 'admin'];
   }
+  // Workers report progress; producers read it.
+  if (/^\/ojs\/v1\/jobs\/[^/]+\/progress$/.test(path)) return ['producer', 'worker', 'admin'];
   // Producers enqueue jobs and workflows and read them back; everything else
   // (queues, cron, dead letter, events, admin) is the admin role's.
   if (path.startsWith('/ojs/v1/jobs') || path.startsWith('/ojs/v1/workflows')) {
@@ -52,18 +54,38 @@ export function parseApiKeys(spec: string): AuthConfig {
   return { keys };
 }
 
+/** The key a request presents, or the 401 to answer; undefined when auth is off. */
+function keyOf(
+  request: FastifyRequest,
+  config: AuthConfig,
+): { key: string; role: Role } | OjsError | undefined {
+  if (config.keys.length === 0) return undefined;
+  const header = request.headers.authorization;
+  const token =
+    typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+  if (token === undefined) {
+    return new OjsError('unauthenticated', 'Missing Authorization: Bearer <api key>.');
+  }
+  const match = config.keys.find((k) => same(k.key, token));
+  return match ?? new OjsError('unauthenticated', 'The API key is not valid.');
+}
+
+/**
+ * Authentication alone (no role check): the 401 for a request without a
+ * valid key, else undefined. Used for requests the router refuses before
+ * any route (a malformed path), so they tell nothing to an anonymous client.
+ */
+export function authenticate(request: FastifyRequest, config: AuthConfig): OjsError | undefined {
+  const match = keyOf(request, config);
+  return match instanceof OjsError ? match : undefined;
+}
+
 export function registerAuth(app: FastifyInstance, config: AuthConfig): void {
   if (config.keys.length === 0) return;
   app.addHook('onRequest', async (request) => {
-    const header = request.headers.authorization;
-    const token =
-      typeof header === 'string' && header.startsWith('Bearer ')
-        ? header.slice(7).trim()
-        : undefined;
-    if (token === undefined)
-      throw new OjsError('unauthenticated', 'Missing Authorization: Bearer <api key>.');
-    const match = config.keys.find((k) => same(k.key, token));
-    if (match === undefined) throw new OjsError('unauthenticated', 'The API key is not valid.');
+    const match = keyOf(request, config);
+    if (match === undefined) return;
+    if (match instanceof OjsError) throw match;
     if (!rolesFor(request).includes(match.role)) {
       throw new OjsError(
         'permission_denied',

@@ -2,8 +2,11 @@
  * GET /ojs/manifest (HB §21, CONF §4). The declared level is the level this
  * server passes in CI, not the level it aims for.
  */
+import { LIMITS, MAX_META_BYTES, MAX_WORKFLOW_STEPS } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
 import type { AppConfig } from './app.ts';
+import { MAX_PUSH_MANY } from './routes/jobs.ts';
+import { MAX_ACK_BATCH } from './routes/workers.ts';
 import { DEFAULT_BODY_LIMIT } from './wire.ts';
 
 /** Highest conformance level whose suites pass on every store in CI. */
@@ -39,19 +42,44 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       job_versioning: true,
       long_poll_fetch: true,
       ack_batch: true,
+      push_many: true,
+      admin_api: true,
+      job_search: true,
+      bulk_operations: true,
+      progress: true,
+      queue_config: true,
+      backpressure: true,
+      retention: true,
+      graceful_shutdown: true,
     },
     extensions: {
-      official: [{ name: 'schema-registry', uri: 'urn:ojs:ext:schema-registry', version: '1.0.0' }],
+      official: [
+        { name: 'schema-registry', uri: 'urn:ojs:ext:schema-registry', version: '1.0.0' },
+        { name: 'admin-api', uri: 'urn:ojs:ext:admin-api', version: '1.0.0' },
+        { name: 'dead-letter', uri: 'urn:ojs:ext:dead-letter', version: '1.0.0' },
+        { name: 'rate-limiting', uri: 'urn:ojs:ext:rate-limiting', version: '1.0.0' },
+        { name: 'progress', uri: 'urn:ojs:ext:progress', version: '1.0.0' },
+        { name: 'queue-config', uri: 'urn:ojs:ext:queue-config', version: '1.0.0' },
+        { name: 'graceful-shutdown', uri: 'urn:ojs:ext:graceful-shutdown', version: '1.0.0' },
+        { name: 'middleware', uri: 'urn:ojs:ext:middleware', version: '1.0.0' },
+      ],
       experimental: [
         {
           name: 'job-versioning',
           uri: 'urn:ojs:ext:experimental:job-versioning',
           version: '0.1.0',
         },
+        { name: 'backpressure', uri: 'urn:ojs:ext:backpressure', version: '1.0.0' },
         {
           // Ours: one request acknowledges many jobs (POST endpoints.ack_batch).
           name: 'ack-batch',
           uri: 'urn:ojs-ts:ext:ack-batch',
+          version: '0.1.0',
+        },
+        {
+          // Ours: one request carries many independent PUSHes (POST endpoints.push_many).
+          name: 'push-many',
+          uri: 'urn:ojs-ts:ext:push-many',
           version: '0.1.0',
         },
       ],
@@ -61,14 +89,24 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       manifest: '/ojs/manifest',
       health: '/ojs/v1/health',
       ack_batch: '/ojs/v1/workers/ack/batch',
+      push_many: '/ojs/v1/jobs/many',
+      admin: '/ojs/v1/admin',
     },
     limits: {
       max_body_bytes: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
-      max_meta_bytes: 65536,
+      max_meta_bytes: MAX_META_BYTES,
       max_batch_size: engine.maxBatchSize,
       max_fetch_count: engine.maxFetchCount,
       max_fetch_wait_ms: engine.maxFetchWaitMs,
+      max_ack_batch: MAX_ACK_BATCH,
+      max_push_many: MAX_PUSH_MANY,
+      max_workflow_steps: MAX_WORKFLOW_STEPS,
+      // Every bound of core limits.ts (strings, arrays, depth, numbers, schemas).
+      ...LIMITS,
     },
     unique_job_strength: 'strong',
+    // ACK/NACK/heartbeat are fenced on worker_id and attempt when sent, or
+    // must send them (`ojs serve --require-fencing`).
+    worker_fencing: engine.requireFencing ? 'required' : 'when_sent',
   };
 }

@@ -4,7 +4,7 @@
  * accepting requests, lets in-flight ones finish and closes the store.
  */
 import { isIP } from 'node:net';
-import type { Store } from '@ojs/core';
+import { parseRetention, type RetentionPolicy, type Store } from '@ojs/core';
 import { Engine, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
@@ -25,8 +25,51 @@ export interface ServeOptions {
   sqliteThread?: boolean;
   /** Default schema validation mode at enqueue: strict, warn (default) or off. */
   schemaValidation?: ValidationMode;
+  /** Refuse ACK/NACK without worker_id and attempt, fetch and heartbeat without worker_id. */
+  requireFencing?: boolean;
   logger?: boolean;
   handleSignals?: boolean;
+  /** Retention of finished jobs per final state (parseRetentionSpec), over the defaults. */
+  retention?: Partial<RetentionPolicy>;
+  /**
+   * Graceful shutdown: how long the server stays up draining (health 503
+   * `draining`, FETCH hands out nothing, ACK/FAIL/heartbeats still served)
+   * before it stops accepting requests. Default 0.
+   */
+  drainMs?: number;
+}
+
+/**
+ * `completed=P1D,cancelled=P7D,discarded=P30D,dead_letter=P180D` (any
+ * subset; `never` keeps that class forever) -> retention in ms. An unknown
+ * class or a bad duration is an error naming it.
+ */
+export function parseRetentionSpec(text: string): Partial<RetentionPolicy> {
+  const entries: Record<string, string> = {};
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
+    const [key, value, extra] = part.split('=');
+    if (key === undefined || value === undefined || extra !== undefined) {
+      throw new Error(
+        `Retention must be class=DURATION pairs such as completed=P1D (got '${part}').`,
+      );
+    }
+    entries[key.trim()] = value.trim();
+  }
+  try {
+    return parseRetention(entries);
+  } catch (error) {
+    throw new Error(`Invalid retention '${text}': ${(error as Error).message}`);
+  }
+}
+
+function nonNegativeInt(value: string, name: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`${name} must be an integer >= 0 (got '${value}').`);
+  return n;
 }
 
 export interface RunningServer {
@@ -62,6 +105,12 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
     options.visibilityTimeoutMs = Number(env.OJS_VISIBILITY_TIMEOUT_MS);
   if (env.OJS_SCHEMA_VALIDATION)
     options.schemaValidation = parseValidationMode(env.OJS_SCHEMA_VALIDATION);
+  if (env.OJS_REQUIRE_FENCING !== undefined && env.OJS_REQUIRE_FENCING !== '') {
+    options.requireFencing = parseSwitch('OJS_REQUIRE_FENCING', env.OJS_REQUIRE_FENCING);
+  }
+  if (env.OJS_RETENTION) options.retention = parseRetentionSpec(env.OJS_RETENTION);
+  if (env.OJS_SHUTDOWN_DRAIN_MS)
+    options.drainMs = nonNegativeInt(env.OJS_SHUTDOWN_DRAIN_MS, 'OJS_SHUTDOWN_DRAIN_MS');
   if (env.OJS_SQLITE_SYNCHRONOUS !== undefined && env.OJS_SQLITE_SYNCHRONOUS !== '') {
     if (env.OJS_SQLITE_SYNCHRONOUS !== 'NORMAL' && env.OJS_SQLITE_SYNCHRONOUS !== 'FULL') {
       throw new Error(
@@ -71,13 +120,18 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
     options.sqliteSynchronous = env.OJS_SQLITE_SYNCHRONOUS;
   }
   if (env.OJS_SQLITE_THREAD !== undefined && env.OJS_SQLITE_THREAD !== '') {
-    const value = env.OJS_SQLITE_THREAD.toLowerCase();
-    if (!['1', '0', 'true', 'false', 'on', 'off'].includes(value)) {
-      throw new Error(`OJS_SQLITE_THREAD must be on or off (got '${env.OJS_SQLITE_THREAD}').`);
-    }
-    options.sqliteThread = value === '1' || value === 'true' || value === 'on';
+    options.sqliteThread = parseSwitch('OJS_SQLITE_THREAD', env.OJS_SQLITE_THREAD);
   }
   return options;
+}
+
+/** An on/off environment variable; anything else is a configuration error. */
+function parseSwitch(name: string, text: string): boolean {
+  const value = text.toLowerCase();
+  if (!['1', '0', 'true', 'false', 'on', 'off'].includes(value)) {
+    throw new Error(`${name} must be on or off (got '${text}').`);
+  }
+  return value === '1' || value === 'true' || value === 'on';
 }
 
 const log = (line: string) => process.stderr.write(`ojs: ${line}\n`);
@@ -123,6 +177,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     testMode: options.testMode,
     visibilityTimeoutMs: options.visibilityTimeoutMs,
     schemaValidation: options.schemaValidation,
+    requireFencing: options.requireFencing,
+    retention: options.retention,
   });
   const app = await buildApp(
     { testMode: options.testMode, auth, logger: options.logger ?? false },
@@ -161,6 +217,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     closing ??= (async () => {
       closed = true;
       clearTimeout(retrying);
+      // Draining first: health says so and FETCH hands out nothing, while
+      // workers still ACK, FAIL and heartbeat the jobs they hold.
+      engine.beginDrain();
+      if ((options.drainMs ?? 0) > 0) {
+        await new Promise((resolve) => setTimeout(resolve, options.drainMs));
+      }
       // Waiting long polls return at once; in-flight requests finish; then the store closes.
       await engine.stop();
       await app.close();

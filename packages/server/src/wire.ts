@@ -3,7 +3,17 @@
  * header, request ids, and body parsing that turns every malformed input
  * into a spec-shaped error instead of a framework default.
  */
-import { invalidPayload, invalidRequest, OjsError, uuidv7 } from '@ojs/core';
+import {
+  boundedInt,
+  checkRequestJson,
+  checkRequestText,
+  invalidPayload,
+  invalidRequest,
+  MAX_NAME_BYTES,
+  MAX_OFFSET,
+  OjsError,
+  uuidv7,
+} from '@ojs/core';
 
 export const OJS_MEDIA_TYPE = 'application/openjobspec+json';
 export const OJS_VERSION = '1.0';
@@ -24,14 +34,33 @@ export function isJsonMediaType(contentType: string | undefined): boolean {
   return type === OJS_MEDIA_TYPE || type === 'application/json';
 }
 
-/** Parses a JSON body; an empty body is `undefined` (the route decides if that is allowed). */
+/** Decodes strictly: a body that is not UTF-8 is refused, never patched with U+FFFD. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A request body's text, or 400 invalid_payload when its bytes are not UTF-8. */
+export function decodeBody(body: Buffer): string {
+  try {
+    return UTF8.decode(body);
+  } catch {
+    throw invalidPayload('The request body is not valid UTF-8.');
+  }
+}
+
+/**
+ * Parses a JSON body and checks it against the request limits (depth,
+ * storable strings, finite numbers; core limits.ts); an empty body is
+ * `undefined` (the route decides if that is allowed).
+ */
 export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
     throw invalidPayload(`The request body is not valid JSON: ${(error as Error).message}`);
   }
+  checkRequestJson(value);
+  return value;
 }
 
 type Obj = Record<string, unknown>;
@@ -54,20 +83,25 @@ export function requiredString(body: Obj, field: string): string {
   return value;
 }
 
+/** An optional string field: storable text of at most MAX_NAME_BYTES (core limits.ts). */
 export function optionalString(body: Obj, field: string): string | undefined {
   const value = body[field];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw invalidRequest(`${field} must be a string.`, { field });
+  if (typeof value !== 'string') {
+    throw invalidRequest(`${field} must be a string.`, { field });
+  }
+  checkRequestText(field, value, MAX_NAME_BYTES);
   return value;
 }
 
-export function optionalInt(body: Obj, field: string, min: number): number | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw invalidRequest(`${field} must be an integer >= ${min}.`, { field });
-  }
-  return value;
+/** An optional integer field in [min, max] (the bounds are in core limits.ts). */
+export function optionalInt(
+  body: Obj,
+  field: string,
+  min: number,
+  max: number,
+): number | undefined {
+  return boundedInt(body[field], field, min, max);
 }
 
 /** Query parameters `limit`/`offset` with the binding's defaults and caps (HB §17). */
@@ -76,18 +110,23 @@ export function pageParams(
   defaultLimit = 50,
   maxLimit = 200,
 ): { limit: number; offset: number } {
-  const parse = (name: string, fallback: number, min: number) => {
+  const parse = (name: string, fallback: number, min: number, max: number) => {
     const raw = query[name];
     if (raw === undefined) return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < min) {
-      throw invalidRequest(`${name} must be an integer >= ${min}.`, { field: name });
+    const value = typeof raw === 'string' && /^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw invalidRequest(`${name} must be an integer between ${min} and ${max}.`, {
+        field: name,
+        min,
+        max,
+      });
     }
     return value;
   };
   return {
-    limit: Math.min(parse('limit', defaultLimit, 1), maxLimit),
-    offset: parse('offset', 0, 0),
+    // A limit above the cap is served as the cap (HB §17); only nonsense is refused.
+    limit: Math.min(parse('limit', defaultLimit, 1, Number.MAX_SAFE_INTEGER), maxLimit),
+    offset: parse('offset', 0, 0, MAX_OFFSET),
   };
 }
 

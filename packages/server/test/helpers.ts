@@ -35,7 +35,12 @@ export interface Ctx {
 }
 
 export async function setup(
-  options: { testMode?: boolean; engineTestMode?: boolean; bodyLimit?: number } = {},
+  options: {
+    testMode?: boolean;
+    engineTestMode?: boolean;
+    bodyLimit?: number;
+    requireFencing?: boolean;
+  } = {},
 ): Promise<Ctx> {
   const store = new SqliteStore({ path: ':memory:' });
   await store.init();
@@ -46,6 +51,7 @@ export async function setup(
     testMode: options.engineTestMode ?? options.testMode ?? true,
     // Jitter factor exactly 1.0: backoff delays are deterministic.
     random: () => 0.5,
+    requireFencing: options.requireFencing ?? false,
   });
   const config: { testMode: boolean; bodyLimit?: number } = {
     testMode: options.testMode ?? true,
@@ -142,4 +148,21 @@ export function assertError(
   assert.equal(typeof body.error.docs_url, 'string');
   assert.equal(body.error.request_id, res.headers['x-request-id']);
   return body.error;
+}
+
+/** POST /ojs/v1/workflows answered 201 with its Location: the workflow. */
+export async function createWorkflowOk(ctx: Ctx, body: Obj): Promise<Json> {
+  const res = await ctx.req('POST', '/ojs/v1/workflows', body);
+  assert.equal(res.statusCode, 201, res.body);
+  assertWireHeaders(res);
+  const { workflow } = res.json();
+  assert.equal(res.headers.location, `/ojs/v1/workflows/${workflow.id}`);
+  return workflow;
+}
+
+/** GET /ojs/v1/workflows/:id answered 200: the workflow. */
+export async function getWorkflowOk(ctx: Ctx, id: string): Promise<Json> {
+  const res = await ctx.req('GET', `/ojs/v1/workflows/${id}`);
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json().workflow;
 }

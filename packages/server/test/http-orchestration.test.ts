@@ -300,17 +300,33 @@ describe('workflows', () => {
       /callbacks/,
     ],
     [
-      'nested workflow',
+      'nested six levels deep',
+      (function nest(depth: number): Obj {
+        const leaf = { type: 'ok.two', args: [] };
+        return { type: 'chain', steps: [depth === 1 ? leaf : nest(depth - 1)] };
+      })(6),
+      400,
+      'invalid_request',
+      /nest at most 5 levels/,
+    ],
+    [
+      'an invalid job in a nested workflow',
       {
         type: 'chain',
         steps: [
           { type: 'ok.one', args: [] },
-          { type: 'group', jobs: [{ type: 'ok.two', args: [] }] },
+          {
+            type: 'group',
+            jobs: [
+              { type: 'ok.two', args: [] },
+              { type: 'Bad Type', args: [] },
+            ],
+          },
         ],
       },
       400,
       'invalid_request',
-      /nested/,
+      /^steps\[1\]\.jobs\[1\]: /,
     ],
     ['array body', [{ type: 'chain' }], 400, 'invalid_payload', /object/],
   ];

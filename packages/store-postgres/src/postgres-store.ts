@@ -15,14 +15,19 @@ import {
   type EventFilter,
   type InsertResult,
   JOB_STATES,
+  type JobFilter,
+  type JobPageRequest,
   type JobRecord,
   type LeaseItem,
   type LeaseResult,
   type OjsEvent,
   type Page,
+  type PruneTarget,
   type QueueConfig,
   type QueueInfo,
+  type QueueStateCount,
   type QueueStats,
+  type RateLimitState,
   type SettingRecord,
   type SettleRequest,
   type SettleResult,
@@ -37,6 +42,7 @@ import { DatabaseClock } from './clock.ts';
 import { Database, MAX_ATTEMPTS } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
 import { enqueue, enqueueInOneStatement, insertJobsTx } from './inserts.ts';
+import { countJobsQuery, listJobsQuery, pruneQuery } from './job-queries.ts';
 import { JobsAvailableListener } from './listener.ts';
 import { migrate } from './migrate.ts';
 import {
@@ -273,6 +279,14 @@ export class PostgresStore implements Store {
     return this.#transaction((tx) => promoteDueJobsTx(tx, now));
   }
 
+  async findExpiringWorkflowJobs(now: number, limit: number): Promise<JobRecord[]> {
+    const { rows } = await this.#db.query<{ doc: JobRecord }>(this.#sql.expiringWorkflowJobs, [
+      now,
+      limit,
+    ]);
+    return rows.map((row) => row.doc);
+  }
+
   async findExpiredLeases(now: number, limit: number): Promise<JobRecord[]> {
     const { rows } = await this.#db.query<{ doc: JobRecord }>(this.#sql.expiredLeases, [
       now,
@@ -291,6 +305,56 @@ export class PostgresStore implements Store {
       this.#db.query<{ doc: JobRecord }>(this.#sql.deadLetterPage, [queue ?? null, limit, offset]),
     ]);
     return { items: page.rows.map((row) => row.doc), total: toNumber(count.rows[0]!.n) };
+  }
+
+  // ------------------------------------------------------------ finding jobs, retention
+
+  async listJobs(request: JobPageRequest): Promise<JobRecord[]> {
+    const { text, values } = listJobsQuery(this.#sql.quotedSchema, request);
+    const { rows } = await this.#db.query<{ doc: JobRecord }>(text, values);
+    return rows.map((row) => row.doc);
+  }
+
+  async countJobs(filter: JobFilter): Promise<number> {
+    const { text, values } = countJobsQuery(this.#sql.quotedSchema, filter);
+    const { rows } = await this.#db.query<{ n: string }>(text, values);
+    return toNumber(rows[0]!.n);
+  }
+
+  async countJobsByQueue(): Promise<QueueStateCount[]> {
+    const { rows } = await this.#db.query<{ queue: string; state: string; n: string }>(
+      this.#sql.countJobsByQueue,
+      [],
+    );
+    return rows.map((row) => ({
+      queue: row.queue,
+      state: row.state as QueueStateCount['state'],
+      count: toNumber(row.n),
+    }));
+  }
+
+  async pruneJobs(target: PruneTarget, limit: number): Promise<number> {
+    const { text, values } = pruneQuery(this.#sql.quotedSchema, target, limit);
+    // Retried after a lost connection like any read: a repeat only deletes a further batch.
+    const { rows } = await this.#db.query<{ n: string }>(text, values);
+    return toNumber(rows[0]!.n);
+  }
+
+  async rateLimitState(key: string): Promise<RateLimitState> {
+    const { rows } = await this.#db.query<{
+      active: string;
+      waiting: string;
+      policy: RateLimitState['policy'];
+      win: { start: number; count: number } | null;
+    }>(this.#sql.rateKeyState, [key]);
+    const row = rows[0]!;
+    return {
+      key,
+      active: toNumber(row.active),
+      waiting: toNumber(row.waiting),
+      window: row.win,
+      policy: row.policy ?? null,
+    };
   }
 
   // ------------------------------------------------------------ queues

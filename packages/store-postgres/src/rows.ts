@@ -25,6 +25,33 @@ export function jobRow(job: JobRecord): JobRow {
   return { ...jobColumns(job), seq: job.seq ?? null, doc: job };
 }
 
+/**
+ * `after` as a patch of `before` (the document as stored): the top-level
+ * keys whose value changed, and those removed. Core's decisions copy a
+ * record shallowly, so an unchanged key keeps its value's identity and the
+ * comparison is by reference; a settlement changes a handful of keys of a
+ * document that carries args, meta and the retry policy, so the patch is a
+ * fraction of the document on the wire and in the statement.
+ */
+export function docPatch(
+  before: JobRecord,
+  after: JobRecord,
+): { doc_set: Record<string, unknown>; doc_unset: string[] } {
+  const set: Record<string, unknown> = {};
+  const unset: string[] = [];
+  const old = before as unknown as Record<string, unknown>;
+  const now = after as unknown as Record<string, unknown>;
+  for (const key of Object.keys(now)) {
+    const value = now[key];
+    if (value === undefined) continue;
+    if (value !== old[key]) set[key] = value;
+  }
+  for (const key of Object.keys(old)) {
+    if (old[key] !== undefined && now[key] === undefined) unset.push(key);
+  }
+  return { doc_set: set, doc_unset: unset };
+}
+
 /** An event row (filter columns + the event document). */
 export function eventRow(event: OjsEvent): Record<string, unknown> {
   return {

@@ -26,7 +26,7 @@ import {
   type SettleRequest,
   type SettleResult,
 } from '@ojs/core';
-import { eventRow, jobRow } from './rows.ts';
+import { docPatch, eventRow, jobRow } from './rows.ts';
 import type { Tx } from './tx.ts';
 
 /** A job as read under the row lock: the document and the guard columns. */
@@ -99,10 +99,11 @@ export async function settleJobsTx(tx: Tx, request: SettleRequest): Promise<Sett
     tx.state.xid = null; // read and locked only
     return results;
   }
-  const rows = [...decided.values()].map((job) => ({
-    ...jobRow(job),
-    ...guard(stored.get(job.id)!),
-  }));
+  const rows = [...decided.values()].map((job) => {
+    const read = stored.get(job.id)!;
+    const { doc: _whole, ...columns } = jobRow(job);
+    return { ...columns, ...docPatch(read.doc, job), ...guard(read) };
+  });
   const written = await tx.client.query<{ id: string | null; xid: string | null }>(
     tx.sql.settleJobs,
     [JSON.stringify(rows), JSON.stringify(events), tx.channel],

@@ -230,7 +230,9 @@ export function statements(schema: string) {
       ORDER BY j.id FOR UPDATE OF j`,
     /**
      * A batch of settlements (ACK / FAIL / expiry) in one statement.
-     * $1 = jsonb array of job rows (one per id: the last decision) with the
+     * $1 = jsonb array of job rows (one per id: the last decision), the
+     * document as a patch of the one read (doc_set: top-level keys set,
+     * doc_unset: keys removed; rows.ts docPatch) rather than whole, with the
      * guard as read: expect_state ('active': only active jobs are settled),
      * expect_attempt, expect_rev, expect_worker_id. A row is written only if
      * the job is still active on that attempt, revision and lease holder;
@@ -252,9 +254,11 @@ export function statements(schema: string) {
                expires_at = u.expires_at, finished_at = u.finished_at,
                dead_letter = u.dead_letter, unique_key = u.unique_key,
                workflow_id = u.workflow_id, rate_key = u.rate_key,
-               version_num = u.version_num, worker_id = u.worker_id, doc = u.doc
+               version_num = u.version_num, worker_id = u.worker_id,
+               doc = (j.doc - ARRAY(SELECT jsonb_array_elements_text(u.doc_unset))) || u.doc_set
           FROM jsonb_to_recordset($1::jsonb)
-               AS u(${JOB_COLUMNS}, expect_state text, expect_attempt integer,
+               AS u(${JOB_COLUMNS.replace('doc jsonb', 'doc_set jsonb, doc_unset jsonb')},
+                    expect_state text, expect_attempt integer,
                     expect_rev integer, expect_worker_id text)
          WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
            AND j.rev = u.expect_rev AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
@@ -373,8 +377,13 @@ export function statements(schema: string) {
     /** Unstarted jobs past expires_at, locked (SKIP LOCKED) for expire(). */
     lockExpiring: `SELECT doc FROM ${s}.jobs
       WHERE expires_at IS NOT NULL AND expires_at <= $1
-        AND state IN ('scheduled', 'available', 'pending', 'retryable')
+        AND state IN ('scheduled', 'available', 'pending', 'retryable') AND workflow_id IS NULL
       ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+    /** Unstarted workflow jobs past expires_at: the engine expires them with their workflow. */
+    expiringWorkflowJobs: `SELECT doc FROM ${s}.jobs
+      WHERE expires_at IS NOT NULL AND expires_at <= $1
+        AND state IN ('scheduled', 'available', 'pending', 'retryable') AND workflow_id IS NOT NULL
+      ORDER BY expires_at LIMIT $2`,
     /** Due scheduled/retryable jobs, locked (SKIP LOCKED) for promote(). */
     lockDue: `SELECT doc FROM ${s}.jobs
       WHERE state IN ('scheduled', 'retryable') AND run_at <= $1
@@ -453,6 +462,20 @@ export function statements(schema: string) {
         SELECT seq FROM ${s}.events ORDER BY seq DESC OFFSET $1 LIMIT 1)`,
     eventsTable: `${s}.events`,
 
+    // ------------------------------------------------------------ finding jobs (job-queries.ts)
+    /** The quoted schema, for the statements of filter-dependent shape. */
+    quotedSchema: s,
+    countJobsByQueue: `SELECT queue, state, count(*) AS n FROM ${s}.jobs
+      GROUP BY queue, state ORDER BY queue, state`,
+    /** $1 = rate key. Active and waiting jobs with the key, and the newest one's policy. */
+    rateKeyState: `SELECT
+        (SELECT count(*) FROM ${s}.jobs WHERE rate_key = $1 AND state = 'active') AS active,
+        (SELECT count(*) FROM ${s}.jobs WHERE rate_key = $1 AND state = 'available') AS waiting,
+        (SELECT doc->'rate_limit' FROM ${s}.jobs WHERE rate_key = $1
+            AND state IN ('available', 'active') ORDER BY seq DESC LIMIT 1) AS policy,
+        (SELECT jsonb_build_object('start', window_start, 'count', count)
+           FROM ${s}.rate_windows WHERE key = $1) AS win`,
+
     // ------------------------------------------------------------ admin
     notify: 'SELECT pg_notify($1, $2)',
     reset: `TRUNCATE ${s}.jobs, ${s}.queues, ${s}.events, ${s}.unique_locks, ${s}.rate_windows,
@@ -472,7 +495,7 @@ export function preparedNames(sql: Statements): Map<string, string> {
   const names = new Map<string, string>();
   for (const [key, text] of Object.entries(sql)) {
     // ANALYZE is a utility statement: sent as is, not prepared.
-    if (key !== 'eventsTable' && key !== 'reset' && key !== 'analyzeJobs')
+    if (!['eventsTable', 'reset', 'analyzeJobs', 'quotedSchema'].includes(key))
       names.set(text, `ojs_${key}`);
   }
   names.set(TXID_SQL, 'ojs_txid');

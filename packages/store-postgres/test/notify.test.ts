@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it, test } from 'node:test';
 import { activate, type JobRecord, parseEnqueueRequest } from '@ojs/core';
-import type { PostgresStore } from '../src/index.ts';
+import { jobsAvailableChannel, type PostgresStore } from '../src/index.ts';
 import {
   dropSchema,
   eventually,
@@ -15,6 +15,7 @@ import {
   terminateBackends,
   testSchema,
   unavailable,
+  withAdmin,
 } from './helpers.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
@@ -49,10 +50,22 @@ if (reason !== undefined) {
       await dropSchema(schema);
       await dropSchema(`${schema}_x`);
     });
+    /**
+     * A notification sent after everything before it has committed. PostgreSQL
+     * delivers notifications in commit order, so once the barrier's wake-up
+     * is heard, any wake-up of an earlier write has been heard too: no
+     * waiting for something not to happen.
+     */
+    const barrier = async () => {
+      const before = wakes;
+      await withAdmin((client) => client.query(`NOTIFY "${jobsAvailableChannel(schema)}"`));
+      await eventually(() => wakes > before, 5000, 'the barrier notification');
+    };
+
     beforeEach(async () => {
       await writer.reset();
-      // Let notifications of the reset and earlier steps drain before counting.
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Notifications of the reset and earlier steps are heard before counting.
+      await barrier();
       wakes = 0;
     });
 
@@ -70,8 +83,8 @@ if (reason !== undefined) {
         T0,
       );
       await other.insertJobs([newJob()], [], T0);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      assert.equal(wakes, 0);
+      await barrier();
+      assert.equal(wakes, 1, 'only the barrier woke the listener');
     });
 
     it('fires on promotion, activation and queue resume', async () => {

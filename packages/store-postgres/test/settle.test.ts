@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it, test } from 'node:test';
 import { type JobRecord, parseEnqueueRequest, type SettleItem } from '@ojs/core';
 import pg from 'pg';
-import { loadMigrations, migrate, type PostgresStore } from '../src/index.ts';
-import { jobRow } from '../src/rows.ts';
+import { jobsAvailableChannel, loadMigrations, migrate, type PostgresStore } from '../src/index.ts';
+import { docPatch, jobRow } from '../src/rows.ts';
 import { statements } from '../src/statements.ts';
 import {
   dropSchema,
@@ -184,8 +184,10 @@ if (reason !== undefined) {
     it('the write statement itself refuses a row whose state, attempt, rev or worker moved', async () => {
       const [job] = await activeJobs(1);
       const done = { ...job!, state: 'completed' as const, rev: job!.rev + 1 };
+      const { doc: _whole, ...doneColumns } = jobRow(done);
       const row = (guard: Record<string, unknown>) => ({
-        ...jobRow(done),
+        ...doneColumns,
+        ...docPatch(job!, done),
         expect_state: 'active',
         expect_attempt: job!.attempt,
         expect_rev: job!.rev,
@@ -218,6 +220,11 @@ if (reason !== undefined) {
       // The guard as read: written, with its event.
       assert.deepEqual(await run({}, 'evt_ok'), [job!.id]);
       assert.equal((await columns(job!.id)).state, 'completed');
+      assert.deepEqual(
+        await stores[0]!.getJob(job!.id),
+        done,
+        'the document patched to the decided record',
+      );
       // A second application finds the job no longer active.
       assert.deepEqual(await run({}, 'evt_again'), []);
       const events = await stores[0]!.listEvents({ types: ['job.completed'], limit: 10 });
@@ -271,12 +278,19 @@ if (reason !== undefined) {
       const unsubscribe = stores[3]!.onJobsAvailable(() => wakes++);
       try {
         await stores[3]!.listening();
+        // PostgreSQL delivers notifications in commit order: once a NOTIFY
+        // sent after a write is heard, any wake-up of that write was heard too.
+        const barrier = async () => {
+          const before = wakes;
+          await withAdmin((client) => client.query(`NOTIFY "${jobsAvailableChannel(schema)}"`));
+          await eventually(() => wakes > before, 5000, 'the barrier notification');
+        };
         const [a, b] = await activeJobs(2);
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await barrier();
         wakes = 0;
         await stores[1]!.settleJobs({ items: [ack(a!)], now: T0 + 1000 });
-        await new Promise((resolve) => setTimeout(resolve, 200));
-        assert.equal(wakes, 0, 'an ACK makes nothing available');
+        await barrier();
+        assert.equal(wakes, 1, 'an ACK makes nothing available: only the barrier woke us');
         await stores[1]!.settleJobs({ items: [nack(b!, true)], now: T0 + 1000 });
         await eventually(() => wakes > 0, 5000, 'a wake-up after requeue');
       } finally {

@@ -15,6 +15,7 @@
  * durable.
  */
 import type { DatabaseSync } from 'node:sqlite';
+import type { WalSync } from './wal-sync.ts';
 
 /** Thrown by a write to roll back its own changes and answer `value`. */
 export class Rollback<T> {
@@ -48,10 +49,16 @@ export class GroupCommit {
   /** Work that must join the open group's transaction just before its COMMIT. */
   #beforeCommit: (() => void)[] = [];
   #groupNumber = 0;
+  /** Changes whenever what the transaction holds may shrink: a new group or a rolled-back write. */
+  #epoch = 0;
 
-  constructor(db: DatabaseSync, options: { maxWrites?: number } = {}) {
+  /** When set, a committed group is answered only once this made it durable. */
+  readonly #sync: WalSync | undefined;
+
+  constructor(db: DatabaseSync, options: { maxWrites?: number; sync?: WalSync } = {}) {
     this.#db = db;
     this.#maxWrites = options.maxWrites ?? 10_000;
+    this.#sync = options.sync;
   }
 
   /** Runs `fn` now inside the open group; resolves with its value once the group committed. */
@@ -66,6 +73,7 @@ export class GroupCommit {
     } catch (error) {
       db.exec('ROLLBACK TO ojs_write');
       db.exec('RELEASE ojs_write');
+      this.#epoch++;
       // Nothing of this write remains, so its answer need not wait for the group.
       if (error instanceof Rollback) return Promise.resolve(error.value as T);
       return Promise.reject(error);
@@ -84,6 +92,16 @@ export class GroupCommit {
   }
 
   /**
+   * A number that stays the same while everything written in the open group
+   * so far is still there (no new group, no rolled-back write): a cache of
+   * "this row exists" keyed on it is never stale.
+   */
+  currentEpoch(): number {
+    this.#open();
+    return this.#epoch;
+  }
+
+  /**
    * Runs `fn` inside the open group's transaction just before it commits
    * (e.g. writing back a counter kept in memory during the group). If it
    * throws, the whole group rolls back and every write of it fails.
@@ -97,7 +115,13 @@ export class GroupCommit {
   read<T>(fn: () => T): Promise<T> {
     const value = fn();
     const group = this.#group;
-    if (group === null) return Promise.resolve(value);
+    if (group === null) {
+      const sync = this.#sync;
+      if (sync === undefined) return Promise.resolve(value);
+      return new Promise<T>((resolve, reject) => {
+        sync.afterRead({ resolve: () => resolve(value), reject });
+      });
+    }
     return new Promise<T>((resolve, reject) => {
       group.push({ resolve: () => resolve(value), reject });
     });
@@ -112,6 +136,7 @@ export class GroupCommit {
     this.#group = group;
     this.#writes = 0;
     this.#groupNumber++;
+    this.#epoch++;
     this.#beforeCommit = [];
     setImmediate(() => {
       if (this.#group === group) this.flush();
@@ -139,6 +164,7 @@ export class GroupCommit {
       for (const waiter of group) waiter.reject(error);
       return;
     }
-    for (const waiter of group) waiter.resolve();
+    if (this.#sync !== undefined) this.#sync.afterCommit(group);
+    else for (const waiter of group) waiter.resolve();
   }
 }

@@ -19,6 +19,8 @@ import {
   type InsertResult,
   isTerminal,
   JOB_STATES,
+  type JobFilter,
+  type JobPageRequest,
   type JobRecord,
   jobColumns,
   jobEvent,
@@ -27,10 +29,13 @@ import {
   OjsError,
   type OjsEvent,
   type Page,
+  type PruneTarget,
   promote,
   type QueueConfig,
   type QueueInfo,
+  type QueueStateCount,
   type QueueStats,
+  type RateLimitState,
   type SettingRecord,
   type SettleRequest,
   type SettleResult,
@@ -42,6 +47,7 @@ import {
 } from '@ojs/core';
 import { type ClaimContext, claimFromQueue } from './claim.ts';
 import { GroupCommit, Rollback } from './group-commit.ts';
+import * as queries from './job-queries.ts';
 import { migrate } from './migrate.ts';
 import {
   columns,
@@ -55,6 +61,7 @@ import {
 } from './rows.ts';
 import * as sql from './statements.ts';
 import { WakeWatch } from './wake-watch.ts';
+import { WalSync } from './wal-sync.ts';
 
 export interface SqliteStoreOptions {
   /** File path or ':memory:'. */
@@ -79,6 +86,8 @@ export class SqliteStore implements Store {
   #db: DatabaseSync | undefined;
   #group: GroupCommit | undefined;
   #checkpointer: Worker | undefined;
+  /** Makes committed groups durable off this thread (synchronous FULL on a file). */
+  #walSync: WalSync | undefined;
   #wake: WakeWatch | undefined;
   /** The job sequence counter while a group is open (#nextSeq). */
   #seq: { group: number; last: number } | undefined;
@@ -92,11 +101,22 @@ export class SqliteStore implements Store {
     const db = new DatabaseSync(this.#options.path);
     db.exec(sql.busyTimeout(this.#options.busyTimeoutMs ?? 5000));
     if (this.#options.path !== ':memory:') db.exec(sql.JOURNAL_WAL);
-    db.exec(sql.synchronous(this.#options.synchronous ?? 'FULL'));
+    const synchronous = this.#options.synchronous ?? 'FULL';
+    // FULL on a file: durable before answered, but the fsync runs off this
+    // thread (wal-sync.ts), so SQLite itself only appends (NORMAL).
+    const walSync = synchronous === 'FULL' && this.#options.path !== ':memory:';
+    db.exec(sql.synchronous(walSync ? 'NORMAL' : synchronous));
     db.exec(sql.FOREIGN_KEYS_ON);
     migrate(db);
     this.#db = db;
-    this.#group = new GroupCommit(db);
+    if (walSync) {
+      const version = db.prepare(sql.DATA_VERSION);
+      this.#walSync = new WalSync(
+        this.#options.path,
+        () => (version.get() as { data_version: number }).data_version,
+      );
+    }
+    this.#group = new GroupCommit(db, { sync: this.#walSync });
     if (this.#options.path !== ':memory:' && this.#options.checkpointThread !== false) {
       db.exec(sql.walAutocheckpoint(SAFETY_NET_CHECKPOINT_PAGES));
       this.#checkpointer = new Worker(new URL('./checkpointer.js', import.meta.url), {
@@ -125,6 +145,12 @@ export class SqliteStore implements Store {
     this.#wake = undefined;
     this.#group?.flush();
     this.#group = undefined;
+    const walSync = this.#walSync;
+    this.#walSync = undefined;
+    if (walSync !== undefined) {
+      await walSync.settled();
+      walSync.close();
+    }
     const checkpointer = this.#checkpointer;
     this.#checkpointer = undefined;
     if (checkpointer !== undefined) {
@@ -198,8 +224,15 @@ export class SqliteStore implements Store {
     return ++cache.last;
   }
 
+  /** Queues known to exist in the open group: one INSERT OR IGNORE per queue per group, not per job. */
+  #queuesSeen: { epoch: number; names: Set<string> } | undefined;
+
   #ensureQueue(name: string, now: number): void {
+    const epoch = this.#groupCommit().currentEpoch();
+    if (this.#queuesSeen?.epoch !== epoch) this.#queuesSeen = { epoch, names: new Set() };
+    if (this.#queuesSeen.names.has(name)) return;
     this.#stmt(sql.ENSURE_QUEUE).run(name, toIso(now));
+    this.#queuesSeen.names.add(name);
   }
 
   #getJob(id: string): JobRecord | null {
@@ -213,7 +246,8 @@ export class SqliteStore implements Store {
     if (stored.unique_key !== undefined) {
       this.#stmt(sql.TAKE_UNIQUE_KEY).run(stored.unique_key, stored.id, now);
     }
-    return structuredClone(stored);
+    // A new object; its nested values are the caller's own, which the store keeps no reference to.
+    return stored;
   }
 
   /** Guarded update; false when the stored rev is no longer the expected one. */
@@ -472,6 +506,14 @@ export class SqliteStore implements Store {
     });
   }
 
+  async findExpiringWorkflowJobs(now: number, limit: number): Promise<JobRecord[]> {
+    return this.#read(() =>
+      (this.#stmt(sql.EXPIRING_WORKFLOW_JOBS).all(now, limit) as Row[]).map(
+        (row) => parseJob(row)!,
+      ),
+    );
+  }
+
   async findExpiredLeases(now: number, limit: number): Promise<JobRecord[]> {
     return this.#read(() => {
       const rows = this.#stmt(sql.EXPIRED_LEASES).all(now, limit) as Row[];
@@ -490,6 +532,65 @@ export class SqliteStore implements Store {
       const total = (this.#stmt(sql.deadLetterCount(byQueue)).get(...params) as Row).n as number;
       const rows = this.#stmt(sql.deadLetterPage(byQueue)).all(...params, limit, offset) as Row[];
       return { items: rows.map((row) => parseJob(row)!), total };
+    });
+  }
+
+  /** A statement of a filter-dependent shape (job-queries.ts), cached by its text. */
+  #query(query: queries.Query): Row[] {
+    return this.#stmt(query.sql).all(...query.params) as Row[];
+  }
+
+  async listJobs(request: JobPageRequest): Promise<JobRecord[]> {
+    return this.#read(() =>
+      this.#query(queries.listJobsQuery(request)).map((row) => parseJob(row)!),
+    );
+  }
+
+  async countJobs(filter: JobFilter): Promise<number> {
+    return this.#read(() => this.#query(queries.countJobsQuery(filter))[0]!.n as number);
+  }
+
+  async countJobsByQueue(): Promise<QueueStateCount[]> {
+    return this.#read(() =>
+      (this.#stmt(queries.COUNT_BY_QUEUE).all() as Row[]).map((row) => ({
+        queue: row.queue as string,
+        state: row.state as QueueStateCount['state'],
+        count: row.n as number,
+      })),
+    );
+  }
+
+  async pruneJobs(target: PruneTarget, limit: number): Promise<number> {
+    return this.#write(() => {
+      const ids = this.#query(queries.pruneCandidatesQuery(target, limit));
+      const remove = this.#stmt(queries.DELETE_PRUNED);
+      const release = this.#stmt(sql.RELEASE_UNIQUE_KEYS);
+      for (const { id } of ids) {
+        remove.run(id as string);
+        release.run(id as string);
+      }
+      return ids.length;
+    });
+  }
+
+  async rateLimitState(key: string): Promise<RateLimitState> {
+    return this.#read(() => {
+      const counts = this.#stmt(queries.RATE_KEY_COUNTS).get(key, key) as Row;
+      const window = this.#stmt(sql.RATE_WINDOW).get(key) as Row | undefined;
+      const policy = this.#stmt(queries.RATE_KEY_POLICY).get(key) as Row | undefined;
+      return {
+        key,
+        active: counts.active as number,
+        waiting: counts.waiting as number,
+        window:
+          window === undefined
+            ? null
+            : { start: window.window_start as number, count: window.count as number },
+        policy:
+          policy?.policy == null
+            ? null
+            : (JSON.parse(policy.policy as string) as RateLimitState['policy']),
+      };
     });
   }
 
@@ -679,6 +780,8 @@ export class SqliteStore implements Store {
   async reset(): Promise<void> {
     return this.#write(() => {
       for (const table of sql.RESET_TABLES) this.#db!.exec(sql.deleteAll(table));
+      // Queue rows are gone: whatever deletes them must forget #queuesSeen.
+      this.#queuesSeen = undefined;
     });
   }
 }

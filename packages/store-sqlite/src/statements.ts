@@ -114,10 +114,23 @@ export const EXTEND_LEASE = `UPDATE ojs_jobs SET deadline = :deadline, doc = :do
 /** ? = id, ? = expected rev. Guards: `rev = ?` (the caller compares the row count). */
 export const DELETE_JOB = 'DELETE FROM ojs_jobs WHERE id = ? AND rev = ?';
 
-/** ? = now (ms). Unstarted jobs past expires_at, for expire(); at most 1000 per pass. */
+/**
+ * ? = now (ms). Unstarted jobs past expires_at, for expire(); at most 1000
+ * per pass. Workflow jobs are left to EXPIRING_WORKFLOW_JOBS.
+ */
 export const EXPIRING_JOBS = `SELECT doc FROM ojs_jobs
   WHERE expires_at IS NOT NULL AND expires_at <= ?
-  AND state IN ('scheduled', 'available', 'pending', 'retryable') LIMIT 1000`;
+  AND state IN ('scheduled', 'available', 'pending', 'retryable') AND workflow_id IS NULL
+  LIMIT 1000`;
+
+/**
+ * ? = now (ms), ? = limit. Unstarted workflow jobs past expires_at: the
+ * engine expires them with their workflow's advancement.
+ */
+export const EXPIRING_WORKFLOW_JOBS = `SELECT doc FROM ojs_jobs
+  WHERE expires_at IS NOT NULL AND expires_at <= ?
+  AND state IN ('scheduled', 'available', 'pending', 'retryable') AND workflow_id IS NOT NULL
+  ORDER BY expires_at LIMIT ?`;
 
 /** ? = now (ms). Due scheduled/retryable jobs, for promote(); at most 1000 per pass. */
 export const DUE_JOBS = `SELECT doc FROM ojs_jobs

@@ -4,13 +4,14 @@
  * event loop. Calls arriving in one turn share one group commit.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { SettleResult } from '@ojs/core';
+import type { InsertResult, SettleResult } from '@ojs/core';
 import { SqliteStore, type SqliteStoreOptions } from './sqlite-store.ts';
 import {
   type Call,
   type Reply,
   STORE_METHODS,
   sendError,
+  sendInsertResults,
   sendSettleResults,
   WATCH_METHOD,
 } from './thread-protocol.ts';
@@ -60,7 +61,12 @@ function run(call: Call): void {
     (value) =>
       reply({
         id: call.id,
-        value: call.method === 'settleJobs' ? sendSettleResults(value as SettleResult[]) : value,
+        value:
+          call.method === 'settleJobs'
+            ? sendSettleResults(value as SettleResult[])
+            : call.method === 'insertJobs'
+              ? sendInsertResults(value as InsertResult[])
+              : value,
       }),
     (error: unknown) => reply({ id: call.id, error: sendError(error) }),
   );

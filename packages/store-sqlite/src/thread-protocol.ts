@@ -5,7 +5,13 @@
  * one group commit. Errors are sent as data and rebuilt on the other side,
  * so an OjsError (e.g. a 409 per settled item) keeps its code and details.
  */
-import { type ErrorCode, type JobRecord, OjsError, type SettleResult } from '@ojs/core';
+import {
+  type ErrorCode,
+  type InsertResult,
+  type JobRecord,
+  OjsError,
+  type SettleResult,
+} from '@ojs/core';
 
 /** The Store methods the thread answers (everything but the optional wake-up hook). */
 export const STORE_METHODS = [
@@ -20,7 +26,13 @@ export const STORE_METHODS = [
   'extendLeases',
   'promoteDueJobs',
   'findExpiredLeases',
+  'findExpiringWorkflowJobs',
   'listDeadLetter',
+  'listJobs',
+  'countJobs',
+  'countJobsByQueue',
+  'pruneJobs',
+  'rateLimitState',
   'listQueues',
   'queueStats',
   'setQueuePaused',
@@ -114,5 +126,28 @@ export function receiveSettleResults(results: SentSettleResult[]): SettleResult[
     r.status === 'conflict'
       ? ({ ...r, error: receiveError(r.error) } as SettleResult)
       : (r as SettleResult),
+  );
+}
+
+/**
+ * insertJobs across the thread: an inserted job is the caller's job plus its
+ * `seq`, so only the number crosses back (a clone of every job in the reply
+ * cost more than the insert itself).
+ */
+type SentInsertResult =
+  | Exclude<InsertResult, { status: 'inserted' }>
+  | { status: 'inserted'; seq: number | undefined };
+
+export function sendInsertResults(results: InsertResult[]): SentInsertResult[] {
+  return results.map((r) => (r.status === 'inserted' ? { status: 'inserted', seq: r.job.seq } : r));
+}
+
+/** `jobs` are the caller's: results are one per job, in order. */
+export function receiveInsertResults(
+  results: SentInsertResult[],
+  jobs: readonly JobRecord[],
+): InsertResult[] {
+  return results.map((r, index) =>
+    r.status === 'inserted' ? { status: 'inserted', job: { ...jobs[index]!, seq: r.seq } } : r,
   );
 }

@@ -19,14 +19,19 @@ import type {
   CronRecord,
   EventFilter,
   InsertResult,
+  JobFilter,
+  JobPageRequest,
   JobRecord,
   LeaseItem,
   LeaseResult,
   OjsEvent,
   Page,
+  PruneTarget,
   QueueConfig,
   QueueInfo,
+  QueueStateCount,
   QueueStats,
+  RateLimitState,
   SettingRecord,
   SettleRequest,
   SettleResult,
@@ -38,6 +43,7 @@ import {
   type Call,
   type Reply,
   receiveError,
+  receiveInsertResults,
   receiveSettleResults,
   type StoreMethod,
   WATCH_METHOD,
@@ -160,8 +166,13 @@ export class SqliteThreadStore implements Store {
   getJob(id: string): Promise<JobRecord | null> {
     return this.#call('getJob', [id]);
   }
-  insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
-    return this.#call('insertJobs', [jobs, events, now]);
+  async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
+    const sent = await this.#call<Parameters<typeof receiveInsertResults>[0]>('insertJobs', [
+      jobs,
+      events,
+      now,
+    ]);
+    return receiveInsertResults(sent, jobs);
   }
   claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
     return this.#call('claimJobs', [request]);
@@ -184,6 +195,9 @@ export class SqliteThreadStore implements Store {
   findExpiredLeases(now: number, limit: number): Promise<JobRecord[]> {
     return this.#call('findExpiredLeases', [now, limit]);
   }
+  findExpiringWorkflowJobs(now: number, limit: number): Promise<JobRecord[]> {
+    return this.#call('findExpiringWorkflowJobs', [now, limit]);
+  }
   listDeadLetter(
     queue: string | undefined,
     limit: number,
@@ -194,6 +208,26 @@ export class SqliteThreadStore implements Store {
   listQueues(): Promise<QueueInfo[]> {
     return this.#call('listQueues', []);
   }
+  listJobs(request: JobPageRequest): Promise<JobRecord[]> {
+    return this.#call('listJobs', [request]);
+  }
+
+  countJobs(filter: JobFilter): Promise<number> {
+    return this.#call('countJobs', [filter]);
+  }
+
+  countJobsByQueue(): Promise<QueueStateCount[]> {
+    return this.#call('countJobsByQueue', []);
+  }
+
+  pruneJobs(target: PruneTarget, limit: number): Promise<number> {
+    return this.#call('pruneJobs', [target, limit]);
+  }
+
+  rateLimitState(key: string): Promise<RateLimitState> {
+    return this.#call('rateLimitState', [key]);
+  }
+
   queueStats(name: string, now: number): Promise<QueueStats> {
     return this.#call('queueStats', [name, now]);
   }

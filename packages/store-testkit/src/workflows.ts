@@ -153,5 +153,54 @@ export function workflowTests(ctx: SuiteContext): void {
       assert.equal(await ctx.store.getJob(job.id), null);
       assert.deepEqual(await allEvents(ctx.store), []);
     });
+
+    it('expiry of workflow jobs is left to the engine: promoteDueJobs skips them, findExpiringWorkflowJobs lists them', async () => {
+      const workflow = workflowRecord();
+      const expiring = (step: number, expires: string, extra: Record<string, unknown> = {}) => {
+        const job = newJob(
+          {
+            type: `step.n${step}`,
+            args: [],
+            options: { queue: 'wf', expires_at: expires, ...extra },
+          },
+          T0,
+        );
+        job.workflow_id = workflow.id;
+        job.workflow_step = step;
+        return job;
+      };
+      const late = expiring(0, '+PT2S');
+      const early = expiring(1, '+PT1S', { scheduled_at: '+PT1S' });
+      const fresh = expiring(2, '+PT1H');
+      const plain = newJob({ options: { expires_at: '+PT1S' } });
+      assert.equal(
+        await ctx.store.commit({
+          workflowInserts: [workflow],
+          inserts: [late, early, fresh, plain],
+          now: T0,
+        }),
+        true,
+      );
+      const now = T0 + 3 * SECOND;
+      assert.deepEqual(await ctx.store.findExpiringWorkflowJobs(T0, 10), []);
+      // The due one is promoted (claims skip it while expired), none is expired.
+      assert.equal(await ctx.store.promoteDueJobs(now), 1);
+      assert.equal((await mustGet(ctx.store, plain.id)).state, 'discarded', 'a plain job expires');
+      assert.equal((await mustGet(ctx.store, late.id)).state, 'available');
+      assert.equal((await mustGet(ctx.store, early.id)).state, 'available');
+      const found = await ctx.store.findExpiringWorkflowJobs(now, 10);
+      assert.deepEqual(idsOf(found), [early.id, late.id], 'oldest expiry first, unexpired left');
+      assert.deepEqual(found[1], await mustGet(ctx.store, late.id));
+      assert.deepEqual(idsOf(await ctx.store.findExpiringWorkflowJobs(now, 1)), [early.id]);
+      const events = await ctx.store.listEvents({ types: ['job.expired'], limit: 10 });
+      assert.deepEqual(
+        events.map((e) => e.subject),
+        [plain.id],
+      );
+      // A claimed job is not expirable.
+      const [claimed] = await ctx.store.claimJobs({ queues: ['wf'], count: 1, now: T0 + 500 });
+      assert.equal(claimed?.id, late.id);
+      assert.deepEqual(idsOf(await ctx.store.findExpiringWorkflowJobs(now, 10)), [early.id]);
+    });
   });
 }

@@ -1,10 +1,44 @@
 /**
- * Dead letter (L1): list, retry and delete jobs discarded with
- * on_exhaustion dead_letter.
+ * Dead letter (L1, and the dead-letter extension, http-binding §11): list,
+ * inspect, retry and delete jobs discarded with on_exhaustion dead_letter,
+ * one at a time or by filter (bulk retry and purge need `confirm: true`),
+ * and stats. The data plane under /ojs/v1/dead-letter answers the binding's
+ * shapes (`jobs` + offset pagination); the admin paths under
+ * /ojs/v1/admin/dead-letter answer `{items, pagination}`.
  */
-import { toWire } from '@ojs/core';
+import {
+  invalidRequest,
+  type JobFilter,
+  notFound,
+  parseIsoDuration,
+  parseJobFilter,
+  toWire,
+} from '@ojs/core';
 import type { FastifyInstance } from 'fastify';
+import { bulkFilter, listRequest, pagination, requireConfirm } from '../admin-wire.ts';
 import { objectBody, pageParams } from '../wire.ts';
+
+type Obj = Record<string, unknown>;
+
+const DEAD: JobFilter = { states: ['discarded'], deadLetter: true };
+
+/** `{older_than?, queue?, filter?, confirm: true}` of a purge. */
+function purgeFilter(body: Obj, now: number): JobFilter {
+  requireConfirm(body);
+  const { older_than, confirm: _confirm, filter, ...rest } = body;
+  const base = parseJobFilter(
+    { ...(typeof filter === 'object' && filter !== null ? (filter as Obj) : {}), ...rest },
+    true,
+  );
+  if (older_than === undefined) return { ...base, ...DEAD };
+  const ms = typeof older_than === 'string' ? parseIsoDuration(older_than) : null;
+  if (ms === null) {
+    throw invalidRequest('older_than must be an ISO 8601 duration such as "P30D".', {
+      field: 'older_than',
+    });
+  }
+  return { ...base, ...DEAD, createdTo: now - ms };
+}
 
 export async function deadLetterRoutes(app: FastifyInstance): Promise<void> {
   const { engine } = app;
@@ -25,14 +59,69 @@ export async function deadLetterRoutes(app: FastifyInstance): Promise<void> {
     };
   });
 
-  app.post<{ Params: { id: string } }>('/ojs/v1/dead-letter/:id/retry', async (request) => {
-    objectBody(request.body, { allowEmpty: true });
-    const job = await engine.retryDeadLetter(request.params.id);
-    return { job: { ...toWire(job), re_enqueued_at: job.enqueued_at } };
-  });
+  const stats = async () => {
+    const counts = await engine.store.countJobsByQueue();
+    const byQueue: Record<string, number> = {};
+    let total = 0;
+    for (const { queue, state } of counts) {
+      if (state !== 'discarded') continue;
+      const n = await engine.store.countJobs({ ...DEAD, queues: [queue] });
+      if (n > 0) byQueue[queue] = n;
+      total += n;
+    }
+    return { total, by_queue: byQueue };
+  };
+
+  const getOne = async (id: string) => {
+    const job = await engine.getJob(id);
+    if (!(job.state === 'discarded' && job.dead_letter)) {
+      throw notFound('dead_letter_job', id);
+    }
+    return toWire(job);
+  };
+
+  const bulkRetry = async (body: Obj) => {
+    const result = await engine.jobs.bulk('retry', { ...bulkFilter(body), ...DEAD });
+    return { retried: result.succeeded, ...result };
+  };
+
+  const purge = async (body: Obj) => {
+    const result = await engine.jobs.bulk('delete', purgeFilter(body, engine.now()));
+    return { purged_count: result.succeeded, ...result };
+  };
+
+  for (const base of ['/ojs/v1/dead-letter', '/ojs/v1/admin/dead-letter']) {
+    app.get(`${base}/stats`, stats);
+    app.post(`${base}/retry`, async (request) => bulkRetry(objectBody(request.body)));
+    app.delete(base, async (request) => purge(objectBody(request.body)));
+    app.get<{ Params: { id: string } }>(`${base}/:id`, async (request) => ({
+      job: await getOne(request.params.id),
+    }));
+    app.post<{ Params: { id: string } }>(`${base}/:id/retry`, async (request) => {
+      objectBody(request.body, { allowEmpty: true });
+      const job = await engine.retryDeadLetter(request.params.id);
+      return { job: { ...toWire(job), re_enqueued_at: job.enqueued_at } };
+    });
+  }
 
   app.delete<{ Params: { id: string } }>('/ojs/v1/dead-letter/:id', async (request) => {
     await engine.deleteDeadLetter(request.params.id);
     return { deleted: true, job_id: request.params.id };
   });
+
+  // The extension's list and delete shapes: {items, pagination}; 204 (OA, CS).
+  app.get('/ojs/v1/admin/dead-letter', async (request) => {
+    const listing = listRequest(request.query as Obj, true);
+    listing.filter = { ...listing.filter, ...DEAD };
+    const page = await engine.jobs.list(listing);
+    return { items: page.jobs.map(toWire), pagination: pagination(page, listing.limit) };
+  });
+
+  app.delete<{ Params: { id: string } }>(
+    '/ojs/v1/admin/dead-letter/:id',
+    async (request, reply) => {
+      await engine.deleteDeadLetter(request.params.id);
+      reply.code(204);
+    },
+  );
 }

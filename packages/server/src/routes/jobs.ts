@@ -1,43 +1,134 @@
 /**
- * PUSH, batch PUSH, INFO, CANCEL and ACTIVATE under /ojs/v1/jobs.
+ * PUSH, batch PUSH, INFO, CANCEL and ACTIVATE under /ojs/v1/jobs, and the
+ * job listing (GET /ojs/v1/jobs with filters and cursor pagination).
+ * Enqueues into a bounded queue carry the backpressure headers (BP §7):
+ * depth and bound on a 429 `QUEUE_FULL` (with Retry-After), and depth,
+ * bound and pressure on accepted enqueues above the warning threshold.
  */
-import { toWire } from '@ojs/core';
-import type { FastifyInstance } from 'fastify';
+import { invalidRequest, OjsError, toWire } from '@ojs/core';
+import type { EnqueueResult, QueuePressure } from '@ojs/engine';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { listRequest, pagination } from '../admin-wire.ts';
 import { objectBody } from '../wire.ts';
+
+function pressureHeaders(reply: FastifyReply, pressure: QueuePressure | undefined): void {
+  if (pressure === undefined) return;
+  reply.header('X-OJS-Queue-Depth', String(pressure.depth));
+  reply.header('X-OJS-Queue-Bound', String(pressure.bound));
+  reply.header('X-OJS-Queue-Pressure', String(Math.round(pressure.pressure * 1000) / 1000));
+}
+
+/** Runs an enqueue; a `QUEUE_FULL` refusal gets its headers before the error is sent. */
+async function withBackpressure<T>(reply: FastifyReply, enqueue: () => Promise<T>): Promise<T> {
+  try {
+    return await enqueue();
+  } catch (error) {
+    if (error instanceof OjsError && error.code === 'QUEUE_FULL') {
+      const details = error.details ?? {};
+      reply.header('Retry-After', String(details.retry_after_seconds ?? 1));
+      reply.header('X-OJS-Queue-Depth', String(details.depth));
+      reply.header('X-OJS-Queue-Bound', String(details.bound));
+    }
+    throw error;
+  }
+}
+
+/** Largest number of jobs in one POST /ojs/v1/jobs/many. */
+export const MAX_PUSH_MANY = 1000;
+
+/** The status and body of one PUSH, shared by POST /jobs and each item of POST /jobs/many. */
+function pushAnswer(result: EnqueueResult): { status: number; body: Record<string, unknown> } {
+  switch (result.status) {
+    case 'created':
+      // Schema validation in warn mode accepts the job and reports why (features §9).
+      return {
+        status: 201,
+        body: result.warnings
+          ? { job: toWire(result.job), warnings: result.warnings }
+          : { job: toWire(result.job) },
+      };
+    case 'existing':
+      // unique on_conflict ignore: the job that already holds the key (L4-UNIQ-004).
+      return {
+        status: 200,
+        body: { job: toWire(result.job), duplicate: true, deduplicated: true },
+      };
+    case 'dropped':
+      // An enqueue middleware dropped the job: not an error, nothing stored.
+      return { status: 200, body: { job: null, enqueued: false } };
+  }
+}
 
 export async function jobRoutes(app: FastifyInstance): Promise<void> {
   const { engine } = app;
 
   app.post('/ojs/v1/jobs', async (request, reply) => {
     const body = objectBody(request.body);
-    const result = await engine.enqueue(body);
-    switch (result.status) {
-      case 'created':
-        reply.code(201).header('Location', `/ojs/v1/jobs/${result.job.id}`);
-        // Schema validation in warn mode accepts the job and reports why (features §9).
-        return result.warnings
-          ? { job: toWire(result.job), warnings: result.warnings }
-          : { job: toWire(result.job) };
-      case 'existing':
-        // unique on_conflict ignore: the job that already holds the key (L4-UNIQ-004).
-        reply.code(200).header('Location', `/ojs/v1/jobs/${result.job.id}`);
-        return { job: toWire(result.job), duplicate: true, deduplicated: true };
-      case 'dropped':
-        // An enqueue middleware dropped the job: not an error, nothing stored.
-        return { job: null, enqueued: false };
+    const result = await withBackpressure(reply, () => engine.enqueue(body));
+    const answer = pushAnswer(result);
+    reply.code(answer.status);
+    if (result.status !== 'dropped') reply.header('Location', `/ojs/v1/jobs/${result.job.id}`);
+    if (result.status === 'created') pressureHeaders(reply, result.pressure);
+    return answer.body;
+  });
+
+  // Independent PUSHes in one request (our extension `push-many`, manifest
+  // endpoints.push_many): each item is answered as POST /jobs would answer
+  // it alone, with its status; unlike /jobs/batch, a refused item does not
+  // refuse the others. A request that is not a list of objects is refused
+  // whole before anything is stored.
+  app.post('/ojs/v1/jobs/many', async (request) => {
+    const jobs = objectBody(request.body).jobs;
+    if (!Array.isArray(jobs) || jobs.length === 0) {
+      throw invalidRequest('jobs must be a non-empty array of job envelopes.', { field: 'jobs' });
     }
+    if (jobs.length > MAX_PUSH_MANY) {
+      throw invalidRequest(`jobs holds at most ${MAX_PUSH_MANY} items (got ${jobs.length}).`, {
+        field: 'jobs',
+        max: MAX_PUSH_MANY,
+        actual: jobs.length,
+      });
+    }
+    const outcomes = await engine.enqueueMany(jobs);
+    return {
+      results: outcomes.map((outcome) => {
+        if (outcome.status !== 'error') {
+          const { status, body } = pushAnswer(outcome);
+          return { status, ...body };
+        }
+        const { error } = outcome;
+        return {
+          status: error.status,
+          // Lean per item: the request's id is in the X-Request-Id header.
+          error: {
+            code: error.code,
+            type: error.code,
+            message: error.message,
+            retryable: error.retryable,
+            details: error.details,
+          },
+        };
+      }),
+    };
   });
 
   app.post('/ojs/v1/jobs/batch', async (request, reply) => {
     const body = objectBody(request.body);
-    const report: { warnings?: { index: number; warnings: string[] }[] } = {};
-    const jobs = await engine.enqueueBatch(body.jobs, report);
+    const report: Parameters<typeof engine.enqueueBatch>[1] = {};
+    const jobs = await withBackpressure(reply, () => engine.enqueueBatch(body.jobs, report));
     reply.code(201);
+    pressureHeaders(reply, report.pressure);
     return {
       jobs: jobs.map(toWire),
       count: jobs.length,
       ...(report.warnings ? { warnings: report.warnings } : {}),
     };
+  });
+
+  app.get('/ojs/v1/jobs', async (request) => {
+    const listing = listRequest(request.query as Record<string, unknown>, false);
+    const page = await engine.jobs.list(listing);
+    return { jobs: page.jobs.map(toWire), pagination: pagination(page, listing.limit) };
   });
 
   app.get<{ Params: { id: string } }>('/ojs/v1/jobs/:id', async (request) => {

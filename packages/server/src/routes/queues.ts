@@ -39,6 +39,29 @@ export async function queueRoutes(app: FastifyInstance): Promise<void> {
     };
   });
 
+  // Queue configuration (queue-config extension paths; the admin API has the same).
+  app.get<{ Params: { name: string } }>('/ojs/v1/queues/:name', async (request) => {
+    const stats = await engine.queueStats(request.params.name);
+    return {
+      queue: {
+        name: stats.name,
+        paused: stats.paused,
+        status: stats.paused ? 'paused' : 'active',
+        counts: stats.counts,
+        configuration: await engine.queueSettings.configuration(stats.name),
+      },
+    };
+  });
+  app.put<{ Params: { name: string } }>('/ojs/v1/queues/:name/config', async (request) => ({
+    queue: {
+      name: request.params.name,
+      configuration: await engine.queueSettings.configure(
+        request.params.name,
+        objectBody(request.body),
+      ),
+    },
+  }));
+
   const setPaused =
     (paused: boolean) => async (request: { params: { name: string }; body: unknown }) => {
       objectBody(request.body, { allowEmpty: true });

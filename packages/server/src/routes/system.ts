@@ -12,9 +12,11 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/ojs/v1/health', async (_request, reply) => {
     const health = await engine.health();
-    if (!health.ok) reply.code(503);
+    // Draining (graceful shutdown): not ready for new work, so load
+    // balancers and readiness probes move traffic away (GS §Other rules).
+    if (!health.ok || health.draining) reply.code(503);
     return {
-      status: health.ok ? 'ok' : 'error',
+      status: health.ok ? (health.draining ? 'draining' : 'ok') : 'error',
       version: '1.0',
       uptime_seconds: Math.floor((Date.now() - startedAt) / 1000),
       backend: {

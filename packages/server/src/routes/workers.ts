@@ -4,14 +4,24 @@
  * with the job itself under `job` for clients that want it.
  */
 import {
+  boundedArray,
+  byteLength,
   type FailureReport,
   invalidRequest,
   type JobRecord,
+  MAX_ATTEMPTS,
+  MAX_FETCH_QUEUES,
+  MAX_HEARTBEAT_JOBS,
+  MAX_OFFSET,
+  MAX_VISIBILITY_TIMEOUT_MS,
+  MAX_WORKER_INFO_BYTES,
   OjsError,
   parseHandlers,
   toIso,
   toWire,
+  validateWorkerId,
 } from '@ojs/core';
+import { parseWorkerState } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { objectBody, optionalInt, optionalString, requiredString } from '../wire.ts';
 
@@ -83,7 +93,7 @@ function heartbeatJobIds(body: Obj): string[] {
   if (!list.every((id) => typeof id === 'string')) {
     throw invalidRequest('active_jobs must be an array of job ids.', { field: 'active_jobs' });
   }
-  return list as string[];
+  return boundedArray(list, 'active_jobs', MAX_HEARTBEAT_JOBS) as string[];
 }
 
 /** Largest number of items (acks + nacks) in one batched acknowledgement. */
@@ -125,6 +135,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
         field: 'queues',
       });
     }
+    boundedArray(body.queues, 'queues', MAX_FETCH_QUEUES);
     const controller = new AbortController();
     // Stop a long poll when the client goes away. (The request stream's own
     // 'close' fires once the body is read, so watch the response instead.)
@@ -133,15 +144,24 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
     });
     const jobs = await engine.fetch({
       queues: body.queues as string[],
-      count: optionalInt(body, 'count', 1),
-      workerId: optionalString(body, 'worker_id'),
-      visibilityTimeoutMs: optionalInt(body, 'visibility_timeout_ms', 1),
-      waitMs: optionalInt(body, 'wait_ms', 0),
+      count: optionalInt(body, 'count', 1, Number.MAX_SAFE_INTEGER),
+      workerId: validateWorkerId(body.worker_id),
+      visibilityTimeoutMs: optionalInt(body, 'visibility_timeout_ms', 1, MAX_VISIBILITY_TIMEOUT_MS),
+      waitMs: optionalInt(body, 'wait_ms', 0, Number.MAX_SAFE_INTEGER),
       handlers: parseHandlers(body.handlers),
       signal: controller.signal,
     });
     const wire = jobs.map(toWire);
-    return wire.length > 0 ? { jobs: wire, job: wire[0] } : { jobs: [] };
+    if (wire.length > 0) return { jobs: wire, job: wire[0] };
+    // `explain: true` (ours): why nothing was handed out, read only for empty answers.
+    if (body.explain === true) {
+      const queues = body.queues as string[];
+      return {
+        jobs: [],
+        why_empty: await engine.explainEmptyFetch(queues, validateWorkerId(body.worker_id)),
+      };
+    }
+    return { jobs: [] };
   });
 
   const ack = async (jobId: string, body: Obj) =>
@@ -149,8 +169,8 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
       await engine.ack({
         jobId,
         result: body.result,
-        workerId: optionalString(body, 'worker_id'),
-        attempt: optionalInt(body, 'attempt', 1),
+        workerId: validateWorkerId(body.worker_id),
+        attempt: optionalInt(body, 'attempt', 1, MAX_ATTEMPTS),
       }),
     );
 
@@ -159,8 +179,8 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
       jobId,
       error: failureReport(body.error),
       requeue: body.requeue === true,
-      workerId: optionalString(body, 'worker_id'),
-      attempt: optionalInt(body, 'attempt', 1),
+      workerId: validateWorkerId(body.worker_id),
+      attempt: optionalInt(body, 'attempt', 1, MAX_ATTEMPTS),
     });
     return nackResponse(job);
   };
@@ -185,8 +205,8 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
       itemField('acks', index, () => ({
         jobId: requiredString(item, 'job_id'),
         result: item.result,
-        workerId: optionalString(item, 'worker_id'),
-        attempt: optionalInt(item, 'attempt', 1),
+        workerId: validateWorkerId(item.worker_id),
+        attempt: optionalInt(item, 'attempt', 1, MAX_ATTEMPTS),
       })),
     );
     const nacks = batchItems(body, 'nacks').map((item, index) =>
@@ -194,8 +214,8 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
         jobId: requiredString(item, 'job_id'),
         error: failureReport(item.error),
         requeue: item.requeue === true,
-        workerId: optionalString(item, 'worker_id'),
-        attempt: optionalInt(item, 'attempt', 1),
+        workerId: validateWorkerId(item.worker_id),
+        attempt: optionalInt(item, 'attempt', 1, MAX_ATTEMPTS),
       })),
     );
     const total = acks.length + nacks.length;
@@ -246,8 +266,16 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
   // handlers (types and version ranges) the worker runs.
   app.post('/ojs/v1/workers/register', async (request) => {
     const body = objectBody(request.body);
-    const workerId = requiredString(body, 'worker_id');
+    const workerId = validateWorkerId(requiredString(body, 'worker_id'))!;
     const { handlers: _raw, worker_id: _id, ...info } = body;
+    // The registration is read back on fetches: keep it small.
+    const infoBytes = byteLength(JSON.stringify(info));
+    if (infoBytes > MAX_WORKER_INFO_BYTES) {
+      throw invalidRequest(
+        `The worker registration is ${infoBytes} bytes besides its handlers; the limit is ${MAX_WORKER_INFO_BYTES}.`,
+        { max_bytes: MAX_WORKER_INFO_BYTES, actual_bytes: infoBytes },
+      );
+    }
     await engine.registerWorker(workerId, parseHandlers(body.handlers), info);
     return {
       ok: true,
@@ -259,20 +287,40 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
     };
   });
 
-  app.post('/ojs/v1/workers/heartbeat', async (request) => {
+  // BEAT (WP §8.4); /workers/beat is the graceful-shutdown extension's name
+  // for it (`state: "drain"`, `active_jobs` as a count) and also answers
+  // `acknowledged`. The reported state goes into the worker registry.
+  const beat = async (request: { body: unknown }) => {
     const body = objectBody(request.body);
+    const queues = body.queues;
     const result = await engine.heartbeat({
-      workerId: optionalString(body, 'worker_id'),
+      workerId: validateWorkerId(body.worker_id),
       jobIds: heartbeatJobIds(body),
-      visibilityTimeoutMs: optionalInt(body, 'visibility_timeout_ms', 1),
+      visibilityTimeoutMs: optionalInt(body, 'visibility_timeout_ms', 1, MAX_VISIBILITY_TIMEOUT_MS),
       handlers: parseHandlers(body.handlers),
+      workerState: parseWorkerState(body.state),
+      activeJobs:
+        typeof body.active_jobs === 'number'
+          ? optionalInt(body, 'active_jobs', 0, MAX_ATTEMPTS)
+          : undefined,
+      info: {
+        hostname: optionalString(body, 'hostname'),
+        pid: optionalInt(body, 'pid', 0, MAX_OFFSET),
+        queues:
+          Array.isArray(queues) && queues.every((q) => typeof q === 'string') ? queues : undefined,
+        concurrency: optionalInt(body, 'concurrency', 1, MAX_ATTEMPTS),
+        version: optionalString(body, 'version'),
+      },
     });
     return {
+      acknowledged: true,
       state: result.state,
       directive: result.state === 'running' ? '' : result.state,
       jobs_extended: result.jobsExtended,
       jobs_cancelled: result.jobsCancelled,
       server_time: result.serverTime,
     };
-  });
+  };
+  app.post('/ojs/v1/workers/heartbeat', beat);
+  app.post('/ojs/v1/workers/beat', beat);
 }

@@ -1,5 +1,6 @@
 /**
- * Workflows (L3): create, inspect and cancel chain / group / batch.
+ * Workflows (L3): create, inspect and cancel chain / group / batch and the
+ * graph form (steps with ids and depends_on, http-binding §4.15).
  */
 import { workflowToWire } from '@ojs/core';
 import type { FastifyInstance } from 'fastify';
@@ -15,7 +16,8 @@ export async function workflowRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get<{ Params: { id: string } }>('/ojs/v1/workflows/:id', async (request) => {
-    return { workflow: workflowToWire(await engine.getWorkflow(request.params.id)) };
+    const workflow = await engine.getWorkflow(request.params.id);
+    return { workflow: workflowToWire(workflow, await engine.workflowJobs(workflow)) };
   });
 
   app.delete<{ Params: { id: string } }>('/ojs/v1/workflows/:id', async (request) => {

@@ -1,0 +1,263 @@
+/**
+ * The admin API of an OJS server (`urn:ojs:ext:admin-api`, dead-letter,
+ * queue-config, rate-limiting inspection), as `client.admin`: find jobs
+ * (filters, cursor pages), job detail with attempts, retry / cancel /
+ * delete one job or many by filter, stats, queues and their configuration,
+ * workers with quiet / terminate, dead letter stats, bulk retry and purge.
+ * HTTP only: the in-process transport has no admin API (UnsupportedFeatureError).
+ *
+ * Bulk actions and purges always send `confirm: true`: calling the method
+ * is the confirmation; an empty filter still has to be passed explicitly.
+ */
+import { UnsupportedFeatureError } from './errors.ts';
+import type { AdminCall, Job, RequestOptions, Transport } from './types.ts';
+
+type Obj = Record<string, unknown>;
+
+/** Job filters (comma lists or arrays; a type ending in `*` is a prefix). */
+export interface JobFilter {
+  state?: string | string[];
+  queue?: string | string[];
+  type?: string | string[];
+  /** created_at range, RFC 3339. */
+  since?: string;
+  until?: string;
+  error_type?: string;
+  tag?: string;
+  meta_key?: string;
+}
+
+export interface JobQuery extends JobFilter {
+  /** Page size (max 100). */
+  limit?: number;
+  /** From a previous page's `nextCursor`: stable while jobs are added and change state. */
+  cursor?: string;
+  order?: 'asc' | 'desc';
+}
+
+export interface JobQueryPage {
+  jobs: Job[];
+  total: number;
+  hasMore: boolean;
+  nextCursor?: string;
+}
+
+export type BulkAction = 'retry' | 'cancel' | 'delete';
+
+export interface BulkResult {
+  action: BulkAction;
+  matched: number;
+  succeeded: number;
+  failed: number;
+  errors: { job_id: string; error: { code: string; message: string } }[];
+  truncated: boolean;
+}
+
+/** PUT .../config body: only the fields given change (null removes a limit). */
+export interface QueueConfigUpdate {
+  concurrency?: number | null;
+  rate_limit?: { limit: number; period: string } | null;
+  retention?: Partial<
+    Record<'completed' | 'cancelled' | 'discarded' | 'dead_letter', string | null>
+  >;
+  backpressure?: { max_depth: number; strategy?: 'reject'; warning_threshold?: number };
+  default_retry?: Obj;
+}
+
+function filterQuery(filter: JobFilter): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [key, value] of Object.entries(filter)) {
+    if (value !== undefined) out[key] = Array.isArray(value) ? value.join(',') : String(value);
+  }
+  return out;
+}
+
+const q = encodeURIComponent;
+
+export class OjsAdmin {
+  readonly #transport: () => Transport;
+
+  constructor(transport: () => Transport) {
+    this.#transport = transport;
+  }
+
+  async #call(call: AdminCall, options?: RequestOptions): Promise<Obj> {
+    const transport = this.#transport();
+    if (transport.admin === undefined) {
+      throw new UnsupportedFeatureError(
+        `The ${transport.kind} transport has no admin API; use an HTTP client.`,
+        { code: 'unsupported', operation: 'admin' },
+      );
+    }
+    return transport.admin(call, options);
+  }
+
+  /** One page of jobs matching the filter, newest first unless `order: 'asc'`. */
+  async listJobs(query: JobQuery = {}, options?: RequestOptions): Promise<JobQueryPage> {
+    const { limit, cursor, order, ...filter } = query;
+    const body = await this.#call(
+      {
+        method: 'GET',
+        path: '/admin/jobs',
+        query: { ...filterQuery(filter), per_page: limit, cursor, order },
+        idempotent: true,
+      },
+      options,
+    );
+    const pagination = (body.pagination ?? {}) as Obj;
+    return {
+      jobs: (body.items ?? []) as Job[],
+      total: Number(pagination.total ?? 0),
+      hasMore: pagination.has_more === true,
+      ...(typeof pagination.next_cursor === 'string' ? { nextCursor: pagination.next_cursor } : {}),
+    };
+  }
+
+  /** Every job matching the filter, page by page (cursor pages: none missed or repeated). */
+  async *jobs(query: JobQuery = {}, options?: RequestOptions): AsyncGenerator<Job> {
+    let cursor = query.cursor;
+    for (;;) {
+      const page = await this.listJobs({ ...query, cursor }, options);
+      yield* page.jobs;
+      if (!page.hasMore || page.nextCursor === undefined) return;
+      cursor = page.nextCursor;
+    }
+  }
+
+  /** The job with `attempts` (each attempt's outcome and error). */
+  job(id: string, options?: RequestOptions): Promise<Obj> {
+    return this.#call({ method: 'GET', path: `/admin/jobs/${q(id)}`, idempotent: true }, options);
+  }
+
+  async retryJob(id: string, options?: RequestOptions): Promise<Job> {
+    const body = await this.#call(
+      { method: 'POST', path: `/admin/jobs/${q(id)}/retry`, body: {}, idempotent: false },
+      options,
+    );
+    return body.job as Job;
+  }
+
+  async cancelJob(id: string, options?: RequestOptions): Promise<Job> {
+    const body = await this.#call(
+      { method: 'POST', path: `/admin/jobs/${q(id)}/cancel`, body: {}, idempotent: true },
+      options,
+    );
+    return body.job as Job;
+  }
+
+  async deleteJob(id: string, options?: RequestOptions): Promise<void> {
+    await this.#call({ method: 'DELETE', path: `/admin/jobs/${q(id)}`, idempotent: true }, options);
+  }
+
+  /** Retry, cancel or delete every job the filter matches (the server caps one request). */
+  async bulk(action: BulkAction, filter: JobFilter, options?: RequestOptions): Promise<BulkResult> {
+    return (await this.#call(
+      {
+        method: 'POST',
+        path: `/admin/jobs/bulk/${action}`,
+        body: { filter, confirm: true },
+        idempotent: action !== 'retry',
+      },
+      options,
+    )) as unknown as BulkResult;
+  }
+
+  stats(options?: RequestOptions): Promise<Obj> {
+    return this.#call({ method: 'GET', path: '/admin/stats', idempotent: true }, options);
+  }
+
+  /** Queues with their job counts per state. */
+  async queues(options?: RequestOptions): Promise<Obj[]> {
+    const body = await this.#call(
+      { method: 'GET', path: '/admin/queues', query: { per_page: 100 }, idempotent: true },
+      options,
+    );
+    return (body.items ?? []) as Obj[];
+  }
+
+  /** A queue's counts, depth, throughput and configuration. */
+  queue(name: string, options?: RequestOptions): Promise<Obj> {
+    return this.#call(
+      { method: 'GET', path: `/admin/queues/${q(name)}`, idempotent: true },
+      options,
+    );
+  }
+
+  /** What FETCH sees in a queue now: limits in use and `blocked_by` (why nothing is handed out). */
+  queueState(name: string, options?: RequestOptions): Promise<Obj> {
+    return this.#call(
+      { method: 'GET', path: `/admin/queues/${q(name)}/state`, idempotent: true },
+      options,
+    );
+  }
+
+  async configureQueue(
+    name: string,
+    config: QueueConfigUpdate,
+    options?: RequestOptions,
+  ): Promise<Obj> {
+    const body = await this.#call(
+      { method: 'PUT', path: `/admin/queues/${q(name)}/config`, body: config, idempotent: true },
+      options,
+    );
+    return body.configuration as Obj;
+  }
+
+  async workers(options?: RequestOptions): Promise<{ items: Obj[]; summary: Obj }> {
+    const body = await this.#call(
+      { method: 'GET', path: '/admin/workers', query: { per_page: 100 }, idempotent: true },
+      options,
+    );
+    return { items: (body.items ?? []) as Obj[], summary: (body.summary ?? {}) as Obj };
+  }
+
+  /** Tells a worker (in its next heartbeat) to stop fetching, or to shut down. */
+  directWorker(
+    id: string,
+    directive: 'quiet' | 'terminate',
+    options?: RequestOptions,
+  ): Promise<Obj> {
+    return this.#call(
+      { method: 'POST', path: `/admin/workers/${q(id)}/${directive}`, body: {}, idempotent: true },
+      options,
+    );
+  }
+
+  deadLetterStats(options?: RequestOptions): Promise<Obj> {
+    return this.#call(
+      { method: 'GET', path: '/admin/dead-letter/stats', idempotent: true },
+      options,
+    );
+  }
+
+  async retryDeadLetters(filter: JobFilter, options?: RequestOptions): Promise<BulkResult> {
+    return (await this.#call(
+      {
+        method: 'POST',
+        path: '/admin/dead-letter/retry',
+        body: { filter, confirm: true },
+        idempotent: false,
+      },
+      options,
+    )) as unknown as BulkResult;
+  }
+
+  /** Deletes dead letters (older than an ISO 8601 duration, of a queue), confirmed. */
+  async purgeDeadLetters(
+    scope: { olderThan?: string; queue?: string } = {},
+    options?: RequestOptions,
+  ): Promise<BulkResult & { purged_count: number }> {
+    const body: Obj = { confirm: true };
+    if (scope.olderThan !== undefined) body.older_than = scope.olderThan;
+    if (scope.queue !== undefined) body.queue = scope.queue;
+    return (await this.#call(
+      { method: 'DELETE', path: '/admin/dead-letter', body, idempotent: true },
+      options,
+    )) as unknown as BulkResult & { purged_count: number };
+  }
+
+  /** A rate-limit key's concurrency use, window and waiting jobs. */
+  rateLimit(key: string, options?: RequestOptions): Promise<Obj> {
+    return this.#call({ method: 'GET', path: `/rate-limits/${q(key)}`, idempotent: true }, options);
+  }
+}

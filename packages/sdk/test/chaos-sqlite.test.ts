@@ -1,0 +1,3 @@
+import { defineChaosSuite } from './chaos-suite.ts';
+
+defineChaosSuite('sqlite');

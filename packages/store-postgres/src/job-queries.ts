@@ -1,0 +1,150 @@
+/**
+ * The SQL of finding jobs (admin listings, counts, bulk actions) and of the
+ * retention pruner, built from a core JobFilter over the store's schema.
+ * Values are always bound parameters ($n); only the shape of the WHERE
+ * clause varies.
+ *
+ * A listing walks the index ranges core `indexRanges` names ((queue, state,
+ * seq) / (state, seq): migration 007), each in seq order up to the page
+ * size, and merges them: the first page is a few index probes. A type range
+ * has no index of its own here (see 007): it walks the seq index and checks
+ * the type, which is quick while the type is common.
+ */
+import {
+  type IndexRange,
+  indexRanges,
+  type JobFilter,
+  type JobPageRequest,
+  type PruneTarget,
+} from '@ojs/core';
+
+export interface Query {
+  text: string;
+  values: unknown[];
+}
+
+class Params {
+  readonly values: unknown[] = [];
+  add(value: unknown, cast = ''): string {
+    this.values.push(value);
+    return `$${this.values.length}${cast}`;
+  }
+}
+
+/** The WHERE conditions of a filter; columns an index range fixes by equality are left out. */
+function conditions(filter: JobFilter, p: Params, range?: IndexRange): string[] {
+  const where: string[] = [];
+  if (filter.states !== undefined && range?.state === undefined) {
+    where.push(`state = ANY(${p.add(filter.states, '::text[]')})`);
+  }
+  if (filter.queues !== undefined && range?.queue === undefined) {
+    where.push(`queue = ANY(${p.add(filter.queues, '::text[]')})`);
+  }
+  if (filter.types !== undefined && range?.type === undefined) {
+    where.push(`type = ANY(${p.add(filter.types, '::text[]')})`);
+  }
+  if (filter.typePrefix !== undefined) {
+    where.push(`starts_with(type, ${p.add(filter.typePrefix, '::text')})`);
+  }
+  if (filter.createdFrom !== undefined) {
+    where.push(
+      `(doc->>'created_at')::timestamptz >= to_timestamp(${p.add(filter.createdFrom, '::double precision')} / 1000.0)`,
+    );
+  }
+  if (filter.createdTo !== undefined) {
+    where.push(
+      `(doc->>'created_at')::timestamptz < to_timestamp(${p.add(filter.createdTo, '::double precision')} / 1000.0)`,
+    );
+  }
+  if (filter.errorType !== undefined) {
+    where.push(`doc->'error'->>'type' = ${p.add(filter.errorType, '::text')}`);
+  }
+  if (filter.tag !== undefined) where.push(`doc->'tags' ? ${p.add(filter.tag, '::text')}`);
+  if (filter.metaKey !== undefined) where.push(`doc->'meta' ? ${p.add(filter.metaKey, '::text')}`);
+  if (filter.deadLetter === true) where.push('dead_letter');
+  if (filter.finishedFrom !== undefined) {
+    where.push(`finished_at >= ${p.add(filter.finishedFrom, '::double precision')}`);
+  }
+  return where;
+}
+
+function whereClause(where: string[]): string {
+  return where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
+}
+
+/** SELECT seq, doc of one page (see the module comment). */
+export function listJobsQuery(schema: string, request: JobPageRequest): Query {
+  const p = new Params();
+  const direction = request.order === 'desc' ? 'DESC' : 'ASC';
+  const offset = request.offset ?? 0;
+  const page = (range: IndexRange | undefined, inner: boolean) => {
+    const where: string[] = [];
+    for (const column of ['queue', 'state', 'type'] as const) {
+      const value = range?.[column];
+      if (value !== undefined) where.push(`${column} = ${p.add(value, '::text')}`);
+    }
+    if (request.afterSeq !== undefined) {
+      const after = p.add(request.afterSeq, '::bigint');
+      where.push(request.order === 'desc' ? `seq < ${after}` : `seq > ${after}`);
+    }
+    where.push(...conditions(request.filter, p, range));
+    // A merged range must yield the offset's rows too; the outer query skips them.
+    const limit = p.add(inner ? request.limit + offset : request.limit, '::integer');
+    return `SELECT seq, doc FROM ${schema}.jobs ${whereClause(where)}
+      ORDER BY seq ${direction} LIMIT ${limit} OFFSET ${p.add(inner ? 0 : offset, '::integer')}`;
+  };
+  const ranges = indexRanges(request.filter);
+  if (ranges === undefined || ranges.length === 1) {
+    return { text: page(ranges?.[0], false), values: p.values };
+  }
+  const parts = ranges.map((range) => `(${page(range, true)})`);
+  return {
+    text: `SELECT seq, doc FROM (${parts.join(' UNION ALL ')}) AS pages
+      ORDER BY seq ${direction} LIMIT ${p.add(request.limit, '::integer')}
+      OFFSET ${p.add(offset, '::integer')}`,
+    values: p.values,
+  };
+}
+
+export function countJobsQuery(schema: string, filter: JobFilter): Query {
+  const p = new Params();
+  const where = conditions(filter, p);
+  return {
+    text: `SELECT count(*) AS n FROM ${schema}.jobs ${whereClause(where)}`,
+    values: p.values,
+  };
+}
+
+/**
+ * One retention pass in one statement: lock up to $limit candidates with
+ * SKIP LOCKED (so several processes pruning at once take different rows,
+ * and a row re-checked after a concurrent change is skipped if it no longer
+ * matches), delete them and release their unique keys.
+ */
+export function pruneQuery(schema: string, target: PruneTarget, limit: number): Query {
+  const p = new Params();
+  const state = target.retention === 'dead_letter' ? 'discarded' : target.retention;
+  const where = [
+    `state = ${p.add(state, '::text')}`,
+    `finished_at < ${p.add(target.before, '::double precision')}`,
+    'workflow_id IS NULL',
+  ];
+  if (target.retention === 'discarded') where.push('NOT dead_letter');
+  if (target.retention === 'dead_letter') where.push('dead_letter');
+  if (target.queues !== undefined) where.push(`queue = ANY(${p.add(target.queues, '::text[]')})`);
+  if (target.exceptQueues !== undefined) {
+    where.push(`NOT (queue = ANY(${p.add(target.exceptQueues, '::text[]')}))`);
+  }
+  return {
+    text: `WITH doomed AS (
+        SELECT id FROM ${schema}.jobs WHERE ${where.join(' AND ')}
+         ORDER BY finished_at LIMIT ${p.add(limit, '::integer')} FOR UPDATE SKIP LOCKED
+      ), gone AS (
+        DELETE FROM ${schema}.jobs AS j USING doomed WHERE j.id = doomed.id RETURNING j.id
+      ), released AS (
+        DELETE FROM ${schema}.unique_locks AS u USING gone WHERE u.job_id = gone.id
+      )
+      SELECT count(*) AS n FROM gone`,
+    values: p.values,
+  };
+}

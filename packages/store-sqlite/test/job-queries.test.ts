@@ -1,0 +1,70 @@
+/**
+ * Finding jobs on SQLite: the first page of a listing is read through an
+ * index (EXPLAIN QUERY PLAN shows every read of ojs_jobs using an index and
+ * no sort of the table; only the pages of several merged ranges are sorted).
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, it } from 'node:test';
+import { type JobFilter, parseEnqueueRequest } from '@ojs/core';
+import { listJobsQuery } from '../src/job-queries.ts';
+import { SqliteStore } from '../src/sqlite-store.ts';
+
+const T0 = Date.UTC(2026, 0, 1, 12);
+
+describe('job queries on SQLite', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ojs-jq-'));
+  const path = join(dir, 'ojs.db');
+  let db: DatabaseSync;
+
+  before(async () => {
+    const store = new SqliteStore({ path, checkpointThread: false });
+    await store.init();
+    const jobs = Array.from({ length: 2000 }, (_, i) =>
+      parseEnqueueRequest(
+        { type: `plan.t${i % 5}`, args: [i], options: { queue: `q${i % 4}` } },
+        T0,
+        { visibilityTimeoutMs: 300_000 },
+      ),
+    );
+    await store.insertJobs(jobs, [], T0);
+    await store.close();
+    db = new DatabaseSync(path);
+    db.exec('ANALYZE');
+  });
+  after(() => {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const filters: [JobFilter, boolean][] = [
+    [{}, false],
+    [{ states: ['available'] }, false],
+    [{ queues: ['q1'] }, true],
+    [{ queues: ['q1', 'q2'], states: ['available', 'active'] }, true],
+    [{ types: ['plan.t3'] }, false],
+    [{ states: ['available'], typePrefix: 'plan.' }, false],
+  ];
+  for (const [filter, merged] of filters) {
+    it(`the first page of ${JSON.stringify(filter)} is read through an index`, () => {
+      const query = listJobsQuery({ filter, limit: 51, order: 'desc' });
+      const plan = (
+        db.prepare(`EXPLAIN QUERY PLAN ${query.sql}`).all(...query.params) as { detail: string }[]
+      ).map((row) => row.detail);
+      const text = plan.join('\n');
+      const reads = plan.filter((line) => / ojs_jobs\b/.test(line));
+      assert.ok(reads.length > 0, text);
+      for (const line of reads) assert.match(line, /USING (COVERING )?INDEX/, text);
+      // A sort right after a read of ojs_jobs sorts the table; after a
+      // subquery it sorts one range's page (at most limit rows) for the merge.
+      const tableSorts = plan.filter(
+        (line, i) => line.includes('TEMP B-TREE') && / ojs_jobs\b/.test(plan[i - 1] ?? ''),
+      );
+      assert.deepEqual(tableSorts, [], text);
+      assert.equal(text.includes('subquery'), merged, text);
+    });
+  }
+});
