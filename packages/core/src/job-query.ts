@@ -48,6 +48,18 @@ export interface JobPageRequest {
   offset?: number;
 }
 
+/**
+ * True when a filter names nothing but states and queues (or nothing), so a
+ * store can answer its count from the per-(queue, state) counters it keeps
+ * instead of counting jobs.
+ */
+export function countsByQueueState(filter: JobFilter): boolean {
+  for (const [key, value] of Object.entries(filter)) {
+    if (value !== undefined && key !== 'states' && key !== 'queues') return false;
+  }
+  return true;
+}
+
 /** Largest number of (queue, state) combinations a store walks as separate index ranges. */
 export const MAX_INDEXED_COMBINATIONS = 32;
 

@@ -11,12 +11,14 @@
  * the type, which is quick while the type is common.
  */
 import {
+  countsByQueueState,
   type IndexRange,
   indexRanges,
   type JobFilter,
   type JobPageRequest,
   type PruneTarget,
 } from '@ojs/core';
+import { jobCounts } from './statements.ts';
 
 export interface Query {
   text: string;
@@ -106,9 +108,16 @@ export function listJobsQuery(schema: string, request: JobPageRequest): Query {
   };
 }
 
+/** A count: from the counters (migration 008) when the filter allows, else over the jobs. */
 export function countJobsQuery(schema: string, filter: JobFilter): Query {
   const p = new Params();
   const where = conditions(filter, p);
+  if (countsByQueueState(filter)) {
+    return {
+      text: `SELECT coalesce(sum(n), 0)::bigint AS n FROM ${jobCounts(schema)} c ${whereClause(where)}`,
+      values: p.values,
+    };
+  }
   return {
     text: `SELECT count(*) AS n FROM ${schema}.jobs ${whereClause(where)}`,
     values: p.values,

@@ -80,6 +80,11 @@ export interface PostgresStoreOptions {
   migrate?: boolean;
   /** How often the database clock offset is re-measured (default 60 s; 0 = only at init). */
   clockSyncIntervalMs?: number;
+  /**
+   * How often the job count deltas are folded into the counters (default
+   * 1 s; 0 = never). Counts are exact either way; folding keeps them cheap.
+   */
+  countCompactionIntervalMs?: number;
   /** application_name of the connections (default 'ojs'); the LISTEN connection adds ':listen'. */
   applicationName?: string;
   /**
@@ -108,6 +113,8 @@ export class PostgresStore implements Store {
   readonly #listener: JobsAvailableListener;
   readonly #onError: (error: Error, context: string) => void;
   #clockTimer: NodeJS.Timeout | undefined;
+  #compactTimer: NodeJS.Timeout | undefined;
+  #compacting: Promise<void> | undefined;
   #closed = false;
 
   constructor(options: PostgresStoreOptions) {
@@ -167,6 +174,23 @@ export class PostgresStore implements Store {
       }, interval);
       this.#clockTimer.unref();
     }
+    const compactEvery = this.#options.countCompactionIntervalMs ?? 1000;
+    if (compactEvery > 0 && this.#compactTimer === undefined) {
+      this.#compactTimer = setInterval(() => {
+        if (this.#compacting !== undefined) return;
+        this.#compacting = this.compactJobCounts()
+          .catch((error: Error) => this.#onError(error, 'job count compaction'))
+          .finally(() => {
+            this.#compacting = undefined;
+          });
+      }, compactEvery);
+      this.#compactTimer.unref();
+    }
+  }
+
+  /** Folds the job count deltas into the counters (migration 008); safe in any number of processes. */
+  async compactJobCounts(): Promise<void> {
+    await this.#db.query(this.#sql.compactJobCounts, []);
   }
 
   async close(): Promise<void> {
@@ -174,6 +198,9 @@ export class PostgresStore implements Store {
     this.#closed = true;
     clearInterval(this.#clockTimer);
     this.#clockTimer = undefined;
+    clearInterval(this.#compactTimer);
+    this.#compactTimer = undefined;
+    await this.#compacting;
     await this.#listener.close();
     await this.#pool.end();
   }

@@ -95,6 +95,10 @@ const planOf = (s: string, queues: string) => `SELECT n.name, coalesce(q.paused,
       FROM unnest(${queues}::text[]) WITH ORDINALITY AS n(name, ord)
       LEFT JOIN ${s}.queues q ON q.name = n.name`;
 
+/** Every job count per (queue, state): the counters plus the deltas not yet folded into them. */
+export const jobCounts = (s: string) => `(SELECT queue, state, n FROM ${s}.job_counts
+      UNION ALL SELECT queue, state, delta FROM ${s}.job_count_deltas)`;
+
 export function statements(schema: string) {
   const s = quoteSchema(schema);
   return {
@@ -465,8 +469,17 @@ export function statements(schema: string) {
     // ------------------------------------------------------------ finding jobs (job-queries.ts)
     /** The quoted schema, for the statements of filter-dependent shape. */
     quotedSchema: s,
-    countJobsByQueue: `SELECT queue, state, count(*) AS n FROM ${s}.jobs
-      GROUP BY queue, state ORDER BY queue, state`,
+    /** Counters folded with the deltas not yet compacted (migration 008). */
+    countJobsByQueue: `SELECT queue, state, sum(n)::bigint AS n FROM ${jobCounts(s)} c
+      GROUP BY queue, state HAVING sum(n) <> 0 ORDER BY queue, state`,
+    /**
+     * Folds the deltas into the counters in one statement (each delta row is
+     * deleted by exactly one compactor, however many processes run it).
+     */
+    compactJobCounts: `WITH folded AS (DELETE FROM ${s}.job_count_deltas RETURNING queue, state, delta)
+      INSERT INTO ${s}.job_counts AS c (queue, state, n)
+      SELECT queue, state, sum(delta) FROM folded GROUP BY queue, state
+      ON CONFLICT (queue, state) DO UPDATE SET n = c.n + excluded.n`,
     /** $1 = rate key. Active and waiting jobs with the key, and the newest one's policy. */
     rateKeyState: `SELECT
         (SELECT count(*) FROM ${s}.jobs WHERE rate_key = $1 AND state = 'active') AS active,
@@ -478,7 +491,8 @@ export function statements(schema: string) {
 
     // ------------------------------------------------------------ admin
     notify: 'SELECT pg_notify($1, $2)',
-    reset: `TRUNCATE ${s}.jobs, ${s}.queues, ${s}.events, ${s}.unique_locks, ${s}.rate_windows,
+    // TRUNCATE fires no row or statement triggers: the counters go with the jobs.
+    reset: `TRUNCATE ${s}.jobs, ${s}.job_counts, ${s}.job_count_deltas, ${s}.queues, ${s}.events, ${s}.unique_locks, ${s}.rate_windows,
       ${s}.workflows, ${s}.crons, ${s}.settings`,
     dbTimeMs: 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::double precision AS ms',
   };

@@ -9,6 +9,7 @@
  * page size, and merges them: the first page is a few index probes.
  */
 import {
+  countsByQueueState,
   type IndexRange,
   indexRanges,
   type JobFilter,
@@ -112,14 +113,21 @@ export function listJobsQuery(request: JobPageRequest): Query {
   };
 }
 
+/** A count: from the counters (migration 007) when the filter allows, else over the jobs. */
 export function countJobsQuery(filter: JobFilter): Query {
   const params: Query['params'] = [];
   const where = conditions(filter, params);
+  if (countsByQueueState(filter)) {
+    return {
+      sql: `SELECT coalesce(sum(n), 0) AS n FROM ojs_job_counts ${whereClause(where)}`,
+      params,
+    };
+  }
   return { sql: `SELECT count(*) AS n FROM ojs_jobs ${whereClause(where)}`, params };
 }
 
 export const COUNT_BY_QUEUE =
-  'SELECT queue, state, count(*) AS n FROM ojs_jobs GROUP BY queue, state ORDER BY queue, state';
+  'SELECT queue, state, n FROM ojs_job_counts WHERE n <> 0 ORDER BY queue, state';
 
 /**
  * The ids (and unique keys) of up to `limit` jobs a retention pass deletes:

@@ -350,6 +350,8 @@ export const PRUNE_EVENTS =
 /** The tables reset() empties (ojs_counters stays: sequence numbers are never reused). */
 export const RESET_TABLES = [
   'ojs_jobs',
+  // After the jobs: their delete triggers have brought every count to 0.
+  'ojs_job_counts',
   'ojs_queues',
   'ojs_events',
   'ojs_unique_locks',

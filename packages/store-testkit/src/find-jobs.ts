@@ -5,7 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cancel, type JobFilter, type JobRecord, type PageOrder, parseJobFilter } from '@ojs/core';
+import {
+  cancel,
+  type JobFilter,
+  type JobRecord,
+  type JobState,
+  type PageOrder,
+  parseJobFilter,
+} from '@ojs/core';
 import type { SuiteContext } from './context.ts';
 import {
   activeJob,
@@ -172,6 +179,63 @@ export function findJobTests(ctx: SuiteContext): void {
           ['a', 'available', 2],
           ['b', 'completed', 1],
         ],
+      );
+    });
+
+    it('keeps counts exact through claims, settles, cancels, workflow-free deletes and pruning', async () => {
+      // Counts by queue and state come from counters the store keeps; any
+      // other filter (here a type prefix every job matches) counts jobs. The
+      // two must agree after every kind of change.
+      const scanned = async (queue: string, state: JobState) =>
+        ctx.store.countJobs({ queues: [queue], states: [state], typePrefix: '' });
+      const agree = async (label: string) => {
+        const counted = await ctx.store.countJobsByQueue();
+        for (const { queue, state, count } of counted) {
+          assert.equal(await scanned(queue, state), count, `${label}: ${queue}/${state}`);
+          assert.equal(
+            await ctx.store.countJobs({ queues: [queue], states: [state] }),
+            count,
+            `${label}: countJobs ${queue}/${state}`,
+          );
+        }
+        let total = 0;
+        for (const { count } of counted) total += count;
+        assert.equal(await ctx.store.countJobs({}), total, `${label}: total`);
+        assert.equal(
+          await ctx.store.countJobs({ typePrefix: '' }),
+          total,
+          `${label}: scanned total`,
+        );
+        return counted;
+      };
+      await insertOk(ctx.store, [
+        newJob({ options: { queue: 'a' } }),
+        newJob({ options: { queue: 'a' } }),
+        newJob({ options: { queue: 'b' } }),
+      ]);
+      await agree('inserted');
+      await activeJob(ctx.store, { options: { queue: 'a' } });
+      await completedJob(ctx.store, { options: { queue: 'a' } }, T0);
+      await retryableJob(ctx.store, { options: { queue: 'b' } });
+      await discardedJob(ctx.store, { options: { queue: 'b' } }, T0, true);
+      const [toCancel] = await insertOk(ctx.store, [newJob({ options: { queue: 'b' } })]);
+      await transition(ctx.store, toCancel!.id, (j) => cancel(j, T0));
+      const settled = await agree('settled');
+      assert.ok(settled.length >= 6, 'several pairs in play');
+      assert.equal(await ctx.store.pruneJobs({ retention: 'completed', before: T0 + 1 }, 100), 1);
+      assert.equal(await ctx.store.pruneJobs({ retention: 'cancelled', before: T0 + 1 }, 100), 1);
+      const pruned = await agree('pruned');
+      assert.deepEqual(
+        pruned.filter((c) => c.state === 'completed' || c.state === 'cancelled'),
+        [],
+        'emptied pairs are left out',
+      );
+      await ctx.store.reset();
+      assert.deepEqual(await agree('reset'), []);
+      await insertOk(ctx.store, [newJob({ options: { queue: 'a' } })]);
+      assert.deepEqual(
+        (await agree('after reset')).map((c) => [c.queue, c.state, c.count]),
+        [['a', 'available', 1]],
       );
     });
   });
