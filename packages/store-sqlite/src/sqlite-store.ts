@@ -107,6 +107,7 @@ export class SqliteStore implements Store {
     const walSync = synchronous === 'FULL' && this.#options.path !== ':memory:';
     db.exec(sql.synchronous(walSync ? 'NORMAL' : synchronous));
     db.exec(sql.FOREIGN_KEYS_ON);
+    db.exec(sql.TEMP_STORE_MEMORY);
     migrate(db);
     this.#db = db;
     if (walSync) {
