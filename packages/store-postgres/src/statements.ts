@@ -407,7 +407,8 @@ export function statements(schema: string) {
     queueStats: `SELECT
         (SELECT paused FROM ${s}.queues WHERE name = $1) AS paused,
         (SELECT coalesce(jsonb_object_agg(state, n), '{}'::jsonb)
-           FROM (SELECT state, count(*) AS n FROM ${s}.jobs WHERE queue = $1 GROUP BY state) c)
+           FROM (SELECT state, sum(n) AS n FROM ${jobCounts(s)} c WHERE queue = $1
+                  GROUP BY state HAVING sum(n) <> 0) c)
           AS counts,
         (SELECT count(*) FROM ${s}.jobs
           WHERE queue = $1 AND state = 'completed' AND finished_at >= $2) AS completed_last_minute,

@@ -43,6 +43,8 @@ export class GroupCommit {
   readonly #db: DatabaseSync;
   /** Waiters of the open group; null when no transaction is open. */
   #group: Waiter[] | null = null;
+  /** Waiters of the open group answered at its COMMIT, before the fsync (write's `durable: false`). */
+  #committedOnly: Waiter[] = [];
   /** Writes per group before it commits early (bounds the transaction). */
   readonly #maxWrites: number;
   #writes = 0;
@@ -61,8 +63,16 @@ export class GroupCommit {
     this.#sync = options.sync;
   }
 
-  /** Runs `fn` now inside the open group; resolves with its value once the group committed. */
-  write<T>(fn: () => T): Promise<T> {
+  /**
+   * Runs `fn` now inside the open group; resolves with its value once the
+   * group committed and (with a WalSync) is on disk. `durable: false`
+   * answers at COMMIT without waiting for the fsync: for writes whose loss
+   * on power failure only repeats work the protocol already repeats (a
+   * claim: the job returns to available and runs again, at least once;
+   * the lost claim's ACK is refused by its fence). Never for writes whose
+   * caller is told "stored" (enqueue, ACK, NACK, cancel).
+   */
+  write<T>(fn: () => T, durable = true): Promise<T> {
     const group = this.#open();
     const db = this.#db;
     db.exec('SAVEPOINT ojs_write');
@@ -79,7 +89,7 @@ export class GroupCommit {
       return Promise.reject(error);
     }
     const done = new Promise<T>((resolve, reject) => {
-      group.push({ resolve: () => resolve(value), reject });
+      (durable ? group : this.#committedOnly).push({ resolve: () => resolve(value), reject });
     });
     if (++this.#writes >= this.#maxWrites) this.flush();
     return done;
@@ -149,6 +159,8 @@ export class GroupCommit {
     const group = this.#group;
     if (group === null) return;
     this.#group = null;
+    const committedOnly = this.#committedOnly;
+    this.#committedOnly = [];
     if (openGroup === this) openGroup = null;
     const hooks = this.#beforeCommit;
     this.#beforeCommit = [];
@@ -162,8 +174,10 @@ export class GroupCommit {
         // The failed COMMIT may already have ended the transaction.
       }
       for (const waiter of group) waiter.reject(error);
+      for (const waiter of committedOnly) waiter.reject(error);
       return;
     }
+    for (const waiter of committedOnly) waiter.resolve();
     if (this.#sync !== undefined) this.#sync.afterCommit(group);
     else for (const waiter of group) waiter.resolve();
   }

@@ -193,8 +193,8 @@ export class SqliteStore implements Store {
    * One atomic write, group-committed with the other writes of this turn
    * (group-commit.ts); throwing Rollback(value) undoes it and answers value.
    */
-  #write<T>(fn: () => T): Promise<T> {
-    return this.#groupCommit().write(fn);
+  #write<T>(fn: () => T, durable = true): Promise<T> {
+    return this.#groupCommit().write(fn, durable);
   }
 
   /** A read, answered once anything it may have seen is committed. */
@@ -346,7 +346,9 @@ export class SqliteStore implements Store {
         ),
       );
       return claimed;
-    });
+      // Answered at COMMIT, before the fsync: a claim lost to a power cut
+      // only hands the job out again (group-commit.ts write, decision 0037).
+    }, false);
   }
 
   async commit(commit: Commit): Promise<boolean> {

@@ -87,6 +87,33 @@ describe('WalSync: durable before answered, without blocking the thread', () => 
     assert.ok(writes.every((w) => w.done && w.error === undefined));
   });
 
+  it('answers a write marked not durable (a claim) at COMMIT, the rest of its group after the sync', async () => {
+    const stored = tracked(insert());
+    const claimed = tracked(group.write(() => count(db), false));
+    await turn();
+    assert.equal(syncs.length, 1, 'one sync for the group');
+    assert.equal(syncs[0]!.committedRows, 1, 'the sync started after the COMMIT');
+    await turn();
+    assert.equal(claimed.done, true, 'the claim is answered once committed');
+    assert.equal(claimed.value, 1, 'and saw the insert of its group');
+    assert.equal(stored.done, false, 'the insert waits for the sync');
+    syncs[0]!.callback(null);
+    await turn();
+    assert.equal(stored.done, true);
+    assert.equal(stored.error, undefined);
+  });
+
+  it('fails a not-durable write whose COMMIT failed', async () => {
+    const claimed = tracked(group.write(() => count(db), false));
+    // The group's transaction ends underneath it: its COMMIT fails.
+    db.exec('ROLLBACK');
+    await turn();
+    await turn();
+    assert.equal(claimed.done, true);
+    assert.ok(claimed.error instanceof Error, 'a COMMIT failure is an error, never a success');
+    assert.equal(syncs.length, 0);
+  });
+
   it('groups committed during a sync share the next one', async () => {
     const first = tracked(insert());
     await turn();
