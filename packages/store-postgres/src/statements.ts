@@ -40,17 +40,17 @@ const admitted = (n: number, j: string) => `($${n}::jsonb IS NULL OR EXISTS (
  * cancel_requested removed. The store-testkit compares the result with
  * core `claim()` field by field.
  */
-const CLAIMED_DOC = `(p.doc - 'run_at' - 'next_attempt_at' - 'cancel_requested' - 'worker_id')
+const CLAIMED_DOC = `(p.doc - '{run_at,next_attempt_at,cancel_requested,worker_id}'::text[])
     || jsonb_build_object(
          'state', 'active',
          'attempt', p.attempt + 1,
          'rev', p.rev + 1,
          'started_at', $2::text,
          'lease_until', $1::numeric + coalesce($3::numeric, (p.doc->>'visibility_timeout_ms')::numeric))
-    || CASE WHEN $4::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('worker_id', $4::text) END
-    || CASE WHEN jsonb_typeof(p.doc->'timeout_ms') = 'number'
-         THEN jsonb_build_object('timeout_at', $1::numeric + (p.doc->>'timeout_ms')::numeric)
-         ELSE '{}'::jsonb END`;
+    || jsonb_strip_nulls(jsonb_build_object(
+         'worker_id', $4::text,
+         'timeout_at', CASE WHEN jsonb_typeof(p.doc->'timeout_ms') = 'number'
+                            THEN $1::numeric + (p.doc->>'timeout_ms')::numeric END))`;
 
 /**
  * The claim's CTEs: `picked` (which must lock its rows) and the claimed
@@ -59,7 +59,7 @@ const CLAIMED_DOC = `(p.doc - 'run_at' - 'next_attempt_at' - 'cancel_requested' 
  * lost-COMMIT check needs no round trip of its own).
  */
 const claimCtes = (picked: string) => `picked AS MATERIALIZED (${picked}),
-  claimed AS (SELECT p.id, ${CLAIMED_DOC} AS doc FROM picked p)`;
+  claimed AS MATERIALIZED (SELECT p.id, ${CLAIMED_DOC} AS doc FROM picked p)`;
 
 const claimSet = (s: string) => `UPDATE ${s}.jobs j
    SET state = 'active',
