@@ -45,6 +45,8 @@ export class GroupCommit {
   #group: Waiter[] | null = null;
   /** Waiters of the open group answered at its COMMIT, before the fsync (write's `durable: false`). */
   #committedOnly: Waiter[] = [];
+  /** The open group waits for the sync in flight before it commits (see #endOfTurn). */
+  #deferred = false;
   /** Writes per group before it commits early (bounds the transaction). */
   readonly #maxWrites: number;
   #writes = 0;
@@ -91,6 +93,12 @@ export class GroupCommit {
     const done = new Promise<T>((resolve, reject) => {
       (durable ? group : this.#committedOnly).push({ resolve: () => resolve(value), reject });
     });
+    // A claim is answered at COMMIT: a group held for the sync commits at the end of this turn.
+    if (!durable && this.#deferred) {
+      setImmediate(() => {
+        if (this.#group === group) this.flush();
+      });
+    }
     if (++this.#writes >= this.#maxWrites) this.flush();
     return done;
   }
@@ -149,9 +157,30 @@ export class GroupCommit {
     this.#epoch++;
     this.#beforeCommit = [];
     setImmediate(() => {
-      if (this.#group === group) this.flush();
+      if (this.#group === group) this.#endOfTurn(group);
     });
     return group;
+  }
+
+  /**
+   * The end of the turn that opened a group. While a WAL sync is in flight,
+   * a group committed now would be answered only after the next sync
+   * anyway, so it stays open until the sync in flight completes and commits
+   * then, just before the next sync starts: writes arriving meanwhile share
+   * its one COMMIT instead of each turn writing its own WAL frames for the
+   * same pages (and the checkpointer copying them). Nobody waits longer for
+   * durability. A group holding a claim (answered at COMMIT) commits now.
+   */
+  #endOfTurn(group: Waiter[]): void {
+    const sync = this.#sync;
+    if (sync === undefined || !sync.syncing || this.#committedOnly.length > 0) {
+      this.flush();
+      return;
+    }
+    this.#deferred = true;
+    sync.onSyncDone(() => {
+      if (this.#group === group) this.flush();
+    });
   }
 
   /** Commits the open group now (end of turn, size bound, close). */
@@ -161,6 +190,7 @@ export class GroupCommit {
     this.#group = null;
     const committedOnly = this.#committedOnly;
     this.#committedOnly = [];
+    this.#deferred = false;
     if (openGroup === this) openGroup = null;
     const hooks = this.#beforeCommit;
     this.#beforeCommit = [];

@@ -47,6 +47,8 @@ export class WalSync {
   /** data_version when the last completed sync started (undefined: none yet). */
   #syncedVersion: number | undefined;
   #idle: (() => void)[] = [];
+  /** Run when the sync in flight completes, before the next one starts. */
+  #onSyncDone: (() => void)[] = [];
 
   readonly #syncFile: typeof fdatasync;
 
@@ -89,6 +91,20 @@ export class WalSync {
     }
     this.#waiting.push(waiter);
     this.#start();
+  }
+
+  /** True while a sync is in flight: a commit made now is answered only after the next one. */
+  get syncing(): boolean {
+    return this.#syncing;
+  }
+
+  /**
+   * Runs `fn` when the sync in flight completes, before the next sync
+   * starts, so what `fn` commits joins that next sync. At once when idle.
+   */
+  onSyncDone(fn: () => void): void {
+    if (!this.#syncing) fn();
+    else this.#onSyncDone.push(fn);
   }
 
   /** Resolves once no sync is running or waiting (before close). */
@@ -136,6 +152,7 @@ export class WalSync {
         this.#syncedVersion = version;
         for (const waiter of batch) waiter.resolve();
       }
+      for (const fn of this.#onSyncDone.splice(0)) fn();
       this.#start();
     });
   }

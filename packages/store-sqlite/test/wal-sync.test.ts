@@ -114,6 +114,40 @@ describe('WalSync: durable before answered, without blocking the thread', () => 
     assert.equal(syncs.length, 0);
   });
 
+  it('holds a group opened during a sync open until that sync completes: later writes share its COMMIT', async () => {
+    const first = tracked(insert());
+    await turn();
+    assert.equal(syncs.length, 1);
+    const second = tracked(insert());
+    await turn();
+    const third = tracked(insert());
+    await turn();
+    assert.equal(count(other), 1, 'the second and third writes are not committed yet');
+    syncs[0]!.callback(null);
+    await turn();
+    assert.equal(first.done, true);
+    assert.equal(syncs.length, 2, 'the held group committed, then its sync started');
+    assert.equal(syncs[1]!.committedRows, 3, 'both writes in that one COMMIT');
+    assert.equal(second.done || third.done, false, 'answered only after their own sync');
+    syncs[1]!.callback(null);
+    await turn();
+    assert.ok(second.done && third.done);
+  });
+
+  it('commits a held group at once when a claim (not durable) joins it', async () => {
+    tracked(insert());
+    await turn();
+    const held = tracked(insert());
+    await turn();
+    assert.equal(count(other), 1, 'held while the first sync runs');
+    const claimed = tracked(group.write(() => count(db), false));
+    await turn();
+    await turn();
+    assert.equal(claimed.done, true, 'the claim is answered without waiting for the sync');
+    assert.equal(count(other), 2, 'its group committed');
+    assert.equal(held.done, false, 'the insert still waits for a sync after its COMMIT');
+  });
+
   it('groups committed during a sync share the next one', async () => {
     const first = tracked(insert());
     await turn();
