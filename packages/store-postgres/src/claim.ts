@@ -7,7 +7,9 @@
  * jobs in claim order and the same statement makes them active, so
  * concurrent claimers never wait on each other and never share a job. The
  * claim returns the transaction's xid, sparing the lost-COMMIT check its
- * own round trip.
+ * own round trip. When no requested queue is limited, the statement also
+ * inserts the job.started events (`claimQueueLogged`): a claim is then
+ * BEGIN, plan, claim, COMMIT.
  *
  * Limited queue (queue concurrency / rate limit, or rate-limited jobs
  * waiting in it): the checks need counts that must not change under the
@@ -29,11 +31,13 @@
  */
 import {
   type ClaimRequest,
+  EVENT_SOURCE,
   type JobRecord,
   jobEvent,
   type OjsEvent,
   type RateLimitPolicy,
   toIso,
+  uuidv7,
 } from '@ojs/core';
 import { lockText } from './names.ts';
 import { handlerRows, toNumber } from './rows.ts';
@@ -176,12 +180,27 @@ export async function claimInTransaction(
     await client.query(sql.advisoryLock, [lockText.queue(schema, name)]);
   }
   const limits = new LimitState(ctx, request.now);
+  // No limited queue in the request: each claim statement inserts its own
+  // job.started events (one round trip fewer). Otherwise they are built
+  // here and appended by the caller, in claim order across all queues.
+  const logged = !plan.some((row) => limited(row) || row.keyed);
   for (const queue of plan) {
     const wanted = request.count - claimed.length;
     if (wanted <= 0) break;
     if (queue.paused) continue;
     if (limited(queue) || queue.keyed) {
       take(await claimLimited(ctx, queue, wanted, params, limits, request.now, handlers));
+    } else if (logged) {
+      const { rows } = await client.query<{ doc: JobRecord; xid: string }>(sql.claimQueueLogged, [
+        ...params,
+        queue.name,
+        wanted,
+        handlers,
+        // One fresh event id per job the statement may claim, in claim order.
+        Array.from({ length: wanted }, () => `evt_${uuidv7(request.now)}`),
+        EVENT_SOURCE,
+      ]);
+      take(rows);
     } else {
       const { rows } = await client.query<{ doc: JobRecord; xid: string }>(sql.claimQueue, [
         ...params,
@@ -195,6 +214,7 @@ export async function claimInTransaction(
   await limits.save();
   // Rate windows are saved only for accepted (so claimed) jobs: no claim, no write.
   ctx.state.xid = xid;
+  if (logged) return { jobs: claimed, events: [] };
   const events = claimed.map((job) =>
     jobEvent(
       'job.started',

@@ -77,6 +77,44 @@ RETURNING j.doc, txid_current()::text AS xid`;
 const claimUpdate = (s: string, picked: string) => `WITH ${claimCtes(picked)}
 ${claimSet(s)}`;
 
+/**
+ * The job.started event of a claimed job, as core `jobEvent('job.started',
+ * job, {worker_id, attempt}, now)` builds it, over the claimed row `o`:
+ * $2 the time (ISO of now), $9 the event source, `id` the event id.
+ * trace_id: meta.trace_id unless absent or null, else meta.traceparent when
+ * present (JS `??`). The store-testkit compares it with core's.
+ */
+const startedEvent = (id: string) => `jsonb_build_object(
+         'specversion', '1.0', 'id', ${id}, 'type', 'job.started', 'source', $9::text,
+         'time', $2::text, 'datacontenttype', 'application/json', 'subject', o.doc->'id',
+         'data', jsonb_build_object(
+           'job_id', o.doc->'id', 'job_type', o.doc->'type', 'queue', o.doc->'queue',
+           'state', o.doc->'state', 'worker_id', coalesce(o.doc->'worker_id', 'null'::jsonb),
+           'attempt', o.doc->'attempt')
+           || CASE
+                WHEN o.doc->'meta' ? 'trace_id' AND o.doc->'meta'->'trace_id' <> 'null'::jsonb
+                  THEN jsonb_build_object('trace_id', o.doc->'meta'->'trace_id')
+                WHEN o.doc->'meta' ? 'traceparent'
+                  THEN jsonb_build_object('trace_id', o.doc->'meta'->'traceparent')
+                ELSE '{}'::jsonb
+              END)`;
+
+/**
+ * The claim with its job.started events in the same statement (one round
+ * trip fewer): $8 holds at least as many fresh event ids as jobs can be
+ * claimed, handed out in claim order, which is also the events' order.
+ */
+const claimUpdateLogged = (s: string, picked: string) => `WITH ${claimCtes(picked)},
+  updated AS (${claimSet(s).replace('RETURNING j.doc,', 'RETURNING j.doc, j.priority, j.seq,')}),
+  ordered AS (SELECT doc, xid, row_number() OVER (ORDER BY priority DESC, seq) AS rn FROM updated),
+  logged AS (
+    INSERT INTO ${s}.events (id, type, queue, job_type, doc)
+    SELECT ($8::text[])[o.rn], 'job.started', o.doc->>'queue', o.doc->>'type',
+           ${startedEvent('($8::text[])[o.rn]')}
+      FROM ordered o
+     ORDER BY o.rn)
+SELECT doc, xid FROM ordered ORDER BY rn`;
+
 /** The pick of an unlimited queue ($5 = its name): see `claimQueue`. */
 const pickQueue = (s: string, queue: string) => `SELECT id, attempt, rev, doc FROM ${s}.jobs j
         WHERE queue = ${queue} AND state = 'available' AND rate_key IS NULL
@@ -340,6 +378,8 @@ export function statements(schema: string) {
      * active jobs. Rows (doc, xid) come back unordered.
      */
     claimQueue: claimUpdate(s, pickQueue(s, '$5')),
+    /** claimQueue with the job.started events inserted by the same statement ($8 event ids, $9 source). */
+    claimQueueLogged: claimUpdateLogged(s, pickQueue(s, '$5')),
     /** Claims jobs $5 (text[]) the limited path already locked and accepted. */
     claimIds: claimUpdate(
       s,

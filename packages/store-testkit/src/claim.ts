@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { claim, type JobRecord, toIso } from '@ojs/core';
+import { claim, type JobRecord, jobEvent, toIso } from '@ojs/core';
 import type { SuiteContext } from './context.ts';
 import {
   activeJob,
@@ -250,6 +250,42 @@ export function claimTests(ctx: SuiteContext): void {
       }
       assert.ok(!byJob.has(jobs[2]!.id));
       assert.equal((await allEvents(ctx.store)).length, 2, 'nothing else recorded');
+    });
+
+    it('records job.started exactly as core jobEvent builds it, in claim order', async () => {
+      const metas: Record<string, unknown>[] = [
+        { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+        { trace_id: 'abc', traceparent: 'ignored' },
+        { trace_id: null, traceparent: 'fallback' },
+        { trace_id: null },
+        {},
+      ];
+      await insertOk(
+        ctx.store,
+        metas.map((meta, i) =>
+          newJob({ type: `ev.t${i}`, meta, options: { queue: 'evx', priority: i % 2 } }),
+        ),
+      );
+      const now = T0 + 3 * SECOND;
+      // No worker id: the event carries worker_id null.
+      const claimed = await ctx.store.claimJobs({ queues: ['evx'], count: 10, now });
+      assert.equal(claimed.length, metas.length);
+      const events = await ctx.store.listEvents({ types: ['job.started'], limit: 100 });
+      assert.deepEqual(
+        events.map((e) => e.subject),
+        idsOf(claimed),
+        'one event per job, in claim order',
+      );
+      for (const [index, job] of claimed.entries()) {
+        const expected = jobEvent(
+          'job.started',
+          job,
+          { worker_id: job.worker_id ?? null, attempt: job.attempt },
+          now,
+        );
+        assert.deepEqual({ ...events[index], id: 'x' }, { ...expected, id: 'x' }, job.type);
+        assert.match(events[index]!.id, /^evt_/);
+      }
     });
   });
 }
