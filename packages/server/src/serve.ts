@@ -72,6 +72,15 @@ function nonNegativeInt(value: string, name: string): number {
   return n;
 }
 
+/** A TCP port (0 = any free port); anything else is an error naming the flag or variable. */
+export function parsePort(value: string, name: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isInteger(n) || n < 0 || n > 65535) {
+    throw new Error(`${name} must be a port number from 0 to 65535 (got '${value}').`);
+  }
+  return n;
+}
+
 export interface RunningServer {
   app: FastifyInstance;
   engine: Engine;
@@ -97,7 +106,7 @@ export function parseValidationMode(value: string): ValidationMode {
 export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptions {
   const options: ServeOptions = {};
   if (env.OJS_HOST) options.host = env.OJS_HOST;
-  if (env.OJS_PORT) options.port = Number(env.OJS_PORT);
+  if (env.OJS_PORT) options.port = parsePort(env.OJS_PORT, 'OJS_PORT');
   if (env.OJS_STORE) options.store = env.OJS_STORE;
   if (env.OJS_TEST_MODE === '1' || env.OJS_TEST_MODE === 'true') options.testMode = true;
   if (env.OJS_API_KEYS) options.apiKeys = env.OJS_API_KEYS;
