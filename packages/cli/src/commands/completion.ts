@@ -26,14 +26,14 @@ function tree(program: Command): Map<string, Node> {
   const nodes = new Map<string, Node>();
   const flags = (command: Command) =>
     command.options.flatMap((o) => [o.long, o.short].filter((f): f is string => Boolean(f)));
-  const globals = [...flags(program), '--help'];
+  const globals = [...flags(program).filter((f) => f !== '--version' && f !== '-V'), '--help'];
   nodes.set('', {
     subcommands: [
       ...program.commands.map((c) => c.name()),
       ...Object.keys(SERVER_COMMANDS),
       'help',
     ],
-    options: globals,
+    options: [...globals, '--version'],
   });
   const walk = (command: Command, path: string) => {
     nodes.set(path, {
