@@ -55,6 +55,11 @@ ojs serve options (environment variables in brackets):
 `;
 
 async function serve(argv: string[]): Promise<number> {
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  if (major < 22 || (major === 22 && minor < 13)) {
+    // The operator commands run on Node >= 18; the server needs node:sqlite.
+    throw new Error(`ojs serve needs Node >= 22.13 (this is ${process.version}).`);
+  }
   const { startServer } = await import('@ojs/server');
   const { optionsFromEnv, parsePort, parseRetentionSpec, parseValidationMode } = await import(
     '@ojs/server/serve'
