@@ -49,6 +49,13 @@ describe('ojs enqueue and ojs jobs', () => {
     );
   });
 
+  it('enqueue --max-attempts 2 --dead-letter: the retry policy on the job', async () => {
+    const job = await cli.json(['enqueue', 'a.b', '--max-attempts', '2', '--dead-letter']);
+    const retry = job.retry as Json;
+    assert.equal(retry.max_attempts, 2);
+    assert.equal(retry.on_exhaustion, 'dead_letter');
+  });
+
   it('enqueue: an object as --args is refused with the hint to wrap it', async () => {
     const result = await cli.ojs(['enqueue', 'email.send', '--args', '{"to":"ada"}']);
     assert.equal(result.code, 2);

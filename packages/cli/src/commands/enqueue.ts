@@ -18,8 +18,12 @@ async function enqueue(cli: Cli, args: string[], options: Record<string, unknown
   if (options.priority !== undefined) opts.priority = options.priority as number;
   if (options.delay !== undefined) opts.delayMs = (options.delay as number) * 1000;
   if (options.at !== undefined) opts.scheduledAt = options.at as string;
-  if (options.maxAttempts !== undefined)
-    opts.retry = { maxAttempts: options.maxAttempts as number };
+  if (options.maxAttempts !== undefined || options.deadLetter) {
+    opts.retry = {
+      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts as number } : {}),
+      ...(options.deadLetter ? { onExhaustion: 'dead_letter' as const } : {}),
+    };
+  }
   if (options.tags !== undefined) opts.tags = (options.tags as string).split(',');
   const meta = parseJsonObject('--meta', options.meta);
   if (meta !== undefined) opts.meta = meta;
@@ -52,6 +56,7 @@ export function enqueueCommand(io: Io): Command {
     .option('--delay <seconds>', 'run after this many seconds', integer(0))
     .option('--at <time>', 'run at this time (RFC 3339)')
     .option('--max-attempts <n>', 'attempts before the job is discarded', integer(1))
+    .option('--dead-letter', 'keep it in the dead letter queue when its attempts run out')
     .option('--tags <tags>', 'tags, comma separated')
     .option('--meta <json>', 'meta, a JSON object')
     .action(action(io, enqueue));
