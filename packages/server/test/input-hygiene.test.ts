@@ -250,6 +250,18 @@ describe('store specs', () => {
     await assert.rejects(createStore('postgress://x/y'), /Unknown store scheme/);
   });
 
+  it('redis:// without the Redis store package: a clear error naming it', async (t) => {
+    try {
+      await import('@ojs/store-redis' as string);
+      t.skip('@ojs/store-redis is installed: redis:// is served');
+      return;
+    } catch {}
+    await assert.rejects(
+      createStore('redis://127.0.0.1:6379'),
+      /The Redis store needs the package @ojs\/store-redis, which is not installed in this build\. Supported here: sqlite:PATH/,
+    );
+  });
+
   it('accepts the supported forms and plain paths', () => {
     for (const spec of [
       ':memory:',
