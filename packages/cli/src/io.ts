@@ -36,14 +36,22 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /** The process's own streams, with a terminal prompt when stdin is one. */
 export function processIo(): Io {
-  const controller = new AbortController();
-  process.once('SIGINT', () => controller.abort());
+  let controller: AbortController | undefined;
   return {
     stdout: process.stdout,
     stderr: process.stderr,
     env: process.env,
     sleep,
-    signal: controller.signal,
+    // Only a live view (`stats`) asks for it: Ctrl-C then ends the view
+    // cleanly; every other command keeps Node's default (exit at once).
+    get signal() {
+      if (controller === undefined) {
+        const created = new AbortController();
+        process.once('SIGINT', () => created.abort());
+        controller = created;
+      }
+      return controller.signal;
+    },
     confirm: process.stdin.isTTY
       ? async (question) => {
           const { createInterface } = await import('node:readline/promises');

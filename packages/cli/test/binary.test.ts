@@ -5,7 +5,8 @@
  * store scheme), plus an operator command run end to end.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -96,6 +97,28 @@ describe('the ojs binary', () => {
       result.stderr,
       /Unknown store scheme 'postgress:'.*did you mean 'postgres:'\?.*Supported:/,
     );
+  });
+
+  it('stats --watch refreshes until Ctrl-C, then exits 0', { timeout: 30_000 }, async () => {
+    const child = spawn(
+      process.execPath,
+      [MAIN, 'stats', '--watch', '--interval', '1', '--url', cli.url],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let output = '';
+    await new Promise<void>((resolve) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        // Two refreshes seen: it is live.
+        if ((output.match(/OJS server/g) ?? []).length >= 2) resolve();
+      });
+    });
+    const exited = once(child, 'exit');
+    child.kill('SIGINT');
+    const [code] = await exited;
+    assert.equal(code, 0);
   });
 
   it('an unknown command: usage, exit 2', async () => {
