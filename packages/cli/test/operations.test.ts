@@ -109,7 +109,7 @@ describe('ojs operator commands', () => {
     assert.equal(missing.code, 1);
   });
 
-  it('workers list, quiet', async () => {
+  it('workers list, quiet, terminate', async () => {
     const worker = new OjsWorker({
       url: cli.url,
       queues: ['w'],
@@ -136,6 +136,13 @@ describe('ojs operator commands', () => {
         quiet.stdout,
         `worker ${worker.workerId} told to quiet (at its next heartbeat)\n`,
       );
+      const terminate = await cli.ojs(['workers', 'terminate', worker.workerId]);
+      assert.equal(
+        terminate.stdout,
+        `worker ${worker.workerId} told to terminate (at its next heartbeat)\n`,
+      );
+      // The worker obeys at its next heartbeat: it stops by itself.
+      await worker.wait();
     } finally {
       await worker.stop();
     }
