@@ -98,7 +98,6 @@ function reportError(error: unknown, io: Io): number {
     message?: string;
     code?: string;
     status?: number;
-    details?: { hint?: unknown };
     cause?: { code?: string };
   };
   if (error instanceof ConnectionError) {
@@ -108,6 +107,9 @@ function reportError(error: unknown, io: Io): number {
     return 1;
   }
   const code = e.code && e.code !== 'unknown' ? ` [${e.code}]` : '';
-  io.stderr.write(`ojs: ${e.message ?? String(error)}${code}\n`);
+  const hint = (error as { hint?: string }).hint;
+  io.stderr.write(
+    `ojs: ${e.message ?? String(error)}${code}\n${hint ? `     hint: ${hint}\n` : ''}`,
+  );
   return 1;
 }

@@ -102,6 +102,25 @@ describe('ojs enqueue and ojs jobs', () => {
     assert.equal(none.stdout, 'no jobs (queue=nothing-here)\n');
   });
 
+  it("the server's hint is printed under its error", async () => {
+    const result = await cli.ojs([
+      'cron',
+      'add',
+      'c',
+      '* * * * *',
+      'a.b',
+      '--args',
+      '[1]',
+      '--queue',
+      'BAD QUEUE',
+    ]);
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stderr,
+      /^ojs: options\.queue 'BAD QUEUE' is invalid.*\[invalid_payload\]\n {5}hint: \S/,
+    );
+  });
+
   it('jobs list: a bad filter value is the server refusing, exit 1', async () => {
     const result = await cli.ojs(['jobs', 'list', '--state', 'nope']);
     assert.equal(result.code, 1);
