@@ -39,13 +39,14 @@ export interface CliServer {
   close(): Promise<void>;
 }
 
-export async function startCliServer(): Promise<CliServer> {
+export async function startCliServer(options: { apiKeys?: string } = {}): Promise<CliServer> {
   const dir = mkdtempSync(join(tmpdir(), 'ojs-cli-test-'));
   const server = await startServer({
     port: 0,
     store: `sqlite:${join(dir, 'ojs.db')}`,
     sqliteSynchronous: 'NORMAL',
     testMode: true,
+    ...(options.apiKeys ? { apiKeys: options.apiKeys } : {}),
   });
   const ojs = async (args: string[], options: RunOptions = {}): Promise<Result> => {
     let stdout = '';

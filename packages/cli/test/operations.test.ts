@@ -191,10 +191,34 @@ describe('ojs operator commands', () => {
     );
     assert.equal((await cli.ojs(['completion', 'tcsh'])).code, 2);
   });
+});
 
-  it('--api-key: sent as a Bearer token', async () => {
-    const result = await cli.ojs(['jobs', 'list', '--api-key', 'secret']);
-    // This server has no keys configured: the key is simply accepted.
-    assert.equal(result.code, 0, result.stderr);
+describe('ojs against a server with API keys', () => {
+  let cli: CliServer;
+  before(async () => {
+    cli = await startCliServer({
+      apiKeys: 'admin:admin-key-0123456789,producer:producer-key-0123456789',
+    });
+  });
+  after(() => cli.close());
+
+  it('--api-key or OJS_API_KEY authenticates; none or a weaker role is refused, exit 1', async () => {
+    assert.equal((await cli.ojs(['jobs', 'list', '--api-key', 'admin-key-0123456789'])).code, 0);
+    const fromEnv = await cli.ojs(['queues', 'list'], {
+      env: { OJS_API_KEY: 'admin-key-0123456789' },
+    });
+    assert.equal(fromEnv.code, 0, fromEnv.stderr);
+    const none = await cli.ojs(['jobs', 'list']);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /\[unauthenticated\]/);
+    const producer = await cli.ojs([
+      'dlq',
+      'purge',
+      '--yes',
+      '--api-key',
+      'producer-key-0123456789',
+    ]);
+    assert.equal(producer.code, 1);
+    assert.match(producer.stderr, /\[permission_denied\]/);
   });
 });
