@@ -46,8 +46,8 @@ import {
   type WorkflowRecord,
 } from '@ojs/core';
 import { type ClaimContext, claimFromQueue } from './claim.ts';
-import { ADD_JOB_COUNT, JobCountDeltas } from './job-counts.ts';
 import { GroupCommit, Rollback } from './group-commit.ts';
+import { ADD_JOB_COUNT, JobCountDeltas } from './job-counts.ts';
 import * as queries from './job-queries.ts';
 import { migrate } from './migrate.ts';
 import {

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { Store } from '@ojs/core';
 import {
   cancel,
   type JobFilter,
@@ -13,7 +14,6 @@ import {
   type PageOrder,
   parseJobFilter,
 } from '@ojs/core';
-import type { Store } from '@ojs/core';
 import type { SuiteContext } from './context.ts';
 import {
   activeJob,
