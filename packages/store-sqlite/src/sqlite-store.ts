@@ -474,7 +474,7 @@ export class SqliteStore implements Store {
         }
         this.#counts.move(job.queue, 'active', decision.job.queue, decision.job.state);
         events.push(...decision.events);
-        results.push({ status: 'settled', before: job, job: decision.job });
+        results.push({ status: 'settled', job: decision.job });
       }
       this.#appendEvents(events);
       return results;
