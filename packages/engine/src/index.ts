@@ -4,6 +4,20 @@ export { type BulkResult, JobAdmin, type JobListPage, type JobListRequest } from
 export * from './middleware.ts';
 export { Notifier } from './notifier.ts';
 export {
+  elapsedMs,
+  type JobObserver,
+  JobObservers,
+} from './observability/lifecycle.ts';
+export { ErrorThrottle, LifecycleLog, type Logger, silentLogger } from './observability/log.ts';
+export {
+  DURATION_BUCKETS,
+  instrumentStore,
+  JobMetrics,
+  LATENCY_BUCKETS,
+  QUEUE_TIME_BUCKETS,
+  registerQueueDepth,
+} from './observability/metrics.ts';
+export {
   type QueueConfiguration,
   type QueuePressure,
   QueueSettingsRegistry,

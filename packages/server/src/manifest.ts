@@ -51,6 +51,7 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       backpressure: true,
       retention: true,
       graceful_shutdown: true,
+      metrics: config.metrics !== undefined,
     },
     extensions: {
       official: [
@@ -62,6 +63,7 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
         { name: 'queue-config', uri: 'urn:ojs:ext:queue-config', version: '1.0.0' },
         { name: 'graceful-shutdown', uri: 'urn:ojs:ext:graceful-shutdown', version: '1.0.0' },
         { name: 'middleware', uri: 'urn:ojs:ext:middleware', version: '1.0.0' },
+        { name: 'observability', uri: 'urn:ojs:ext:observability', version: '1.0.0' },
       ],
       experimental: [
         {
@@ -91,6 +93,9 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       ack_batch: '/ojs/v1/workers/ack/batch',
       push_many: '/ojs/v1/jobs/many',
       admin: '/ojs/v1/admin',
+      ready: '/ojs/v1/ready',
+      live: '/ojs/v1/live',
+      ...(config.metrics === undefined ? {} : { metrics: '/metrics' }),
     },
     limits: {
       max_body_bytes: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
