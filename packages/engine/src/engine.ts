@@ -51,6 +51,7 @@ import {
   workflowToWire,
 } from '@ojs/core';
 import { CronScheduler, cronToWire } from './cron.ts';
+import { EventTail } from './event-tail.ts';
 import { JobAdmin } from './job-admin.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { Notifier } from './notifier.ts';
@@ -219,6 +220,8 @@ export class Engine {
   readonly errors: ErrorThrottle;
   /** Who learns of each committed job change: logs, metrics, traces (observability/). */
   readonly observers = new JobObservers();
+  /** Live event streams: followers of the event log (SSE). */
+  readonly events: EventTail;
   readonly #random: () => number;
   #draining = false;
   readonly #services: BackgroundServices;
@@ -238,6 +241,7 @@ export class Engine {
     this.#random = options.random ?? Math.random;
     this.logger = options.logger ?? silentLogger;
     this.errors = new ErrorThrottle(this.logger);
+    this.events = new EventTail(this);
     this.settings = new SettingsCache(this.store);
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
     this.queueSettings = new QueueSettingsRegistry(this, options.retention);

@@ -19,6 +19,7 @@ import { adminRoutes } from './routes/admin.ts';
 import { adminVersioningRoutes } from './routes/admin-versioning.ts';
 import { cronRoutes } from './routes/cron.ts';
 import { deadLetterRoutes } from './routes/dead-letter.ts';
+import { eventStreamRoutes } from './routes/event-stream.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -230,6 +231,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(workerRoutes);
   await app.register(queueRoutes);
   await app.register(deadLetterRoutes);
+  await app.register(eventStreamRoutes);
   await app.register(eventRoutes);
   await app.register(workflowRoutes);
   await app.register(cronRoutes);

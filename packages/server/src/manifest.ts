@@ -52,6 +52,8 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       retention: true,
       graceful_shutdown: true,
       metrics: config.metrics !== undefined,
+      // Server-Sent Events at the RT paths and GET /ojs/v1/events (event-stream.ts).
+      event_stream: true,
     },
     extensions: {
       official: [
@@ -72,6 +74,8 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
           version: '0.1.0',
         },
         { name: 'backpressure', uri: 'urn:ojs:ext:backpressure', version: '1.0.0' },
+        // RT 0.1.0 (Experimental): Server-Sent Events; no WebSocket yet.
+        { name: 'realtime', uri: 'urn:ojs:ext:experimental:realtime', version: '0.1.0' },
         {
           // Ours: one request acknowledges many jobs (POST endpoints.ack_batch).
           name: 'ack-batch',
@@ -94,6 +98,9 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       push_many: '/ojs/v1/jobs/many',
       admin: '/ojs/v1/admin',
       ready: '/ojs/v1/ready',
+      events_stream: '/ojs/v1/events',
+      job_events_stream: '/ojs/v1/jobs/{id}/events',
+      queue_events_stream: '/ojs/v1/queues/{name}/events',
       live: '/ojs/v1/live',
       ...(config.metrics === undefined ? {} : { metrics: '/metrics' }),
     },
