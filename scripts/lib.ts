@@ -48,11 +48,17 @@ export async function startServerProcess(
   });
   const url = await new Promise<string>((resolve, reject) => {
     let stdout = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       stdout += chunk.toString();
       const match = /listening on (\S+)/.exec(stdout);
-      if (match) resolve(match[1]!);
-    });
+      if (match) {
+        // Log lines follow (JSON on stdout): drained, not kept.
+        child.stdout!.off('data', onData);
+        child.stdout!.resume();
+        resolve(match[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
   });
   let stopping = false;

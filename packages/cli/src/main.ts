@@ -4,7 +4,13 @@
  */
 import { parseArgs } from 'node:util';
 import { startServer } from '@ojs/server';
-import { optionsFromEnv, parseRetentionSpec, parseValidationMode } from '@ojs/server/serve';
+import {
+  optionsFromEnv,
+  parseLogFormat,
+  parseLogLevel,
+  parseRetentionSpec,
+  parseValidationMode,
+} from '@ojs/server/serve';
 
 const USAGE = `Usage: ojs <command> [options]
 
@@ -28,7 +34,11 @@ ojs serve options (environment variables in brackets):
                           (the defaults; any subset, 'never' keeps) [OJS_RETENTION]; per queue: admin queue config
   --drain-ms N            On SIGTERM, stay up draining this long (health 503 draining, no new jobs
                           handed out) before stopping [OJS_SHUTDOWN_DRAIN_MS] (default 0)
-  --log                   Log requests (JSON lines on stdout)
+  --log-level LEVEL       fatal | error | warn | info | debug | trace | silent [OJS_LOG_LEVEL] (default info:
+                          job lifecycle lines, store outages; JSON lines on stdout)
+  --log-format FORMAT     json | pretty [OJS_LOG_FORMAT] (default json)
+  --log-requests          Also log every HTTP request [OJS_LOG_REQUESTS=on]; --log is an alias
+  --metrics on|off        Prometheus metrics at GET /metrics [OJS_METRICS] (default on)
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -47,6 +57,10 @@ async function serve(argv: string[]): Promise<number> {
       retention: { type: 'string' },
       'drain-ms': { type: 'string' },
       log: { type: 'boolean' },
+      'log-level': { type: 'string' },
+      'log-format': { type: 'string' },
+      'log-requests': { type: 'boolean' },
+      metrics: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -74,7 +88,15 @@ async function serve(argv: string[]): Promise<number> {
     if (!Number.isInteger(ms) || ms < 0) throw new Error(`--drain-ms must be an integer >= 0.`);
     options.drainMs = ms;
   }
-  options.logger = values.log ?? false;
+  if (values['log-level'] !== undefined) options.logLevel = parseLogLevel(values['log-level']);
+  if (values['log-format'] !== undefined) options.logFormat = parseLogFormat(values['log-format']);
+  if (values.log || values['log-requests']) options.logRequests = true;
+  if (values.metrics !== undefined) {
+    if (values.metrics !== 'on' && values.metrics !== 'off') {
+      throw new Error(`--metrics must be on or off (got '${values.metrics}').`);
+    }
+    options.metrics = values.metrics === 'on';
+  }
   options.handleSignals = true;
   const server = await startServer(options);
   process.stdout.write(

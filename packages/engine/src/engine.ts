@@ -51,9 +51,12 @@ import {
   workflowToWire,
 } from '@ojs/core';
 import { CronScheduler, cronToWire } from './cron.ts';
+import { EventTail } from './event-tail.ts';
 import { JobAdmin } from './job-admin.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { Notifier } from './notifier.ts';
+import { JobObservers } from './observability/lifecycle.ts';
+import { ErrorThrottle, type Logger, silentLogger } from './observability/log.ts';
 import { type QueuePressure, QueueSettingsRegistry, setsRetry } from './queue-settings.ts';
 import { type RetentionOptions, RetentionPruner } from './retention.ts';
 import { VersionRouter } from './routing.ts';
@@ -91,6 +94,8 @@ export interface EngineOptions {
   retention?: Partial<RetentionPolicy>;
   /** Batch sizes of the retention pruner. */
   retentionPruner?: RetentionOptions;
+  /** The process's logger (pino); silent when not given. */
+  logger?: Logger;
 }
 
 export interface FetchRequest {
@@ -209,6 +214,14 @@ export class Engine {
   readonly workers: WorkerRegistry = new WorkerRegistry(this);
   readonly queueSettings: QueueSettingsRegistry;
   readonly retention: RetentionPruner;
+  /** The process's logger: services, stores and the binding log through it. */
+  readonly logger: Logger;
+  /** Background failures, logged once per outage and then summarised (log.ts). */
+  readonly errors: ErrorThrottle;
+  /** Who learns of each committed job change: logs, metrics, traces (observability/). */
+  readonly observers = new JobObservers();
+  /** Live event streams: followers of the event log (SSE). */
+  readonly events: EventTail;
   readonly #random: () => number;
   #draining = false;
   readonly #services: BackgroundServices;
@@ -226,6 +239,9 @@ export class Engine {
     this.maxBatchSize = options.maxBatchSize ?? 10_000;
     this.requireFencing = options.requireFencing ?? false;
     this.#random = options.random ?? Math.random;
+    this.logger = options.logger ?? silentLogger;
+    this.errors = new ErrorThrottle(this.logger);
+    this.events = new EventTail(this);
     this.settings = new SettingsCache(this.store);
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
     this.queueSettings = new QueueSettingsRegistry(this, options.retention);
@@ -300,6 +316,7 @@ export class Engine {
   #pushOutcome(job: JobRecord, result: InsertResult, warnings: string[]): EnqueueManyOutcome {
     switch (result.status) {
       case 'inserted':
+        this.observers.enqueued([result.job]);
         if (result.job.state === 'available') this.notifier.notify();
         return warnings.length > 0
           ? { status: 'created', job: result.job, warnings }
@@ -507,9 +524,11 @@ export class Engine {
       );
     }
     this.notifier.notify();
-    return results.map((r) =>
+    const stored = results.map((r) =>
       r.status === 'inserted' ? r.job : (r as { existing: JobRecord }).existing,
     );
+    this.observers.enqueued(stored);
+    return stored;
   }
 
   // ---------------------------------------------------------------- INFO / CANCEL / ACTIVATE
@@ -563,6 +582,7 @@ export class Engine {
       await this.#advanceWorkflows(commit, await this.store.getWorkflow(after.workflow_id), after);
     }
     if (!(await this.store.commit(commit))) return false;
+    if (commit.inserts !== undefined) this.observers.enqueued(commit.inserts);
     if (after.state === 'available' || commit.inserts?.some((job) => job.state === 'available')) {
       this.notifier.notify();
     }
@@ -663,6 +683,7 @@ export class Engine {
       inserts: jobs,
       events: [...events, ...jobs.flatMap((job) => enqueueEvents(job, now))],
     });
+    this.observers.enqueued(jobs);
     this.notifier.notify();
     return workflow;
   }
@@ -722,6 +743,8 @@ export class Engine {
         await this.#advanceWorkflows(commit, parent, childOutcome(cancelled!));
       }
       if (await this.store.commit(commit)) {
+        for (const update of commit.updates!) this.observers.settled(update.job);
+        if (commit.inserts !== undefined) this.observers.enqueued(commit.inserts);
         if (commit.inserts?.some((job) => job.state === 'available')) this.notifier.notify();
         return cancelled!;
       }
@@ -735,13 +758,15 @@ export class Engine {
 
   /** CANCEL, returning the job before and after (the binding reports previous_state). */
   async cancelJob(id: string): Promise<{ before: JobRecord; after: JobRecord }> {
-    return this.#transition(id, (job, now) => {
+    const change = await this.#transition(id, (job, now) => {
       const cancelled = cancel(job, now);
       return {
         job: cancelled,
         events: [jobEvent('job.cancelled', cancelled, { previous_state: job.state }, now)],
       };
     });
+    this.observers.settled(change.after);
+    return change;
   }
 
   async activate(id: string): Promise<JobRecord> {
@@ -806,6 +831,7 @@ export class Engine {
         now,
       });
       const [, jobs] = await Promise.all([promoted, claiming]);
+      this.observers.started(jobs);
       const remaining = deadline - this.now();
       if (
         jobs.length > 0 ||
@@ -888,6 +914,7 @@ export class Engine {
       }
       outcomes.push(outcome);
       if (outcome.status !== 'ok') continue;
+      this.observers.settled(outcome.job, item.settlement.kind === 'expire');
       if (outcome.job.state === 'available') available = true;
       if (outcome.job.routed_version !== undefined) {
         await this.routing.observe(outcome.job, countsAsFailure(item));
@@ -1139,9 +1166,11 @@ export class Engine {
     const draining = this.#draining;
     try {
       await this.store.ping();
+      this.errors.succeeded('store ping');
       // Whole milliseconds: the health schema declares latency_ms an integer.
       return { ok: true, latencyMs: Math.round(performance.now() - started), draining };
     } catch (error) {
+      this.errors.failed('store ping', error, 'store unreachable');
       return {
         ok: false,
         latencyMs: Math.round(performance.now() - started),

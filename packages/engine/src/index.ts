@@ -1,8 +1,23 @@
 export { CronScheduler, cronToWire, parseCronRequest } from './cron.ts';
 export * from './engine.ts';
+export { EventTail, type TailFilter } from './event-tail.ts';
 export { type BulkResult, JobAdmin, type JobListPage, type JobListRequest } from './job-admin.ts';
 export * from './middleware.ts';
 export { Notifier } from './notifier.ts';
+export {
+  elapsedMs,
+  type JobObserver,
+  JobObservers,
+} from './observability/lifecycle.ts';
+export { ErrorThrottle, LifecycleLog, type Logger, silentLogger } from './observability/log.ts';
+export {
+  DURATION_BUCKETS,
+  instrumentStore,
+  JobMetrics,
+  LATENCY_BUCKETS,
+  QUEUE_TIME_BUCKETS,
+  registerQueueDepth,
+} from './observability/metrics.ts';
 export {
   type QueueConfiguration,
   type QueuePressure,

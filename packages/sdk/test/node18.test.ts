@@ -34,7 +34,7 @@ describe('SDK on Node 18 (built output)', () => {
   let server: RunningServer;
   let dir: string;
   before(async () => {
-    server = await startServer({ port: 0, store: ':memory:', testMode: true });
+    server = await startServer({ port: 0, store: ':memory:', testMode: true, logLevel: 'silent' });
     dir = mkdtempSync(join(tmpdir(), 'ojs-sdk-node18-'));
   });
   after(async () => {

@@ -5,10 +5,21 @@
  */
 import { isIP } from 'node:net';
 import { parseRetention, type RetentionPolicy, type Store } from '@ojs/core';
-import { Engine, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
+import { Engine, ErrorThrottle, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { parseApiKeys } from './auth.ts';
+import {
+  createLogger,
+  type LogFormat,
+  type LogLevel,
+  parseLogFormat,
+  parseLogLevel,
+} from './logging.ts';
+import { observeEngine } from './observability.ts';
+
+export { parseLogFormat, parseLogLevel };
+
 import { createStore, DEFAULT_STORE, describeStore } from './stores.ts';
 
 export interface ServeOptions {
@@ -37,6 +48,14 @@ export interface ServeOptions {
    * before it stops accepting requests. Default 0.
    */
   drainMs?: number;
+  /** pino level (default info; `silent` turns logging off). */
+  logLevel?: LogLevel;
+  /** json (default) or pretty (for a terminal). */
+  logFormat?: LogFormat;
+  /** A log line per HTTP request (default off). */
+  logRequests?: boolean;
+  /** Prometheus metrics and GET /metrics (default on). */
+  metrics?: boolean;
 }
 
 /**
@@ -119,6 +138,11 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
     }
     options.sqliteSynchronous = env.OJS_SQLITE_SYNCHRONOUS;
   }
+  if (env.OJS_LOG_LEVEL) options.logLevel = parseLogLevel(env.OJS_LOG_LEVEL);
+  if (env.OJS_LOG_FORMAT) options.logFormat = parseLogFormat(env.OJS_LOG_FORMAT);
+  if (env.OJS_LOG_REQUESTS)
+    options.logRequests = parseSwitch('OJS_LOG_REQUESTS', env.OJS_LOG_REQUESTS);
+  if (env.OJS_METRICS) options.metrics = parseSwitch('OJS_METRICS', env.OJS_METRICS);
   if (env.OJS_SQLITE_THREAD !== undefined && env.OJS_SQLITE_THREAD !== '') {
     options.sqliteThread = parseSwitch('OJS_SQLITE_THREAD', env.OJS_SQLITE_THREAD);
   }
@@ -134,10 +158,12 @@ function parseSwitch(name: string, text: string): boolean {
   return value === '1' || value === 'true' || value === 'on';
 }
 
-const log = (line: string) => process.stderr.write(`ojs: ${line}\n`);
-
 /** init() once; a shared store that is unreachable is reported and retried by the caller. */
-async function initStore(store: Store, spec: string): Promise<boolean> {
+async function initStore(
+  store: Store,
+  spec: string,
+  log: (line: string) => void,
+): Promise<boolean> {
   try {
     await store.init();
     return true;
@@ -164,14 +190,22 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     );
   }
   const storeSpec = options.store ?? DEFAULT_STORE;
+  const { logger, flush } = await createLogger({
+    level: options.logLevel,
+    format: options.logFormat,
+  });
+  const log = (line: string) => logger.warn(line);
+  // A store's own background errors (a lost LISTEN connection, a failed
+  // checkpoint) repeat while the outage lasts: logged once, then summarised.
+  const storeErrors = new ErrorThrottle(logger);
   const store = await createStore(storeSpec, {
     sqliteSynchronous: options.sqliteSynchronous,
     sqliteThread: options.sqliteThread,
-    onError: (error, context) => log(`store: ${context}: ${error.message}`),
+    onError: (error, context) => storeErrors.failed(`store: ${context}`, error, 'store error'),
   });
   // A shared store that is down at start is retried in the background while
   // /ojs/v1/health answers 503: the process does not crash-loop.
-  const ready = await initStore(store, storeSpec);
+  const ready = await initStore(store, storeSpec, log);
   const engine = new Engine({
     store,
     testMode: options.testMode,
@@ -179,9 +213,17 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     schemaValidation: options.schemaValidation,
     requireFencing: options.requireFencing,
     retention: options.retention,
+    logger,
   });
+  const metrics = observeEngine(engine, store, { metrics: options.metrics });
   const app = await buildApp(
-    { testMode: options.testMode, auth, logger: options.logger ?? false },
+    {
+      testMode: options.testMode,
+      auth,
+      logger: options.logger ?? false,
+      logRequests: options.logRequests,
+      metrics,
+    },
     engine,
   );
   let retrying: NodeJS.Timeout | undefined;
@@ -227,6 +269,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await engine.stop();
       await app.close();
       await store.close();
+      flush();
     })();
     return closing;
   };

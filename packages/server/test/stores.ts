@@ -92,7 +92,13 @@ export async function startLiveServer(
     store = url.toString();
     cleanup = () => withPg(async (c) => void (await c.query(`DROP SCHEMA "${schema}" CASCADE`)));
   }
-  const server = await startServer({ sqliteSynchronous: 'NORMAL', ...options, store, port: 0 });
+  const server = await startServer({
+    sqliteSynchronous: 'NORMAL',
+    logLevel: 'silent',
+    ...options,
+    store,
+    port: 0,
+  });
   return {
     kind,
     url: server.url,
