@@ -4,7 +4,12 @@
  */
 import { parseArgs } from 'node:util';
 import { startServer } from '@ojs/server';
-import { optionsFromEnv, parseRetentionSpec, parseValidationMode } from '@ojs/server/serve';
+import {
+  optionsFromEnv,
+  parsePort,
+  parseRetentionSpec,
+  parseValidationMode,
+} from '@ojs/server/serve';
 
 const USAGE = `Usage: ojs <command> [options]
 
@@ -29,6 +34,9 @@ ojs serve options (environment variables in brackets):
   --drain-ms N            On SIGTERM, stay up draining this long (health 503 draining, no new jobs
                           handed out) before stopping [OJS_SHUTDOWN_DRAIN_MS] (default 0)
   --log                   Log requests (JSON lines on stdout)
+  --grpc-port PORT        gRPC binding port (ojs.v1.OJSService, same host) [OJS_GRPC_PORT] (default 9090;
+                          ephemeral when --port is 0)
+  --no-grpc               Serve HTTP only [OJS_GRPC=off]
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -47,6 +55,8 @@ async function serve(argv: string[]): Promise<number> {
       retention: { type: 'string' },
       'drain-ms': { type: 'string' },
       log: { type: 'boolean' },
+      'grpc-port': { type: 'string' },
+      'no-grpc': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -74,12 +84,18 @@ async function serve(argv: string[]): Promise<number> {
     if (!Number.isInteger(ms) || ms < 0) throw new Error(`--drain-ms must be an integer >= 0.`);
     options.drainMs = ms;
   }
+  if (values['grpc-port'] !== undefined)
+    options.grpcPort = parsePort(values['grpc-port'], '--grpc-port');
+  if (values['no-grpc']) options.grpc = false;
   options.logger = values.log ?? false;
   options.handleSignals = true;
   const server = await startServer(options);
   process.stdout.write(
     `OJS server listening on ${server.url} (manifest: ${server.url}/ojs/manifest)\n`,
   );
+  if (server.grpcAddress !== undefined) {
+    process.stdout.write(`OJS gRPC listening on ${server.grpcAddress}\n`);
+  }
   return -1;
 }
 

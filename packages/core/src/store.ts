@@ -36,6 +36,8 @@ export interface EventFilter {
   /** Return events after this event id (ids sort by time). */
   after?: string;
   limit: number;
+  /** Newest first (a live stream finds where the log ends now). */
+  newestFirst?: boolean;
 }
 
 export interface ClaimRequest {

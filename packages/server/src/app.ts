@@ -40,6 +40,8 @@ export interface AppConfig {
   /** Fastify logger; false in tests. */
   logger?: boolean | Record<string, unknown>;
   implementationVersion?: string;
+  /** Set when the gRPC binding is served: the manifest lists it (protocols, endpoints.grpc). */
+  grpc?: { port: number };
 }
 
 declare module 'fastify' {

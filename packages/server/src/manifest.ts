@@ -25,7 +25,8 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
     },
     conformance_level: level,
     conformance_tier: 'runtime',
-    protocols: ['http'],
+    // gRPC only when it is served (@ojs/grpc, ojs serve --grpc-port).
+    protocols: config.grpc === undefined ? ['http'] : ['http', 'grpc'],
     backend: engine.store.backend,
     capabilities: {
       dead_letter: true,
@@ -91,6 +92,9 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       ack_batch: '/ojs/v1/workers/ack/batch',
       push_many: '/ojs/v1/jobs/many',
       admin: '/ojs/v1/admin',
+      ...(config.grpc === undefined
+        ? {}
+        : { grpc: { port: config.grpc.port, service: 'ojs.v1.OJSService' } }),
     },
     limits: {
       max_body_bytes: config.bodyLimit ?? DEFAULT_BODY_LIMIT,

@@ -348,7 +348,7 @@ export function listEvents(filter: EventFilter): { sql: string; params: (string 
   }
   const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
   return {
-    sql: `SELECT doc FROM ojs_events ${where} ORDER BY seq LIMIT ?`,
+    sql: `SELECT doc FROM ojs_events ${where} ORDER BY seq${filter.newestFirst ? ' DESC' : ''} LIMIT ?`,
     params: [...params, filter.limit],
   };
 }
