@@ -71,14 +71,24 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   for (const [name, handler] of Object.entries(unaryHandlers(ctx))) {
     implementation[name] = wrapUnary(ctx, name, handler, level);
   }
+  // Response headers go out once the stream is set up (`ready`): a client
+  // that saw them knows StreamEvents has fixed where its events start.
   const streaming =
-    (name: string, serve: (call: grpc.ServerWritableStream<Obj, Obj>) => Promise<void>) =>
+    (
+      name: string,
+      serve: (call: grpc.ServerWritableStream<Obj, Obj>, ready: () => void) => Promise<void>,
+    ) =>
     (call: grpc.ServerWritableStream<Obj, Obj>) => {
       const requestId = requestIdOf(call.metadata);
-      call.sendMetadata(responseMetadata(requestId, level, ctx.serverVersion));
+      let sent = false;
+      const ready = () => {
+        if (sent) return;
+        sent = true;
+        call.sendMetadata(responseMetadata(requestId, level, ctx.serverVersion));
+      };
       (async () => {
         authorize(ctx.auth, name, call.metadata);
-        await serve(call);
+        await serve(call, ready);
       })().then(
         () => {
           if (!call.cancelled && !call.destroyed) call.end();
@@ -88,9 +98,11 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
         },
       );
     };
-  implementation.StreamJobs = streaming('StreamJobs', (call) => jobStreams.serve(engine, call));
-  implementation.StreamEvents = streaming('StreamEvents', (call) =>
-    eventStreams.serve(engine, call),
+  implementation.StreamJobs = streaming('StreamJobs', (call, ready) =>
+    jobStreams.serve(engine, call, ready),
+  );
+  implementation.StreamEvents = streaming('StreamEvents', (call, ready) =>
+    eventStreams.serve(engine, call, ready),
   );
   server.addService(ojsService(), implementation);
 

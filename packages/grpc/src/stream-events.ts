@@ -26,7 +26,11 @@ export class EventStreams {
   readonly #open = new Map<() => void, grpc.ServerWritableStream<Obj, Obj>>();
   #closed = false;
 
-  async serve(engine: Engine, call: grpc.ServerWritableStream<Obj, Obj>): Promise<void> {
+  async serve(
+    engine: Engine,
+    call: grpc.ServerWritableStream<Obj, Obj>,
+    ready: () => void,
+  ): Promise<void> {
     const request = call.request;
     const types = strings(request.event_types);
     const queues = strings(request.queues);
@@ -54,6 +58,7 @@ export class EventStreams {
       // Start where the log ends now; the cursor is the newest event's id.
       const [newest] = await engine.store.listEvents({ limit: 1, newestFirst: true });
       let cursor = newest?.id;
+      ready();
       let lastSent = Date.now();
       while (!closed && !this.#closed) {
         // The cursor advances over every event, the filters only pick what is sent.

@@ -146,7 +146,11 @@ export class JobStreams {
     return this.#open.size;
   }
 
-  async serve(engine: Engine, call: grpc.ServerWritableStream<Obj, Obj>): Promise<void> {
+  async serve(
+    engine: Engine,
+    call: grpc.ServerWritableStream<Obj, Obj>,
+    ready: () => void,
+  ): Promise<void> {
     const request = call.request;
     const queues = Array.isArray(request.queues) ? (request.queues as string[]) : [];
     if (queues.length === 0) {
@@ -177,6 +181,7 @@ export class JobStreams {
     }
     const stream = new JobStream(engine, this, call, { queues, workerId, max: max || 1 });
     this.#open.add(stream);
+    ready();
     await stream.run();
   }
 
