@@ -39,7 +39,17 @@ export async function startServerProcess(
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    ['packages/cli/src/main.ts', 'serve', '--test-mode', '--port', String(port), '--store', store],
+    // HTTP only: concurrent servers would all want the default gRPC port 9090.
+    [
+      'packages/cli/src/main.ts',
+      'serve',
+      '--test-mode',
+      '--port',
+      String(port),
+      '--store',
+      store,
+      '--no-grpc',
+    ],
     { cwd: ROOT, env: { ...process.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stderr = '';

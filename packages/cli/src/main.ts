@@ -8,6 +8,7 @@ import {
   optionsFromEnv,
   parseLogFormat,
   parseLogLevel,
+  parsePort,
   parseRetentionSpec,
   parseValidationMode,
 } from '@ojs/server/serve';
@@ -39,6 +40,9 @@ ojs serve options (environment variables in brackets):
   --log-format FORMAT     json | pretty [OJS_LOG_FORMAT] (default json)
   --log-requests          Also log every HTTP request [OJS_LOG_REQUESTS=on]; --log is an alias
   --metrics on|off        Prometheus metrics at GET /metrics [OJS_METRICS] (default on)
+  --grpc-port PORT        gRPC binding port (ojs.v1.OJSService, same host) [OJS_GRPC_PORT] (default 9090;
+                          ephemeral when --port is 0)
+  --no-grpc               Serve HTTP only [OJS_GRPC=off]
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -61,6 +65,8 @@ async function serve(argv: string[]): Promise<number> {
       'log-format': { type: 'string' },
       'log-requests': { type: 'boolean' },
       metrics: { type: 'string' },
+      'grpc-port': { type: 'string' },
+      'no-grpc': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -97,11 +103,17 @@ async function serve(argv: string[]): Promise<number> {
     }
     options.metrics = values.metrics === 'on';
   }
+  if (values['grpc-port'] !== undefined)
+    options.grpcPort = parsePort(values['grpc-port'], '--grpc-port');
+  if (values['no-grpc']) options.grpc = false;
   options.handleSignals = true;
   const server = await startServer(options);
   process.stdout.write(
     `OJS server listening on ${server.url} (manifest: ${server.url}/ojs/manifest)\n`,
   );
+  if (server.grpcAddress !== undefined) {
+    process.stdout.write(`OJS gRPC listening on ${server.grpcAddress}\n`);
+  }
   return -1;
 }
 

@@ -13,6 +13,7 @@ import {
   cancel,
   cancelWorkflow,
   checkRequestJson,
+  checkRequestText,
   childOutcome,
   conflict,
   createWorkflow,
@@ -172,6 +173,8 @@ export type EnqueueResult =
 export type EnqueueManyOutcome = EnqueueResult | { status: 'error'; error: OjsError };
 
 const MAX_GUARD_RETRIES = 20;
+/** Longest cancellation reason kept in a job's meta. */
+const MAX_CANCEL_REASON_BYTES = 1024;
 /** Settling a workflow job: each try, some contender on the workflow record wins. */
 const WORKFLOW_GUARD_RETRIES = 200;
 /** Unstarted workflow jobs past expires_at expired per promoter pass. */
@@ -756,14 +759,21 @@ export class Engine {
     return (await this.cancelJob(id)).after;
   }
 
-  /** CANCEL, returning the job before and after (the binding reports previous_state). */
-  async cancelJob(id: string): Promise<{ before: JobRecord; after: JobRecord }> {
+  /**
+   * CANCEL, returning the job before and after (the binding reports
+   * previous_state). A reason is kept in the job's `meta.cancel_reason` and
+   * in the job.cancelled event.
+   */
+  async cancelJob(id: string, reason?: string): Promise<{ before: JobRecord; after: JobRecord }> {
+    if (reason !== undefined) checkRequestText('reason', reason, MAX_CANCEL_REASON_BYTES);
     const change = await this.#transition(id, (job, now) => {
       const cancelled = cancel(job, now);
-      return {
-        job: cancelled,
-        events: [jobEvent('job.cancelled', cancelled, { previous_state: job.state }, now)],
-      };
+      const data: Record<string, unknown> = { previous_state: job.state };
+      if (reason !== undefined) {
+        cancelled.meta = { ...cancelled.meta, cancel_reason: reason };
+        data.reason = reason;
+      }
+      return { job: cancelled, events: [jobEvent('job.cancelled', cancelled, data, now)] };
     });
     this.observers.settled(change.after);
     return change;

@@ -56,6 +56,8 @@ export interface AppConfig {
   logRequests?: boolean;
   /** The process's metrics registry: serves GET /metrics and times every request. */
   metrics?: Registry;
+  /** Set when the gRPC binding is served: the manifest lists it (protocols, endpoints.grpc). */
+  grpc?: { port: number };
 }
 
 declare module 'fastify' {

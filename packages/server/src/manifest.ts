@@ -25,7 +25,8 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
     },
     conformance_level: level,
     conformance_tier: 'runtime',
-    protocols: ['http'],
+    // gRPC only when it is served (@ojs/grpc, ojs serve --grpc-port).
+    protocols: config.grpc === undefined ? ['http'] : ['http', 'grpc'],
     backend: engine.store.backend,
     capabilities: {
       dead_letter: true,
@@ -103,6 +104,9 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       queue_events_stream: '/ojs/v1/queues/{name}/events',
       live: '/ojs/v1/live',
       ...(config.metrics === undefined ? {} : { metrics: '/metrics' }),
+      ...(config.grpc === undefined
+        ? {}
+        : { grpc: { port: config.grpc.port, service: 'ojs.v1.OJSService' } }),
     },
     limits: {
       max_body_bytes: config.bodyLimit ?? DEFAULT_BODY_LIMIT,

@@ -7,7 +7,7 @@ import { isIP } from 'node:net';
 import { parseRetention, type RetentionPolicy, type Store } from '@ojs/core';
 import { Engine, ErrorThrottle, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.ts';
+import { type AppConfig, buildApp } from './app.ts';
 import { parseApiKeys } from './auth.ts';
 import {
   createLogger,
@@ -20,6 +20,7 @@ import { observeEngine } from './observability.ts';
 
 export { parseLogFormat, parseLogLevel };
 
+import { buildManifest, DECLARED_CONFORMANCE_LEVEL } from './manifest.ts';
 import { createStore, DEFAULT_STORE, describeStore } from './stores.ts';
 
 export interface ServeOptions {
@@ -56,6 +57,13 @@ export interface ServeOptions {
   logRequests?: boolean;
   /** Prometheus metrics and GET /metrics (default on). */
   metrics?: boolean;
+  /**
+   * The gRPC binding (@ojs/grpc) on the same host: false serves HTTP only.
+   * Default on.
+   */
+  grpc?: boolean;
+  /** gRPC port: default 9090, or an ephemeral one when `port` is 0 (tests). */
+  grpcPort?: number;
 }
 
 /**
@@ -95,6 +103,9 @@ export interface RunningServer {
   app: FastifyInstance;
   engine: Engine;
   url: string;
+  /** `host:port` of the gRPC binding when it is served. */
+  grpcAddress?: string;
+  grpcPort?: number;
   close(): Promise<void>;
 }
 
@@ -113,6 +124,15 @@ export function parseValidationMode(value: string): ValidationMode {
   return value as ValidationMode;
 }
 
+/** A TCP port number 0..65535 (0 = ephemeral); anything else is an error naming the source. */
+export function parsePort(text: string, name: string): number {
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isInteger(port) || port > 65535) {
+    throw new Error(`${name} must be a port number 0..65535 (got '${text}').`);
+  }
+  return port;
+}
+
 export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptions {
   const options: ServeOptions = {};
   if (env.OJS_HOST) options.host = env.OJS_HOST;
@@ -126,6 +146,10 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
     options.schemaValidation = parseValidationMode(env.OJS_SCHEMA_VALIDATION);
   if (env.OJS_REQUIRE_FENCING !== undefined && env.OJS_REQUIRE_FENCING !== '') {
     options.requireFencing = parseSwitch('OJS_REQUIRE_FENCING', env.OJS_REQUIRE_FENCING);
+  }
+  if (env.OJS_GRPC_PORT) options.grpcPort = parsePort(env.OJS_GRPC_PORT, 'OJS_GRPC_PORT');
+  if (env.OJS_GRPC !== undefined && env.OJS_GRPC !== '') {
+    options.grpc = parseSwitch('OJS_GRPC', env.OJS_GRPC);
   }
   if (env.OJS_RETENTION) options.retention = parseRetentionSpec(env.OJS_RETENTION);
   if (env.OJS_SHUTDOWN_DRAIN_MS)
@@ -158,6 +182,25 @@ function parseSwitch(name: string, text: string): boolean {
   return value === '1' || value === 'true' || value === 'on';
 }
 
+/**
+ * The gRPC binding over the same engine, keys and manifest. @ojs/grpc is
+ * imported only when served, so an HTTP-only server never loads grpc-js.
+ */
+async function startGrpc(engine: Engine, appConfig: AppConfig, host: string, port: number) {
+  const name = '@ojs/grpc';
+  const { startGrpcServer } = (await import(name)) as typeof import('@ojs/grpc');
+  const server = await startGrpcServer({
+    engine,
+    host,
+    port,
+    auth: appConfig.auth,
+    manifest: () => buildManifest(engine, appConfig),
+    conformanceLevel: DECLARED_CONFORMANCE_LEVEL,
+    serverVersion: appConfig.implementationVersion,
+  });
+  appConfig.grpc = { port: server.port };
+  return server;
+}
 /** init() once; a shared store that is unreachable is reported and retried by the caller. */
 async function initStore(
   store: Store,
@@ -216,16 +259,19 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     logger,
   });
   const metrics = observeEngine(engine, store, { metrics: options.metrics });
-  const app = await buildApp(
-    {
-      testMode: options.testMode,
-      auth,
-      logger: options.logger ?? false,
-      logRequests: options.logRequests,
-      metrics,
-    },
-    engine,
-  );
+  const appConfig: AppConfig = {
+    testMode: options.testMode,
+    auth,
+    logger: options.logger ?? false,
+    logRequests: options.logRequests,
+    metrics,
+  };
+  // gRPC binds first so the manifest both bindings serve can list it.
+  const grpc =
+    options.grpc === false
+      ? undefined
+      : await startGrpc(engine, appConfig, host, options.grpcPort ?? (port === 0 ? 0 : 9090));
+  const app = await buildApp(appConfig, engine);
   let retrying: NodeJS.Timeout | undefined;
   let closed = false;
   if (ready) engine.start();
@@ -265,8 +311,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       if ((options.drainMs ?? 0) > 0) {
         await new Promise((resolve) => setTimeout(resolve, options.drainMs));
       }
-      // Waiting long polls return at once; in-flight requests finish; then the store closes.
+      // gRPC streams end with UNAVAILABLE, new calls are refused; waiting
+      // long polls return at once; in-flight requests finish; then the store closes.
+      const grpcClosed = grpc?.close();
       await engine.stop();
+      await grpcClosed;
       await app.close();
       await store.close();
       flush();
@@ -290,5 +339,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   process.stderr.write(
     `ojs: store ${describeStore(storeSpec)}${options.testMode ? ' (TEST MODE: reset endpoint enabled)' : ''}\n`,
   );
-  return { app, engine, url, close };
+  return {
+    app,
+    engine,
+    url,
+    ...(grpc === undefined ? {} : { grpcAddress: grpc.address, grpcPort: grpc.port }),
+    close,
+  };
 }

@@ -25,6 +25,8 @@ export interface LiveServer {
   store: string;
   engine: Engine;
   app: FastifyInstance;
+  /** The gRPC binding's port, when served. */
+  grpcPort?: number;
   close(): Promise<void>;
 }
 
@@ -105,6 +107,7 @@ export async function startLiveServer(
     store,
     engine: server.engine,
     app: server.app,
+    ...(server.grpcPort === undefined ? {} : { grpcPort: server.grpcPort }),
     async close() {
       await server.close();
       await cleanup();
