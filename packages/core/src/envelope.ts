@@ -5,6 +5,7 @@
  */
 
 import { parseIsoDuration } from './duration.ts';
+import { OBJECT_ARGS_HINT } from './envelope-hints.ts';
 import { invalidPayload, OjsError } from './errors.ts';
 import type { JobRecord, RateLimitPolicy, UniquePolicy } from './job.ts';
 import {
@@ -459,11 +460,15 @@ export function parseEnqueueRequest(
   if (!present(body.args))
     throw invalidPayload('args is required and must be a JSON array.', { field: 'args' });
   if (!Array.isArray(body.args)) {
-    throw invalidPayload('args must be a JSON array.', {
-      field: 'args',
-      expected: 'array',
-      received: typeof body.args,
-    });
+    const received = typeof body.args;
+    throw new OjsError(
+      'invalid_payload',
+      received === 'object'
+        ? 'args must be a JSON array, not an object: wrap it in [ ].'
+        : 'args must be a JSON array.',
+      { field: 'args', expected: 'array', received },
+      received === 'object' ? OBJECT_ARGS_HINT : undefined,
+    );
   }
   let id: string;
   if (present(body.id)) {

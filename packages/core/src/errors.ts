@@ -132,13 +132,16 @@ export class OjsError extends Error {
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
   readonly retryable: boolean;
+  /** A hint for this occurrence (how to fix this very mistake), over the catalogue's. */
+  readonly hint: string | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, hint?: string) {
     super(message);
     this.name = 'OjsError';
     this.code = code;
     this.details = details;
     this.retryable = ERROR_CATALOGUE[code].retryable;
+    this.hint = hint;
   }
 
   get status(): number {
@@ -153,7 +156,7 @@ export class OjsError extends Error {
       type: this.code,
       message: this.message,
       retryable: this.retryable,
-      hint: entry.hint,
+      hint: this.hint ?? entry.hint,
       docs_url: DOCS_BASE_URL + this.code,
       request_id: requestId,
     };

@@ -3,6 +3,7 @@ export * from './clock.ts';
 export * from './cron.ts';
 export * from './duration.ts';
 export * from './envelope.ts';
+export * from './envelope-hints.ts';
 export * from './errors.ts';
 export * from './events.ts';
 export * from './job.ts';

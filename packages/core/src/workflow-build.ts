@@ -66,12 +66,17 @@ export function validateSpec(
     // Any invalid step makes the workflow invalid: 400 with the step's path (features §3.8).
     if (error instanceof OjsError) {
       const message = `${path}: ${error.message}`;
-      throw invalidRequest(message, {
-        ...error.details,
-        path,
-        step_error_code: error.code,
-        validation_errors: [{ path, message: error.message }],
-      });
+      throw new OjsError(
+        'invalid_request',
+        message,
+        {
+          ...error.details,
+          path,
+          step_error_code: error.code,
+          validation_errors: [{ path, message: error.message }],
+        },
+        error.hint,
+      );
     }
     throw error;
   }
@@ -155,10 +160,12 @@ export function buildWorkflow(
         nodes !== undefined &&
         error.details?.step_id === undefined
       ) {
-        throw new OjsError(error.code, error.message, {
-          ...error.details,
-          step_id: nodes[index]!.id,
-        });
+        throw new OjsError(
+          error.code,
+          error.message,
+          { ...error.details, step_id: nodes[index]!.id },
+          error.hint,
+        );
       }
       throw error;
     }

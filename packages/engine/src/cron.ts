@@ -163,6 +163,36 @@ export class CronScheduler {
     return (await this.#engine.store.upsertCron(next)).cron;
   }
 
+  /**
+   * Runs a cron's job now (an operator's `ojs cron trigger`): one job from
+   * its template, marked `meta.cron_manual`, the schedule left as it is.
+   */
+  async trigger(name: string): Promise<JobRecord> {
+    const engine = this.#engine;
+    const cron = await this.get(name);
+    const now = engine.now();
+    const job = this.#jobFor(cron, now, now);
+    job.meta = { ...job.meta, cron_manual: true };
+    await engine.routing.route(job);
+    const event = makeEvent(
+      'cron.triggered',
+      cron.name,
+      {
+        cron_name: cron.name,
+        cron_expression: cron.expression,
+        timezone: cron.timezone,
+        job_id: job.id,
+        job_type: job.type,
+        manual: true,
+        actual_time: toIso(now),
+      },
+      now,
+    );
+    await engine.store.commit({ now, inserts: [job], events: [event, ...enqueueEvents(job, now)] });
+    if (job.state === 'available') engine.notifier.notify();
+    return job;
+  }
+
   /** One scheduler tick: fires every due cron once. Returns how many jobs it enqueued. */
   async tick(): Promise<number> {
     const engine = this.#engine;

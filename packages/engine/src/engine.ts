@@ -34,6 +34,7 @@ import {
   notFound,
   OjsError,
   type OjsEvent,
+  optionWarnings,
   type ProgressUpdate,
   parseEnqueueRequest,
   parseHandlers,
@@ -53,6 +54,7 @@ import {
 } from '@ojs/core';
 import { CronScheduler, cronToWire } from './cron.ts';
 import { EventTail } from './event-tail.ts';
+import { WaitingFetches } from './fetch-waits.ts';
 import { JobAdmin } from './job-admin.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { Notifier } from './notifier.ts';
@@ -193,6 +195,11 @@ export class Engine {
   readonly requireFencing: boolean;
   readonly enqueueMiddleware = new MiddlewareChain<EnqueueMiddleware>();
   readonly notifier = new Notifier();
+  readonly #waitingFetches = new WaitingFetches();
+  /** Long polls of identified workers waiting in this process now. */
+  get waitingFetchCount(): number {
+    return this.#waitingFetches.size;
+  }
   readonly cron: CronScheduler = new CronScheduler(this);
   readonly routing: VersionRouter = new VersionRouter(this);
   /** Settings read on every enqueue (schemas, routing rules), cached briefly. */
@@ -304,7 +311,7 @@ export class Engine {
       [job],
       new Set(setsRetry(body) ? [job.id] : []),
     );
-    const warnings = await this.#prepareVersioned(job);
+    const warnings = [...optionWarnings(body), ...(await this.#prepareVersioned(job))];
     const inserted = this.store.insertJobs([job], enqueueEvents(job, now), now);
     // The waiting fetch's claim joins the insert's group commit (pipelinedWrites).
     if (this.store.pipelinedWrites && job.state === 'available') this.notifier.notify();
@@ -372,7 +379,7 @@ export class Engine {
           outcomes[index] = { status: 'dropped' };
           continue;
         }
-        const warnings = await this.#prepareVersioned(job);
+        const warnings = [...optionWarnings(body), ...(await this.#prepareVersioned(job))];
         if (ids.has(job.id)) {
           // As if sent one after the other: the first of the id wins.
           outcomes[index] = this.#pushOutcome(job, { status: 'duplicate_id', existing: job }, []);
@@ -486,7 +493,7 @@ export class Engine {
         // A dropped job is left out of the batch; the rest proceeds (documented choice).
         if (job !== null) {
           if (setsRetry(body)) explicitRetry.add(job.id);
-          const warnings = await this.#prepareVersioned(job);
+          const warnings = [...optionWarnings(body), ...(await this.#prepareVersioned(job))];
           if (warnings.length > 0) {
             report.warnings ??= [];
             report.warnings.push({ index, warnings });
@@ -495,10 +502,12 @@ export class Engine {
         }
       } catch (error) {
         if (error instanceof OjsError) {
-          throw new OjsError(error.code, `jobs[${index}]: ${error.message}`, {
-            index,
-            ...error.details,
-          });
+          throw new OjsError(
+            error.code,
+            `jobs[${index}]: ${error.message}`,
+            { index, ...error.details },
+            error.hint,
+          );
         }
         throw error;
       }
@@ -675,7 +684,12 @@ export class Engine {
         );
       } catch (error) {
         if (error instanceof OjsError)
-          throw new OjsError(error.code, `${path}: ${error.message}`, { path, ...error.details });
+          throw new OjsError(
+            error.code,
+            `${path}: ${error.message}`,
+            { path, ...error.details },
+            error.hint,
+          );
         throw error;
       }
     }
@@ -820,6 +834,24 @@ export class Engine {
       return [];
     }
     const handlers = await this.#handlersFor(request);
+    if (waitMs <= 0 || request.workerId === undefined)
+      return this.#claimLoop(request, handlers, count, deadline, request.signal);
+    const wait = this.#waitingFetches.enter(request.workerId, request.signal);
+    try {
+      return await this.#claimLoop(request, handlers, count, deadline, wait.signal);
+    } finally {
+      wait.leave();
+    }
+  }
+
+  /** Claims now, and while nothing comes and the deadline is ahead, waits for a notify and claims again. */
+  async #claimLoop(
+    request: FetchRequest,
+    handlers: HandlerDeclaration[] | undefined,
+    count: number,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<JobRecord[]> {
     for (;;) {
       const now = this.now();
       // Promote lazily too, so a due job never waits for the next promoter
@@ -846,14 +878,14 @@ export class Engine {
       if (
         jobs.length > 0 ||
         remaining <= 0 ||
-        request.signal?.aborted ||
+        signal?.aborted ||
         this.#stopping ||
         this.#draining
       ) {
         return jobs;
       }
       // Bounded slices: a job promoted by time (not by a notify) is still picked up.
-      await this.notifier.wait(Math.min(remaining, 250), request.signal, seen);
+      await this.notifier.wait(Math.min(remaining, 250), signal, seen);
     }
   }
 
@@ -1079,6 +1111,9 @@ export class Engine {
         ...request.info,
       });
       directive = strongerDirective(directive, told);
+      // A worker that is stopping (or told to quiet) fetches nothing: end its long poll now.
+      const stopping = request.workerState !== undefined && request.workerState !== 'running';
+      if (stopping || told !== 'running') this.#waitingFetches.end(request.workerId);
     }
     for (const result of results) {
       if (result.status === 'cancelled') jobsCancelled.push(result.job.id);

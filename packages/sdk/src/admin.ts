@@ -256,6 +256,15 @@ export class OjsAdmin {
     )) as unknown as BulkResult & { purged_count: number };
   }
 
+  /** Enqueues a cron's job now (this server's `POST /cron/:name/trigger`); the schedule is unchanged. */
+  async triggerCron(name: string, options?: RequestOptions): Promise<Job> {
+    const body = await this.#call(
+      { method: 'POST', path: `/cron/${q(name)}/trigger`, body: {}, idempotent: false },
+      options,
+    );
+    return body.job as Job;
+  }
+
   /** A rate-limit key's concurrency use, window and waiting jobs. */
   rateLimit(key: string, options?: RequestOptions): Promise<Obj> {
     return this.#call({ method: 'GET', path: `/rate-limits/${q(key)}`, idempotent: true }, options);

@@ -516,6 +516,14 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     });
     this.#stopController.abort();
     if (this.transport.abortableFetch) this.#fetchController.abort();
+    else {
+      // Over HTTP, cutting the long poll could lose jobs the server claims in
+      // that instant. Instead the heartbeat says `terminate`, and the server
+      // answers this worker's waiting fetch at once (whatever it carries is
+      // requeued below); a server without that waits out wait_ms.
+      void this.#heartbeatInFlight?.then(() => this.#heartbeat());
+      if (this.#heartbeatInFlight === undefined) void this.#heartbeat();
+    }
     this.#wake?.();
     // Outcomes waiting for their batch go now (later ones are sent at once while stopping).
     this.#flush();

@@ -1,11 +1,14 @@
 /**
  * Store selection from one string (`--store` / OJS_STORE):
  *   sqlite:PATH | PATH.db | :memory:   embedded SQLite (default ./data/ojs.db)
+ *   postgres://... | postgresql://...  PostgreSQL (@ojs/store-postgres)
+ *   redis://... | rediss://...         Redis (@ojs/store-redis, when installed)
+ * Any other scheme is refused with this list (checkStoreSpec).
  * Shared stores are loaded on demand so the default install stays small.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { Store } from '@ojs/core';
+import { closestName, type Store } from '@ojs/core';
 import { SqliteStore, SqliteThreadStore } from '@ojs/store-sqlite';
 
 export const DEFAULT_STORE = 'sqlite:./data/ojs.db';
@@ -18,10 +21,46 @@ export interface StoreOptions {
   onError?: (error: Error, context: string) => void;
 }
 
+/** The store specs `--store` accepts, for error messages and `--help`. */
+export const SUPPORTED_STORES =
+  'sqlite:PATH, PATH (a file), :memory:, postgres://USER@HOST:PORT/DB (or postgresql://), redis://HOST:PORT (or rediss://)';
+
+const SCHEMES = ['sqlite', 'postgres', 'postgresql', 'redis', 'rediss'];
+
+/**
+ * A spec that starts with a scheme this server does not know is refused:
+ * `postgress://...` (a typo) must not silently become a SQLite file in a
+ * folder named `postgress:`. One-letter schemes are Windows drive letters.
+ */
+export function checkStoreSpec(spec: string): void {
+  if (spec === ':memory:') return;
+  const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(spec)?.[1];
+  if (scheme === undefined || SCHEMES.includes(scheme.toLowerCase())) return;
+  const guess = closestName(scheme, SCHEMES);
+  throw new Error(
+    `Unknown store scheme '${scheme}:' in '${describeStore(spec)}'${guess ? ` (did you mean '${guess}:'?)` : ''}. Supported: ${SUPPORTED_STORES}. A SQLite file whose name contains ':' is written sqlite:${spec} or ./${spec}.`,
+  );
+}
+
+/** A shared store's package, loaded on demand; a clear error when it is not installed. */
+async function importStorePackage(name: string, what: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(name)) as Record<string, unknown>;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(name)) {
+      throw new Error(
+        `The ${what} store needs the package ${name}, which is not installed in this build. Supported here: ${SUPPORTED_STORES}.`,
+      );
+    }
+    throw error;
+  }
+}
+
 export async function createStore(spec: string, options: StoreOptions = {}): Promise<Store> {
+  checkStoreSpec(spec);
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
-    const moduleName = '@ojs/store-postgres';
-    const { PostgresStore } = (await import(moduleName)) as {
+    const { PostgresStore } = (await importStorePackage('@ojs/store-postgres', 'PostgreSQL')) as {
       PostgresStore: new (options: {
         connectionString: string;
         onError?: StoreOptions['onError'];
@@ -30,8 +69,7 @@ export async function createStore(spec: string, options: StoreOptions = {}): Pro
     return new PostgresStore({ connectionString: spec, onError: options.onError });
   }
   if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
-    const moduleName = '@ojs/store-redis';
-    const { RedisStore } = (await import(moduleName)) as {
+    const { RedisStore } = (await importStorePackage('@ojs/store-redis', 'Redis')) as {
       RedisStore: new (options: { url: string }) => Store;
     };
     return new RedisStore({ url: spec });

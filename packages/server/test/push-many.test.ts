@@ -119,15 +119,20 @@ describe('independent pushes in one request', () => {
     );
   });
 
-  for (const [label, body] of [
-    ['no jobs field', {}],
-    ['jobs not a list', { jobs: { type: 'email.send', args: [] } }],
-    ['an empty list', { jobs: [] }],
-    ['more than 1000 items', { jobs: Array.from({ length: 1001 }, () => ({ type: 'a.b' })) }],
+  // Codes as /jobs/batch answers the same mistakes (docs/error-codes.md).
+  for (const [label, body, code] of [
+    ['no jobs field', {}, 'invalid_payload'],
+    ['jobs not a list', { jobs: { type: 'email.send', args: [] } }, 'invalid_payload'],
+    ['an empty list', { jobs: [] }, 'invalid_payload'],
+    [
+      'more than 1000 items',
+      { jobs: Array.from({ length: 1001 }, () => ({ type: 'a.b' })) },
+      'invalid_request',
+    ],
   ] as const) {
     it(`refuses ${label} whole and changes nothing`, async () => {
       const before = await snapshot(ctx.engine);
-      assertError(await ctx.req('POST', PATH, body), 400, 'invalid_request');
+      assertError(await ctx.req('POST', PATH, body), 400, code);
       assert.equal(await snapshot(ctx.engine), before);
     });
   }

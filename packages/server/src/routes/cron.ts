@@ -3,7 +3,7 @@
  * carry both the OA/suite wrapper (`cron`, `crons`) and the cron spec's
  * (`cron_job`, `cron_jobs`) (X-16).
  */
-import { invalidRequest } from '@ojs/core';
+import { invalidRequest, toWire } from '@ojs/core';
 import { cronToWire } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { objectBody } from '../wire.ts';
@@ -35,6 +35,14 @@ export async function cronRoutes(app: FastifyInstance): Promise<void> {
     }
     const entry = cronToWire(await engine.cron.setEnabled(request.params.name, body.enabled));
     return { cron: entry, cron_job: entry };
+  });
+
+  // Ours (operators, `ojs cron trigger`): enqueue the cron's job now; the schedule is unchanged.
+  app.post<{ Params: { name: string } }>('/ojs/v1/cron/:name/trigger', async (request, reply) => {
+    objectBody(request.body, { allowEmpty: true });
+    const job = await engine.cron.trigger(request.params.name);
+    reply.code(201);
+    return { job: toWire(job) };
   });
 
   app.delete<{ Params: { name: string } }>('/ojs/v1/cron/:name', async (request) => {

@@ -80,7 +80,10 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
   app.post('/ojs/v1/jobs/many', async (request) => {
     const jobs = objectBody(request.body).jobs;
     if (!Array.isArray(jobs) || jobs.length === 0) {
-      throw invalidRequest('jobs must be a non-empty array of job envelopes.', { field: 'jobs' });
+      // The same mistake as in /jobs/batch, the same code (docs/error-codes.md).
+      throw new OjsError('invalid_payload', 'jobs must be a non-empty array of job envelopes.', {
+        field: 'jobs',
+      });
     }
     if (jobs.length > MAX_PUSH_MANY) {
       throw invalidRequest(`jobs holds at most ${MAX_PUSH_MANY} items (got ${jobs.length}).`, {

@@ -1,0 +1,67 @@
+/**
+ * Shared by the packed-tarball tests (@ojs/sdk, @ojs/cli): pack a workspace
+ * package as `npm pack` would for publishing, install tarballs in a
+ * throwaway folder outside the repository, and get Node binaries of other
+ * majors (the `node` npm package) cached under node_modules/.cache, so that
+ * only the first run downloads them.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT } from './lib.ts';
+
+export const run = promisify(execFile);
+
+const NPM_FLAGS = ['--no-audit', '--no-fund', '--loglevel=error'];
+
+/** `npm pack -w NAME` (prepack builds dist/) into `destination`; returns the tarball's path. */
+export async function pack(workspace: string, destination: string): Promise<string> {
+  const { stdout } = await run(
+    'npm',
+    ['pack', '-w', workspace, '--pack-destination', destination, '--loglevel=error'],
+    { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 },
+  );
+  const file = stdout.trim().split('\n').at(-1)!;
+  return join(destination, file);
+}
+
+/** A fresh application folder outside the repository with the tarballs installed. */
+export async function installApp(tarballs: string[], root = tmpdir()): Promise<string> {
+  const app = mkdtempSync(join(root, 'ojs-packed-app-'));
+  writeFileSync(
+    join(app, 'package.json'),
+    `${JSON.stringify({ name: 'packed-app', private: true, version: '1.0.0' })}\n`,
+  );
+  await run('npm', ['install', ...NPM_FLAGS, ...tarballs], {
+    cwd: app,
+    maxBuffer: 16 * 1024 * 1024,
+    timeout: 300_000,
+  });
+  return app;
+}
+
+/**
+ * The `node` binary of a major version, installed once from the npm
+ * registry into node_modules/.cache/ojs-node/<major> (installed beside and
+ * renamed into place, so concurrent test files never see half an install).
+ */
+export async function nodeBinary(major: number): Promise<string> {
+  const cache = join(ROOT, 'node_modules/.cache/ojs-node');
+  const dir = join(cache, String(major));
+  const binary = join(dir, 'node_modules/node/bin/node');
+  if (existsSync(binary)) return binary;
+  mkdirSync(cache, { recursive: true });
+  const staging = mkdtempSync(join(cache, `.${major}-`));
+  try {
+    await run('npm', ['install', ...NPM_FLAGS, '--prefix', staging, `node@${major}`], {
+      timeout: 300_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    if (!existsSync(binary)) renameSync(staging, dir);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  return binary;
+}
