@@ -21,8 +21,12 @@ type Jobs = {
 
 const TOTAL = 100;
 const dir = mkdtempSync(join(tmpdir(), 'ojs-quickstart-'));
-process.env.OJS_LOG_LEVEL ??= 'warn';
-const server = await startServer({ port: 0, store: `sqlite:${join(dir, 'ojs.db')}` });
+// An embedded server logs each job's lifecycle at info (as `ojs serve` does): warnings only here.
+const server = await startServer({
+  port: 0,
+  store: `sqlite:${join(dir, 'ojs.db')}`,
+  logLevel: 'warn',
+});
 
 let exitCode = 0;
 try {

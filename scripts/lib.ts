@@ -39,7 +39,17 @@ export async function startServerProcess(
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    ['packages/cli/src/main.ts', 'serve', '--test-mode', '--port', String(port), '--store', store],
+    // HTTP only: concurrent servers would all want the default gRPC port 9090.
+    [
+      'packages/cli/src/main.ts',
+      'serve',
+      '--test-mode',
+      '--port',
+      String(port),
+      '--store',
+      store,
+      '--no-grpc',
+    ],
     { cwd: ROOT, env: { ...process.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stderr = '';
@@ -48,11 +58,17 @@ export async function startServerProcess(
   });
   const url = await new Promise<string>((resolve, reject) => {
     let stdout = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       stdout += chunk.toString();
       const match = /listening on (\S+)/.exec(stdout);
-      if (match) resolve(match[1]!);
-    });
+      if (match) {
+        // Log lines follow (JSON on stdout): drained, not kept.
+        child.stdout!.off('data', onData);
+        child.stdout!.resume();
+        resolve(match[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
   });
   let stopping = false;

@@ -32,6 +32,8 @@ export const KNOWN_SUITE_DEFECTS = new Set([
   'EXT-DLQ-003',
   'EXT-DLQ-004',
   'EXT-RL-003',
+  // Expects backend.status ok|healthy|degraded|unhealthy; the digest says connected|disconnected (decision 0050).
+  'EXT-OBS-002',
 ]);
 
 /** The shared suites CI runs: every level up to the one the manifest declares, and the extensions we declare. */
@@ -40,7 +42,7 @@ const SUITES = (
   [
     '0,1,2,3,4,ext-job-versioning,ext-schema-registry',
     'ext-admin-api,ext-dead-letter,ext-graceful-shutdown,ext-backpressure',
-    'ext-progress,ext-rate-limiting,ext-middleware',
+    'ext-progress,ext-rate-limiting,ext-middleware,ext-observability',
   ].join(',')
 ).split(',');
 

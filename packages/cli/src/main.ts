@@ -51,7 +51,14 @@ ojs serve options (environment variables in brackets):
                           (the defaults; any subset, 'never' keeps) [OJS_RETENTION]; per queue: admin queue config
   --drain-ms N            On SIGTERM, stay up draining this long (health 503 draining, no new jobs
                           handed out) before stopping [OJS_SHUTDOWN_DRAIN_MS] (default 0)
-  --log                   Log requests (JSON lines on stdout)
+  --log-level LEVEL       fatal | error | warn | info | debug | trace | silent [OJS_LOG_LEVEL] (default info:
+                          job lifecycle lines, store outages; JSON lines on stdout)
+  --log-format FORMAT     json | pretty [OJS_LOG_FORMAT] (default json)
+  --log-requests          Also log every HTTP request [OJS_LOG_REQUESTS=on]; --log is an alias
+  --metrics on|off        Prometheus metrics at GET /metrics [OJS_METRICS] (default on)
+  --grpc-port PORT        gRPC binding port (ojs.v1.OJSService, same host) [OJS_GRPC_PORT] (default 9090;
+                          ephemeral when --port is 0)
+  --no-grpc               Serve HTTP only [OJS_GRPC=off]
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -61,9 +68,14 @@ async function serve(argv: string[]): Promise<number> {
     throw new Error(`ojs serve needs Node >= 22.13 (this is ${process.version}).`);
   }
   const { startServer } = await import('@ojs/server');
-  const { optionsFromEnv, parsePort, parseRetentionSpec, parseValidationMode } = await import(
-    '@ojs/server/serve'
-  );
+  const {
+    optionsFromEnv,
+    parseLogFormat,
+    parseLogLevel,
+    parsePort,
+    parseRetentionSpec,
+    parseValidationMode,
+  } = await import('@ojs/server/serve');
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -79,6 +91,12 @@ async function serve(argv: string[]): Promise<number> {
       retention: { type: 'string' },
       'drain-ms': { type: 'string' },
       log: { type: 'boolean' },
+      'log-level': { type: 'string' },
+      'log-format': { type: 'string' },
+      'log-requests': { type: 'boolean' },
+      metrics: { type: 'string' },
+      'grpc-port': { type: 'string' },
+      'no-grpc': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -106,12 +124,26 @@ async function serve(argv: string[]): Promise<number> {
     if (!Number.isInteger(ms) || ms < 0) throw new Error(`--drain-ms must be an integer >= 0.`);
     options.drainMs = ms;
   }
-  options.logger = values.log ?? false;
+  if (values['log-level'] !== undefined) options.logLevel = parseLogLevel(values['log-level']);
+  if (values['log-format'] !== undefined) options.logFormat = parseLogFormat(values['log-format']);
+  if (values.log || values['log-requests']) options.logRequests = true;
+  if (values.metrics !== undefined) {
+    if (values.metrics !== 'on' && values.metrics !== 'off') {
+      throw new Error(`--metrics must be on or off (got '${values.metrics}').`);
+    }
+    options.metrics = values.metrics === 'on';
+  }
+  if (values['grpc-port'] !== undefined)
+    options.grpcPort = parsePort(values['grpc-port'], '--grpc-port');
+  if (values['no-grpc']) options.grpc = false;
   options.handleSignals = true;
   const server = await startServer(options);
   process.stdout.write(
     `OJS server listening on ${server.url} (manifest: ${server.url}/ojs/manifest)\n`,
   );
+  if (server.grpcAddress !== undefined) {
+    process.stdout.write(`OJS gRPC listening on ${server.grpcAddress}\n`);
+  }
   return -1;
 }
 

@@ -70,7 +70,7 @@ describe('the ojs binary', () => {
   it('serve --port abc: a clear error, exit 1, nothing started', async () => {
     const result = await ojs(['serve', '--port', 'abc', '--store', ':memory:']);
     assert.equal(result.code, 1);
-    assert.equal(result.stderr, "ojs: --port must be a port number from 0 to 65535 (got 'abc').\n");
+    assert.equal(result.stderr, "ojs: --port must be a port number 0..65535 (got 'abc').\n");
     const env = await ojs(['serve', '--store', ':memory:'], { OJS_PORT: '80x' });
     assert.match(env.stderr, /OJS_PORT must be a port number/);
   });

@@ -2,7 +2,7 @@
  * @ojs/cli as a user installs it: every workspace package it needs packed
  * (`npm pack`, which builds dist/) and installed together in a folder
  * outside the repository. The installed `ojs serve` runs a server (SQLite,
- * Node 24); the installed operator commands talk to it from Node 18, 20 and
+ * Node 24, HTTP and gRPC); the installed operator commands talk to it from Node 18, 20 and
  * 24; `ojs serve` on an older Node says which Node it needs.
  */
 import assert from 'node:assert/strict';
@@ -19,6 +19,7 @@ const PACKAGES = [
   '@ojs/core',
   '@ojs/engine',
   '@ojs/server',
+  '@ojs/grpc',
   '@ojs/store-sqlite',
   '@ojs/store-postgres',
   '@ojs/conformance',

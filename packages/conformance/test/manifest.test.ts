@@ -146,7 +146,7 @@ describe('fetchManifest', () => {
   const client = new HttpClient();
   before(async () => {
     mock = await startMockServer();
-    real = await startServer({ port: 0, store: ':memory:', testMode: true });
+    real = await startServer({ port: 0, store: ':memory:', testMode: true, logLevel: 'silent' });
   });
   after(async () => {
     client.close();

@@ -19,7 +19,12 @@ function capture(): CliIo & { stdout: string[]; stderr: string[] } {
 }
 
 async function withServer<T>(fn: (url: string) => Promise<T>): Promise<T> {
-  const server = await startServer({ port: 0, store: ':memory:', testMode: true });
+  const server = await startServer({
+    port: 0,
+    store: ':memory:',
+    testMode: true,
+    logLevel: 'silent',
+  });
   try {
     return await fn(server.url);
   } finally {
@@ -64,7 +69,7 @@ describe('CLI pipeline against the real server', () => {
   let server: Awaited<ReturnType<typeof startServer>>;
   let dir: string;
   before(async () => {
-    server = await startServer({ port: 0, store: ':memory:', testMode: true });
+    server = await startServer({ port: 0, store: ':memory:', testMode: true, logLevel: 'silent' });
     dir = await mkdtemp(path.join(tmpdir(), 'ojs-seed-e2e-'));
   });
   after(async () => {

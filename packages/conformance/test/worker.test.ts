@@ -65,7 +65,7 @@ describe('standard handlers (seed §5.4)', () => {
 describe('BuiltinWorker over the HTTP worker protocol', () => {
   let server: Awaited<ReturnType<typeof startServer>>;
   before(async () => {
-    server = await startServer({ port: 0, store: ':memory:', testMode: true });
+    server = await startServer({ port: 0, store: ':memory:', testMode: true, logLevel: 'silent' });
   });
   after(() => server.close());
 

@@ -30,7 +30,7 @@ export interface SettleItem {
 }
 
 export type SettleResult =
-  | { status: 'settled'; before: JobRecord; job: JobRecord }
+  | { status: 'settled'; job: JobRecord }
   | { status: 'not_found' }
   /** Refused by the fence or the state (409 per item); nothing was written for it. */
   | { status: 'conflict'; error: Error; job: JobRecord }

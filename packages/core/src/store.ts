@@ -36,6 +36,8 @@ export interface EventFilter {
   /** Return events after this event id (ids sort by time). */
   after?: string;
   limit: number;
+  /** The newest `limit` events, newest first (where a live stream starts). */
+  newestFirst?: boolean;
 }
 
 export interface ClaimRequest {

@@ -273,13 +273,18 @@ export class CronScheduler {
       ),
       ...enqueueEvents(job, now),
     );
-    return engine.store.commit({
+    const committed = await engine.store.commit({
       now,
       cronUpdates: [{ cron: advanced, expectRev: cron.rev }],
       updates,
       inserts: [job],
       events,
     });
+    if (committed) {
+      for (const update of updates) engine.observers.settled(update.job);
+      engine.observers.enqueued([job]);
+    }
+    return committed;
   }
 
   #jobFor(cron: CronRecord, fireAt: number, now: number): JobRecord {

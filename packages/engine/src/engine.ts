@@ -13,6 +13,7 @@ import {
   cancel,
   cancelWorkflow,
   checkRequestJson,
+  checkRequestText,
   childOutcome,
   conflict,
   createWorkflow,
@@ -52,10 +53,13 @@ import {
   workflowToWire,
 } from '@ojs/core';
 import { CronScheduler, cronToWire } from './cron.ts';
+import { EventTail } from './event-tail.ts';
 import { WaitingFetches } from './fetch-waits.ts';
 import { JobAdmin } from './job-admin.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { Notifier } from './notifier.ts';
+import { JobObservers } from './observability/lifecycle.ts';
+import { ErrorThrottle, type Logger, silentLogger } from './observability/log.ts';
 import { type QueuePressure, QueueSettingsRegistry, setsRetry } from './queue-settings.ts';
 import { type RetentionOptions, RetentionPruner } from './retention.ts';
 import { VersionRouter } from './routing.ts';
@@ -93,6 +97,8 @@ export interface EngineOptions {
   retention?: Partial<RetentionPolicy>;
   /** Batch sizes of the retention pruner. */
   retentionPruner?: RetentionOptions;
+  /** The process's logger (pino); silent when not given. */
+  logger?: Logger;
 }
 
 export interface FetchRequest {
@@ -169,6 +175,8 @@ export type EnqueueResult =
 export type EnqueueManyOutcome = EnqueueResult | { status: 'error'; error: OjsError };
 
 const MAX_GUARD_RETRIES = 20;
+/** Longest cancellation reason kept in a job's meta. */
+const MAX_CANCEL_REASON_BYTES = 1024;
 /** Settling a workflow job: each try, some contender on the workflow record wins. */
 const WORKFLOW_GUARD_RETRIES = 200;
 /** Unstarted workflow jobs past expires_at expired per promoter pass. */
@@ -216,6 +224,14 @@ export class Engine {
   readonly workers: WorkerRegistry = new WorkerRegistry(this);
   readonly queueSettings: QueueSettingsRegistry;
   readonly retention: RetentionPruner;
+  /** The process's logger: services, stores and the binding log through it. */
+  readonly logger: Logger;
+  /** Background failures, logged once per outage and then summarised (log.ts). */
+  readonly errors: ErrorThrottle;
+  /** Who learns of each committed job change: logs, metrics, traces (observability/). */
+  readonly observers = new JobObservers();
+  /** Live event streams: followers of the event log (SSE). */
+  readonly events: EventTail;
   readonly #random: () => number;
   #draining = false;
   readonly #services: BackgroundServices;
@@ -233,6 +249,9 @@ export class Engine {
     this.maxBatchSize = options.maxBatchSize ?? 10_000;
     this.requireFencing = options.requireFencing ?? false;
     this.#random = options.random ?? Math.random;
+    this.logger = options.logger ?? silentLogger;
+    this.errors = new ErrorThrottle(this.logger);
+    this.events = new EventTail(this);
     this.settings = new SettingsCache(this.store);
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
     this.queueSettings = new QueueSettingsRegistry(this, options.retention);
@@ -307,6 +326,7 @@ export class Engine {
   #pushOutcome(job: JobRecord, result: InsertResult, warnings: string[]): EnqueueManyOutcome {
     switch (result.status) {
       case 'inserted':
+        this.observers.enqueued([result.job]);
         if (result.job.state === 'available') this.notifier.notify();
         return warnings.length > 0
           ? { status: 'created', job: result.job, warnings }
@@ -516,9 +536,11 @@ export class Engine {
       );
     }
     this.notifier.notify();
-    return results.map((r) =>
+    const stored = results.map((r) =>
       r.status === 'inserted' ? r.job : (r as { existing: JobRecord }).existing,
     );
+    this.observers.enqueued(stored);
+    return stored;
   }
 
   // ---------------------------------------------------------------- INFO / CANCEL / ACTIVATE
@@ -572,6 +594,7 @@ export class Engine {
       await this.#advanceWorkflows(commit, await this.store.getWorkflow(after.workflow_id), after);
     }
     if (!(await this.store.commit(commit))) return false;
+    if (commit.inserts !== undefined) this.observers.enqueued(commit.inserts);
     if (after.state === 'available' || commit.inserts?.some((job) => job.state === 'available')) {
       this.notifier.notify();
     }
@@ -677,6 +700,7 @@ export class Engine {
       inserts: jobs,
       events: [...events, ...jobs.flatMap((job) => enqueueEvents(job, now))],
     });
+    this.observers.enqueued(jobs);
     this.notifier.notify();
     return workflow;
   }
@@ -736,6 +760,8 @@ export class Engine {
         await this.#advanceWorkflows(commit, parent, childOutcome(cancelled!));
       }
       if (await this.store.commit(commit)) {
+        for (const update of commit.updates!) this.observers.settled(update.job);
+        if (commit.inserts !== undefined) this.observers.enqueued(commit.inserts);
         if (commit.inserts?.some((job) => job.state === 'available')) this.notifier.notify();
         return cancelled!;
       }
@@ -747,15 +773,24 @@ export class Engine {
     return (await this.cancelJob(id)).after;
   }
 
-  /** CANCEL, returning the job before and after (the binding reports previous_state). */
-  async cancelJob(id: string): Promise<{ before: JobRecord; after: JobRecord }> {
-    return this.#transition(id, (job, now) => {
+  /**
+   * CANCEL, returning the job before and after (the binding reports
+   * previous_state). A reason is kept in the job's `meta.cancel_reason` and
+   * in the job.cancelled event.
+   */
+  async cancelJob(id: string, reason?: string): Promise<{ before: JobRecord; after: JobRecord }> {
+    if (reason !== undefined) checkRequestText('reason', reason, MAX_CANCEL_REASON_BYTES);
+    const change = await this.#transition(id, (job, now) => {
       const cancelled = cancel(job, now);
-      return {
-        job: cancelled,
-        events: [jobEvent('job.cancelled', cancelled, { previous_state: job.state }, now)],
-      };
+      const data: Record<string, unknown> = { previous_state: job.state };
+      if (reason !== undefined) {
+        cancelled.meta = { ...cancelled.meta, cancel_reason: reason };
+        data.reason = reason;
+      }
+      return { job: cancelled, events: [jobEvent('job.cancelled', cancelled, data, now)] };
     });
+    this.observers.settled(change.after);
+    return change;
   }
 
   async activate(id: string): Promise<JobRecord> {
@@ -838,6 +873,7 @@ export class Engine {
         now,
       });
       const [, jobs] = await Promise.all([promoted, claiming]);
+      this.observers.started(jobs);
       const remaining = deadline - this.now();
       if (
         jobs.length > 0 ||
@@ -920,6 +956,7 @@ export class Engine {
       }
       outcomes.push(outcome);
       if (outcome.status !== 'ok') continue;
+      this.observers.settled(outcome.job, item.settlement.kind === 'expire');
       if (outcome.job.state === 'available') available = true;
       if (outcome.job.routed_version !== undefined) {
         await this.routing.observe(outcome.job, countsAsFailure(item));
@@ -1174,9 +1211,11 @@ export class Engine {
     const draining = this.#draining;
     try {
       await this.store.ping();
+      this.errors.succeeded('store ping');
       // Whole milliseconds: the health schema declares latency_ms an integer.
       return { ok: true, latencyMs: Math.round(performance.now() - started), draining };
     } catch (error) {
+      this.errors.failed('store ping', error, 'store unreachable');
       return {
         ok: false,
         latencyMs: Math.round(performance.now() - started),

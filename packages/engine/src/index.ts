@@ -1,5 +1,6 @@
 export { CronScheduler, cronToWire, parseCronRequest } from './cron.ts';
 export * from './engine.ts';
+export { EventTail, type TailFilter } from './event-tail.ts';
 export {
   type BulkResult,
   type BulkStep,
@@ -9,6 +10,20 @@ export {
 } from './job-admin.ts';
 export * from './middleware.ts';
 export { Notifier } from './notifier.ts';
+export {
+  elapsedMs,
+  type JobObserver,
+  JobObservers,
+} from './observability/lifecycle.ts';
+export { ErrorThrottle, LifecycleLog, type Logger, silentLogger } from './observability/log.ts';
+export {
+  DURATION_BUCKETS,
+  instrumentStore,
+  JobMetrics,
+  LATENCY_BUCKETS,
+  QUEUE_TIME_BUCKETS,
+  registerQueueDepth,
+} from './observability/metrics.ts';
 export {
   type QueueConfiguration,
   type QueuePressure,

@@ -33,6 +33,7 @@ class Ticker {
   readonly #intervalMs: number;
   readonly #tick: () => Promise<unknown>;
   readonly #onError: ServiceErrorHandler;
+  readonly #onSuccess: (service: string) => void;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = true;
@@ -42,7 +43,9 @@ class Ticker {
     intervalMs: number,
     tick: () => Promise<unknown>,
     onError: ServiceErrorHandler,
+    onSuccess: (service: string) => void,
   ) {
+    this.#onSuccess = onSuccess;
     this.#name = name;
     this.#intervalMs = intervalMs;
     this.#tick = tick;
@@ -59,6 +62,7 @@ class Ticker {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
       this.#running = this.#tick()
+        .then(() => this.#onSuccess(this.#name))
         .catch((error: unknown) => this.#onError(this.#name, error))
         .finally(() => {
           this.#running = undefined;
@@ -82,21 +86,25 @@ export class BackgroundServices {
     engine: Engine,
     intervals: Partial<ServiceIntervals> = {},
     eventRetention: number,
+    // A store outage fails every tick (10 a second per service): logged once
+    // per outage and summarised, through the engine's logger (log.ts).
     onError: ServiceErrorHandler = (service, error) =>
-      process.emitWarning(`ojs ${service} tick failed: ${String(error)}`),
+      engine.errors.failed(service, error, `${service} tick failed`),
   ) {
     const every = { ...DEFAULT_INTERVALS, ...intervals };
+    const onSuccess = (service: string) => engine.errors.succeeded(service);
     this.#tickers = [
-      new Ticker('promoter', every.promoteMs, () => engine.promoteDueJobs(), onError),
-      new Ticker('lease-reaper', every.reapMs, () => engine.expireLeases(), onError),
-      new Ticker('cron', every.cronMs, () => engine.cron.tick(), onError),
+      new Ticker('promoter', every.promoteMs, () => engine.promoteDueJobs(), onError, onSuccess),
+      new Ticker('lease-reaper', every.reapMs, () => engine.expireLeases(), onError, onSuccess),
+      new Ticker('cron', every.cronMs, () => engine.cron.tick(), onError, onSuccess),
       new Ticker(
         'event-pruner',
         every.pruneMs,
         () => engine.store.pruneEvents(eventRetention),
         onError,
+        onSuccess,
       ),
-      new Ticker('retention', every.retentionMs, () => engine.retention.tick(), onError),
+      new Ticker('retention', every.retentionMs, () => engine.retention.tick(), onError, onSuccess),
     ];
   }
 

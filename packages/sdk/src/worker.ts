@@ -1095,12 +1095,23 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       this.logger.info('job requeued', { 'ojs.job.id': job.id });
       this.#emit('jobRequeued', { job });
     } else {
-      this.logger.debug('job failed', {
+      // Visible at the default level: a job that fails all its attempts must
+      // not disappear without a trace on the console (issue 16).
+      const fields = {
         'ojs.job.id': job.id,
         'ojs.job.type': job.type,
-        error_type: outcome.error.type,
-        state: response.state,
-      });
+        'ojs.job.queue': job.queue,
+        'ojs.job.attempt': job.attempt,
+        'ojs.job.state': response.state,
+        duration_ms: durationMs,
+        error: {
+          code: outcome.error.code,
+          type: outcome.error.type,
+          message: outcome.error.message,
+        },
+      };
+      if (response.state === 'discarded') this.logger.error('job discarded', fields);
+      else this.logger.warn('job failed', fields);
       this.#emit('jobFailed', { job, error: outcome.cause ?? outcome.error, durationMs, response });
     }
   }

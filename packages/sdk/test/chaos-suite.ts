@@ -65,6 +65,8 @@ async function startServerProcess(store: string, port: number): Promise<ChildPro
       '--visibility-timeout-ms',
       String(LEASE_MS),
       '--require-fencing',
+      // Restarted on a fixed HTTP port: HTTP only, no gRPC port to collide on.
+      '--no-grpc',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

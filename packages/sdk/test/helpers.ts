@@ -181,6 +181,7 @@ export async function startTestServer(options: { store?: StoreKind } = {}): Prom
       store,
       testMode: true,
       sqliteSynchronous: 'NORMAL',
+      logLevel: 'silent',
     });
     return withModes({
       url: server.url,

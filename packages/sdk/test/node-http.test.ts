@@ -104,7 +104,7 @@ describe('node:http transport against the real server', () => {
   let server: RunningServer;
   let open = 0;
   before(async () => {
-    server = await startServer({ port: 0, store: ':memory:', testMode: true });
+    server = await startServer({ port: 0, store: ':memory:', testMode: true, logLevel: 'silent' });
     server.app.server.on('connection', (socket: Socket) => {
       open++;
       socket.on('close', () => open--);

@@ -133,6 +133,13 @@ export function defineProcessSuites(store: StoreKind): void {
 
       it(`${TOTAL} jobs through 4 worker processes x concurrency 16 complete exactly once`, async () => {
         const queue = `bulk-${mode}`;
+        // The workers are up and polling before the first job exists, so the
+        // spread below does not depend on how fast each process starts.
+        const workers = Array.from({ length: 4 }, () =>
+          spawnChild({ CHILD_QUEUE: queue, CHILD_CONCURRENCY: '16' }),
+        );
+        for (const w of workers) await w.waitEvent((e) => e.event === 'ready', 'worker ready');
+        const started = Date.now();
         const ids: string[] = [];
         for (let offset = 0; offset < TOTAL; offset += 5_000) {
           const size = Math.min(5_000, TOTAL - offset);
@@ -146,10 +153,6 @@ export function defineProcessSuites(store: StoreKind): void {
           ids.push(...jobs.map((j) => j.id));
         }
         assert.equal(new Set(ids).size, TOTAL);
-        const started = Date.now();
-        const workers = Array.from({ length: 4 }, () =>
-          spawnChild({ CHILD_QUEUE: queue, CHILD_CONCURRENCY: '16' }),
-        );
         await waitFor(
           async () => {
             const stats = await client.queueStats(queue);
@@ -158,8 +161,6 @@ export function defineProcessSuites(store: StoreKind): void {
           { timeoutMs: 180_000, intervalMs: 250, what: `${TOTAL} completions` },
         );
         const elapsed = Date.now() - started;
-        // A child still starting up has no SIGTERM handler yet: wait until each is ready.
-        for (const w of workers) await w.waitEvent((e) => e.event === 'ready', 'worker ready');
         for (const w of workers) w.process.kill('SIGTERM');
         for (const w of workers)
           assert.equal(await w.exited, 0, `worker exit (stderr: ${w.stderr.join('')})`);

@@ -11,7 +11,7 @@ import { type RunningServer, startServer } from '@ojs/server';
 describe('SDK job versioning', () => {
   let server: RunningServer;
   before(async () => {
-    server = await startServer({ port: 0, store: ':memory:', testMode: true });
+    server = await startServer({ port: 0, store: ':memory:', testMode: true, logLevel: 'silent' });
   });
   after(() => server.close());
 

@@ -5,16 +5,25 @@
  * media type, OJS-Version and X-Request-Id.
  */
 import { checkRequestText, MAX_PATH_PARAM_BYTES, OjsError } from '@ojs/core';
-import type { Engine } from '@ojs/engine';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import { type Engine, LATENCY_BUCKETS } from '@ojs/engine';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+} from 'fastify';
+import type { Registry } from 'prom-client';
 import { type AuthConfig, authenticate, registerAuth } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminVersioningRoutes } from './routes/admin-versioning.ts';
 import { cronRoutes } from './routes/cron.ts';
 import { deadLetterRoutes } from './routes/dead-letter.ts';
+import { eventStreamRoutes } from './routes/event-stream.ts';
 import { eventRoutes } from './routes/events.ts';
+import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
+import { metricsRoutes, registerHttpMetrics } from './routes/metrics.ts';
 import { progressRoutes } from './routes/progress.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { rateLimitRoutes } from './routes/rate-limits.ts';
@@ -40,6 +49,15 @@ export interface AppConfig {
   /** Fastify logger; false in tests. */
   logger?: boolean | Record<string, unknown>;
   implementationVersion?: string;
+  /**
+   * Log a line per request (method, url, status, time) through the engine's
+   * logger. Off by default: it costs a child logger per request.
+   */
+  logRequests?: boolean;
+  /** The process's metrics registry: serves GET /metrics and times every request. */
+  metrics?: Registry;
+  /** Set when the gRPC binding is served: the manifest lists it (protocols, endpoints.grpc). */
+  grpc?: { port: number };
 }
 
 declare module 'fastify' {
@@ -85,7 +103,10 @@ function toOjsError(error: FastifyError, bodyLimit: number): OjsError {
 export async function buildApp(config: AppConfig, engine: Engine): Promise<FastifyInstance> {
   const bodyLimit = config.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({
-    logger: config.logger ?? false,
+    ...(config.logRequests
+      ? // (Typed as Fastify's base logger so the instance type stays the default one.)
+        { loggerInstance: engine.logger as unknown as FastifyBaseLogger }
+      : { logger: config.logger ?? false }),
     bodyLimit,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
     // The suite sleeps up to 6 s between steps on a kept-alive connection.
@@ -184,7 +205,9 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const ojs = toOjsError(error, bodyLimit);
-    if (ojs.code === 'internal_error') request.log.error({ err: error }, 'unhandled error');
+    if (ojs.code === 'internal_error') {
+      engine.logger.error({ err: error, request_id: request.id }, 'unhandled error');
+    }
     reply.code(ojs.status).send(ojs.toBody(request.id));
   });
   app.setNotFoundHandler((request, reply) => {
@@ -200,11 +223,17 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   });
 
   if (config.auth) registerAuth(app, config.auth);
+  if (config.metrics !== undefined) {
+    registerHttpMetrics(app, config.metrics, LATENCY_BUCKETS);
+    await app.register(metricsRoutes(config.metrics));
+  }
   await app.register(systemRoutes);
+  await app.register(healthRoutes);
   await app.register(jobRoutes);
   await app.register(workerRoutes);
   await app.register(queueRoutes);
   await app.register(deadLetterRoutes);
+  await app.register(eventStreamRoutes);
   await app.register(eventRoutes);
   await app.register(workflowRoutes);
   await app.register(cronRoutes);

@@ -6,6 +6,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { OjsError } from '@ojs/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { PUBLIC_PATHS } from './routes/health.ts';
 
 export type Role = 'producer' | 'worker' | 'admin';
 
@@ -83,6 +84,8 @@ export function authenticate(request: FastifyRequest, config: AuthConfig): OjsEr
 export function registerAuth(app: FastifyInstance, config: AuthConfig): void {
   if (config.keys.length === 0) return;
   app.addHook('onRequest', async (request) => {
+    // Health and readiness probes carry no key (load balancers, orchestrators).
+    if (request.method === 'GET' && PUBLIC_PATHS.has(request.url.split('?')[0]!)) return;
     const match = keyOf(request, config);
     if (match === undefined) return;
     if (match instanceof OjsError) throw match;

@@ -25,7 +25,8 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
     },
     conformance_level: level,
     conformance_tier: 'runtime',
-    protocols: ['http'],
+    // gRPC only when it is served (@ojs/grpc, ojs serve --grpc-port).
+    protocols: config.grpc === undefined ? ['http'] : ['http', 'grpc'],
     backend: engine.store.backend,
     capabilities: {
       dead_letter: true,
@@ -51,6 +52,9 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       backpressure: true,
       retention: true,
       graceful_shutdown: true,
+      metrics: config.metrics !== undefined,
+      // Server-Sent Events at the RT paths and GET /ojs/v1/events (event-stream.ts).
+      event_stream: true,
     },
     extensions: {
       official: [
@@ -62,6 +66,7 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
         { name: 'queue-config', uri: 'urn:ojs:ext:queue-config', version: '1.0.0' },
         { name: 'graceful-shutdown', uri: 'urn:ojs:ext:graceful-shutdown', version: '1.0.0' },
         { name: 'middleware', uri: 'urn:ojs:ext:middleware', version: '1.0.0' },
+        { name: 'observability', uri: 'urn:ojs:ext:observability', version: '1.0.0' },
       ],
       experimental: [
         {
@@ -70,6 +75,8 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
           version: '0.1.0',
         },
         { name: 'backpressure', uri: 'urn:ojs:ext:backpressure', version: '1.0.0' },
+        // RT 0.1.0 (Experimental): Server-Sent Events; no WebSocket yet.
+        { name: 'realtime', uri: 'urn:ojs:ext:experimental:realtime', version: '0.1.0' },
         {
           // Ours: one request acknowledges many jobs (POST endpoints.ack_batch).
           name: 'ack-batch',
@@ -91,6 +98,15 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       ack_batch: '/ojs/v1/workers/ack/batch',
       push_many: '/ojs/v1/jobs/many',
       admin: '/ojs/v1/admin',
+      ready: '/ojs/v1/ready',
+      events_stream: '/ojs/v1/events',
+      job_events_stream: '/ojs/v1/jobs/{id}/events',
+      queue_events_stream: '/ojs/v1/queues/{name}/events',
+      live: '/ojs/v1/live',
+      ...(config.metrics === undefined ? {} : { metrics: '/metrics' }),
+      ...(config.grpc === undefined
+        ? {}
+        : { grpc: { port: config.grpc.port, service: 'ojs.v1.OJSService' } }),
     },
     limits: {
       max_body_bytes: config.bodyLimit ?? DEFAULT_BODY_LIMIT,

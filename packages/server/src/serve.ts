@@ -5,10 +5,22 @@
  */
 import { isIP } from 'node:net';
 import { parseRetention, type RetentionPolicy, type Store } from '@ojs/core';
-import { Engine, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
+import { Engine, ErrorThrottle, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.ts';
+import { type AppConfig, buildApp } from './app.ts';
 import { parseApiKeys } from './auth.ts';
+import {
+  createLogger,
+  type LogFormat,
+  type LogLevel,
+  parseLogFormat,
+  parseLogLevel,
+} from './logging.ts';
+import { observeEngine } from './observability.ts';
+
+export { parseLogFormat, parseLogLevel };
+
+import { buildManifest, DECLARED_CONFORMANCE_LEVEL } from './manifest.ts';
 import { createStore, DEFAULT_STORE, describeStore } from './stores.ts';
 
 export interface ServeOptions {
@@ -37,6 +49,21 @@ export interface ServeOptions {
    * before it stops accepting requests. Default 0.
    */
   drainMs?: number;
+  /** pino level (default info; `silent` turns logging off). */
+  logLevel?: LogLevel;
+  /** json (default) or pretty (for a terminal). */
+  logFormat?: LogFormat;
+  /** A log line per HTTP request (default off). */
+  logRequests?: boolean;
+  /** Prometheus metrics and GET /metrics (default on). */
+  metrics?: boolean;
+  /**
+   * The gRPC binding (@ojs/grpc) on the same host: false serves HTTP only.
+   * Default on.
+   */
+  grpc?: boolean;
+  /** gRPC port: default 9090, or an ephemeral one when `port` is 0 (tests). */
+  grpcPort?: number;
 }
 
 /**
@@ -72,19 +99,13 @@ function nonNegativeInt(value: string, name: string): number {
   return n;
 }
 
-/** A TCP port (0 = any free port); anything else is an error naming the flag or variable. */
-export function parsePort(value: string, name: string): number {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isInteger(n) || n < 0 || n > 65535) {
-    throw new Error(`${name} must be a port number from 0 to 65535 (got '${value}').`);
-  }
-  return n;
-}
-
 export interface RunningServer {
   app: FastifyInstance;
   engine: Engine;
   url: string;
+  /** `host:port` of the gRPC binding when it is served. */
+  grpcAddress?: string;
+  grpcPort?: number;
   close(): Promise<void>;
 }
 
@@ -103,6 +124,15 @@ export function parseValidationMode(value: string): ValidationMode {
   return value as ValidationMode;
 }
 
+/** A TCP port number 0..65535 (0 = ephemeral); anything else is an error naming the source. */
+export function parsePort(text: string, name: string): number {
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isInteger(port) || port > 65535) {
+    throw new Error(`${name} must be a port number 0..65535 (got '${text}').`);
+  }
+  return port;
+}
+
 export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptions {
   const options: ServeOptions = {};
   if (env.OJS_HOST) options.host = env.OJS_HOST;
@@ -117,6 +147,10 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   if (env.OJS_REQUIRE_FENCING !== undefined && env.OJS_REQUIRE_FENCING !== '') {
     options.requireFencing = parseSwitch('OJS_REQUIRE_FENCING', env.OJS_REQUIRE_FENCING);
   }
+  if (env.OJS_GRPC_PORT) options.grpcPort = parsePort(env.OJS_GRPC_PORT, 'OJS_GRPC_PORT');
+  if (env.OJS_GRPC !== undefined && env.OJS_GRPC !== '') {
+    options.grpc = parseSwitch('OJS_GRPC', env.OJS_GRPC);
+  }
   if (env.OJS_RETENTION) options.retention = parseRetentionSpec(env.OJS_RETENTION);
   if (env.OJS_SHUTDOWN_DRAIN_MS)
     options.drainMs = nonNegativeInt(env.OJS_SHUTDOWN_DRAIN_MS, 'OJS_SHUTDOWN_DRAIN_MS');
@@ -128,6 +162,11 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
     }
     options.sqliteSynchronous = env.OJS_SQLITE_SYNCHRONOUS;
   }
+  if (env.OJS_LOG_LEVEL) options.logLevel = parseLogLevel(env.OJS_LOG_LEVEL);
+  if (env.OJS_LOG_FORMAT) options.logFormat = parseLogFormat(env.OJS_LOG_FORMAT);
+  if (env.OJS_LOG_REQUESTS)
+    options.logRequests = parseSwitch('OJS_LOG_REQUESTS', env.OJS_LOG_REQUESTS);
+  if (env.OJS_METRICS) options.metrics = parseSwitch('OJS_METRICS', env.OJS_METRICS);
   if (env.OJS_SQLITE_THREAD !== undefined && env.OJS_SQLITE_THREAD !== '') {
     options.sqliteThread = parseSwitch('OJS_SQLITE_THREAD', env.OJS_SQLITE_THREAD);
   }
@@ -143,10 +182,31 @@ function parseSwitch(name: string, text: string): boolean {
   return value === '1' || value === 'true' || value === 'on';
 }
 
-const log = (line: string) => process.stderr.write(`ojs: ${line}\n`);
-
+/**
+ * The gRPC binding over the same engine, keys and manifest. @ojs/grpc is
+ * imported only when served, so an HTTP-only server never loads grpc-js.
+ */
+async function startGrpc(engine: Engine, appConfig: AppConfig, host: string, port: number) {
+  const name = '@ojs/grpc';
+  const { startGrpcServer } = (await import(name)) as typeof import('@ojs/grpc');
+  const server = await startGrpcServer({
+    engine,
+    host,
+    port,
+    auth: appConfig.auth,
+    manifest: () => buildManifest(engine, appConfig),
+    conformanceLevel: DECLARED_CONFORMANCE_LEVEL,
+    serverVersion: appConfig.implementationVersion,
+  });
+  appConfig.grpc = { port: server.port };
+  return server;
+}
 /** init() once; a shared store that is unreachable is reported and retried by the caller. */
-async function initStore(store: Store, spec: string): Promise<boolean> {
+async function initStore(
+  store: Store,
+  spec: string,
+  log: (line: string) => void,
+): Promise<boolean> {
   try {
     await store.init();
     return true;
@@ -173,14 +233,22 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     );
   }
   const storeSpec = options.store ?? DEFAULT_STORE;
+  const { logger, flush } = await createLogger({
+    level: options.logLevel,
+    format: options.logFormat,
+  });
+  const log = (line: string) => logger.warn(line);
+  // A store's own background errors (a lost LISTEN connection, a failed
+  // checkpoint) repeat while the outage lasts: logged once, then summarised.
+  const storeErrors = new ErrorThrottle(logger);
   const store = await createStore(storeSpec, {
     sqliteSynchronous: options.sqliteSynchronous,
     sqliteThread: options.sqliteThread,
-    onError: (error, context) => log(`store: ${context}: ${error.message}`),
+    onError: (error, context) => storeErrors.failed(`store: ${context}`, error, 'store error'),
   });
   // A shared store that is down at start is retried in the background while
   // /ojs/v1/health answers 503: the process does not crash-loop.
-  const ready = await initStore(store, storeSpec);
+  const ready = await initStore(store, storeSpec, log);
   const engine = new Engine({
     store,
     testMode: options.testMode,
@@ -188,11 +256,22 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     schemaValidation: options.schemaValidation,
     requireFencing: options.requireFencing,
     retention: options.retention,
+    logger,
   });
-  const app = await buildApp(
-    { testMode: options.testMode, auth, logger: options.logger ?? false },
-    engine,
-  );
+  const metrics = observeEngine(engine, store, { metrics: options.metrics });
+  const appConfig: AppConfig = {
+    testMode: options.testMode,
+    auth,
+    logger: options.logger ?? false,
+    logRequests: options.logRequests,
+    metrics,
+  };
+  // gRPC binds first so the manifest both bindings serve can list it.
+  const grpc =
+    options.grpc === false
+      ? undefined
+      : await startGrpc(engine, appConfig, host, options.grpcPort ?? (port === 0 ? 0 : 9090));
+  const app = await buildApp(appConfig, engine);
   let retrying: NodeJS.Timeout | undefined;
   let closed = false;
   if (ready) engine.start();
@@ -232,10 +311,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       if ((options.drainMs ?? 0) > 0) {
         await new Promise((resolve) => setTimeout(resolve, options.drainMs));
       }
-      // Waiting long polls return at once; in-flight requests finish; then the store closes.
+      // gRPC streams end with UNAVAILABLE, new calls are refused; waiting
+      // long polls return at once; in-flight requests finish; then the store closes.
+      const grpcClosed = grpc?.close();
       await engine.stop();
+      await grpcClosed;
       await app.close();
       await store.close();
+      flush();
     })();
     return closing;
   };
@@ -256,5 +339,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   process.stderr.write(
     `ojs: store ${describeStore(storeSpec)}${options.testMode ? ' (TEST MODE: reset endpoint enabled)' : ''}\n`,
   );
-  return { app, engine, url, close };
+  return {
+    app,
+    engine,
+    url,
+    ...(grpc === undefined ? {} : { grpcAddress: grpc.address, grpcPort: grpc.port }),
+    close,
+  };
 }

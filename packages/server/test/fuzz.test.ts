@@ -62,6 +62,12 @@ function send(agent: Agent, port: number, req: FuzzRequest): Promise<Answer> {
     const r = httpRequest(
       { host: '127.0.0.1', port, method: req.method, path: req.path, headers, agent },
       (res) => {
+        // An event stream (SSE) never ends by itself: its head is the answer.
+        if (String(res.headers['content-type']).startsWith('text/event-stream')) {
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
+          r.destroy();
+          return;
+        }
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () =>
@@ -110,6 +116,14 @@ function sendRaw(port: number, bytes: Buffer): Promise<Answer> {
 function envelopeProblem(method: string, answer: Answer): string | undefined {
   if (answer.headers['ojs-version'] !== '1.0') return 'missing OJS-Version';
   if (method === 'HEAD' || answer.status === 204) return undefined;
+  // Successes that are not JSON documents: Prometheus text (/metrics) and event streams.
+  const type = String(answer.headers['content-type']);
+  if (
+    answer.status < 300 &&
+    (type.startsWith('text/plain') || type.startsWith('text/event-stream'))
+  ) {
+    return undefined;
+  }
   if (answer.headers['content-type'] !== 'application/openjobspec+json') {
     return `content-type ${String(answer.headers['content-type'])}`;
   }

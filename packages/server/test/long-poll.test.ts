@@ -18,7 +18,7 @@ const post = async (url: string, body: unknown) => {
 describe('long-poll fetch', () => {
   let server: RunningServer;
   before(async () => {
-    server = await startServer({ port: 0, store: ':memory:', testMode: true });
+    server = await startServer({ port: 0, store: ':memory:', testMode: true, logLevel: 'silent' });
   });
   after(() => server.close());
 

@@ -25,6 +25,8 @@ export interface LiveServer {
   store: string;
   engine: Engine;
   app: FastifyInstance;
+  /** The gRPC binding's port, when served. */
+  grpcPort?: number;
   close(): Promise<void>;
 }
 
@@ -92,13 +94,20 @@ export async function startLiveServer(
     store = url.toString();
     cleanup = () => withPg(async (c) => void (await c.query(`DROP SCHEMA "${schema}" CASCADE`)));
   }
-  const server = await startServer({ sqliteSynchronous: 'NORMAL', ...options, store, port: 0 });
+  const server = await startServer({
+    sqliteSynchronous: 'NORMAL',
+    logLevel: 'silent',
+    ...options,
+    store,
+    port: 0,
+  });
   return {
     kind,
     url: server.url,
     store,
     engine: server.engine,
     app: server.app,
+    ...(server.grpcPort === undefined ? {} : { grpcPort: server.grpcPort }),
     async close() {
       await server.close();
       await cleanup();

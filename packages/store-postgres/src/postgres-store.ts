@@ -552,7 +552,7 @@ export class PostgresStore implements Store {
     params.push(filter.limit);
     const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
     const { rows } = await this.#db.query<{ doc: OjsEvent }>(
-      `SELECT doc FROM ${this.#sql.eventsTable} ${where} ORDER BY seq LIMIT $${params.length}`,
+      `SELECT doc FROM ${this.#sql.eventsTable} ${where} ORDER BY seq${filter.newestFirst ? ' DESC' : ''} LIMIT $${params.length}`,
       params,
     );
     return rows.map((row) => row.doc);

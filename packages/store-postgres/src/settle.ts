@@ -88,7 +88,7 @@ export async function settleJobsTx(tx: Tx, request: SettleRequest): Promise<Sett
     try {
       const decision = decideSettlement(job, item, now, random);
       decided.set(item.id, decision.job);
-      results.push({ status: 'settled', before: job, job: decision.job });
+      results.push({ status: 'settled', job: decision.job });
       events.push(...taggedEvents(item.id, decision.events));
     } catch (error) {
       if (!(error instanceof OjsError) || error.code !== 'conflict') throw error;
@@ -118,7 +118,7 @@ export async function settleJobsTx(tx: Tx, request: SettleRequest): Promise<Sett
     const error = conflict(`Job '${item.id}' changed while it was being settled.`, {
       job_id: item.id,
     });
-    return { status: 'conflict', error, job: result.before };
+    return { status: 'conflict', error, job: stored.get(item.id)!.doc };
   });
 }
 

@@ -6,6 +6,7 @@
  */
 import type { StatementSync } from 'node:sqlite';
 import { type ClaimRequest, claim, type JobRecord } from '@ojs/core';
+import type { JobCountDeltas } from './job-counts.ts';
 import { handlerFilter, lifecycleColumns, parseJob, type Row } from './rows.ts';
 import {
   ACTIVE_IN_QUEUE,
@@ -23,6 +24,8 @@ export type Prepare = (sql: string) => StatementSync;
 export interface ClaimContext {
   stmt: Prepare;
   request: ClaimRequest;
+  /** The store's job counts: a claim moves a job from available to active. */
+  counts: JobCountDeltas;
 }
 
 /**
@@ -30,7 +33,7 @@ export interface ClaimContext {
  * limit (they stay available).
  */
 export function claimFromQueue(
-  { stmt, request }: ClaimContext,
+  { stmt, request, counts }: ClaimContext,
   queue: string,
   wanted: number,
 ): JobRecord[] {
@@ -103,6 +106,7 @@ export function claimFromQueue(
         expect_rev: job.rev,
       });
       if (Number(written.changes) !== 1) continue;
+      counts.move(queue, 'available', queue, 'active');
       if (queueRate) rateTake(stmt, queueRate.key, queueRate.period, request.now);
       if (limit?.rate) rateTake(stmt, limit.key, limit.rate.period_ms, request.now);
       claimed.push(active);

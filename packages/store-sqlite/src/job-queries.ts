@@ -146,7 +146,7 @@ export function pruneCandidatesQuery(target: PruneTarget, limit: number): Query 
   }
   params.push(limit);
   return {
-    sql: `SELECT id FROM ojs_jobs WHERE ${where.join(' AND ')} ORDER BY finished_at LIMIT ?`,
+    sql: `SELECT id, queue, state FROM ojs_jobs WHERE ${where.join(' AND ')} ORDER BY finished_at LIMIT ?`,
     params,
   };
 }

@@ -47,6 +47,7 @@ import {
 } from '@ojs/core';
 import { type ClaimContext, claimFromQueue } from './claim.ts';
 import { GroupCommit, Rollback } from './group-commit.ts';
+import { ADD_JOB_COUNT, JobCountDeltas } from './job-counts.ts';
 import * as queries from './job-queries.ts';
 import { migrate } from './migrate.ts';
 import {
@@ -92,6 +93,8 @@ export class SqliteStore implements Store {
   /** The job sequence counter while a group is open (#nextSeq). */
   #seq: { group: number; last: number } | undefined;
   readonly #statements = new Map<string, StatementSync>();
+  /** Job counts per (queue, state), written once per group (job-counts.ts). */
+  readonly #counts = new JobCountDeltas(() => this.#stmt(ADD_JOB_COUNT));
 
   constructor(options: SqliteStoreOptions) {
     this.#options = options;
@@ -194,7 +197,20 @@ export class SqliteStore implements Store {
    * (group-commit.ts); throwing Rollback(value) undoes it and answers value.
    */
   #write<T>(fn: () => T, durable = true): Promise<T> {
-    return this.#groupCommit().write(fn, durable);
+    const group = this.#groupCommit();
+    const counts = this.#counts;
+    return group.write(() => {
+      let value: T;
+      try {
+        value = fn();
+      } catch (error) {
+        // Rolled back to its SAVEPOINT: its count deltas go with it.
+        counts.discardWrite();
+        throw error;
+      }
+      counts.keepWrite(group);
+      return value;
+    }, durable);
   }
 
   /** A read, answered once anything it may have seen is committed. */
@@ -243,6 +259,7 @@ export class SqliteStore implements Store {
   #insertJob(job: JobRecord, now: number): JobRecord {
     const stored: JobRecord = { ...job, seq: this.#nextSeq() };
     this.#stmt(sql.INSERT_JOB).run({ ...columns(stored), seq: stored.seq! });
+    this.#counts.add(stored.queue, stored.state, 1);
     this.#ensureQueue(job.queue, now);
     if (stored.unique_key !== undefined) {
       this.#stmt(sql.TAKE_UNIQUE_KEY).run(stored.unique_key, stored.id, now);
@@ -251,10 +268,23 @@ export class SqliteStore implements Store {
     return stored;
   }
 
-  /** Guarded update; false when the stored rev is no longer the expected one. */
-  #updateJob(job: JobRecord, expectRev: number): boolean {
+  /**
+   * Guarded update; false when the stored rev is no longer the expected one.
+   * `from` is the job as read at `expectRev` in this transaction (its queue
+   * and state, for the counts); without it the row is looked up.
+   */
+  #updateJob(
+    job: JobRecord,
+    expectRev: number,
+    from?: Pick<JobRecord, 'queue' | 'state'>,
+  ): boolean {
+    const before =
+      from ?? (this.#stmt(sql.JOB_QUEUE_STATE).get(job.id, expectRev) as JobRecord | undefined);
+    if (before === undefined) return false;
     const result = this.#stmt(sql.UPDATE_JOB).run({ ...columns(job), expect_rev: expectRev });
-    return Number(result.changes) === 1;
+    if (Number(result.changes) !== 1) return false;
+    this.#counts.move(before.queue, before.state, job.queue, job.state);
+    return true;
   }
 
   #appendEvents(events: readonly OjsEvent[]): void {
@@ -283,7 +313,7 @@ export class SqliteStore implements Store {
   #replaceHolder(holder: JobRecord, now: number): OjsEvent[] {
     if (isTerminal(holder.state)) return [];
     const cancelled = cancel(holder, now);
-    this.#updateJob(cancelled, holder.rev);
+    this.#updateJob(cancelled, holder.rev, holder);
     return [jobEvent('job.cancelled', cancelled, { reason: 'unique_replace' }, now)];
   }
 
@@ -329,7 +359,7 @@ export class SqliteStore implements Store {
 
   async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
     return this.#write(() => {
-      const context: ClaimContext = { stmt: this.#prepare, request };
+      const context: ClaimContext = { stmt: this.#prepare, request, counts: this.#counts };
       const claimed: JobRecord[] = [];
       for (const queue of request.queues) {
         if (claimed.length >= request.count) break;
@@ -357,8 +387,9 @@ export class SqliteStore implements Store {
         if (!this.#updateJob(write.job, write.expectRev)) throw new Rollback(false);
       }
       for (const del of commit.deletes ?? []) {
-        const result = this.#stmt(sql.DELETE_JOB).run(del.id, del.expectRev);
-        if (Number(result.changes) !== 1) throw new Rollback(false);
+        const deleted = this.#stmt(sql.DELETE_JOB).get(del.id, del.expectRev) as Row | undefined;
+        if (deleted === undefined) throw new Rollback(false);
+        this.#counts.add(deleted.queue as string, deleted.state as string, -1);
         this.#stmt(sql.RELEASE_UNIQUE_KEYS).run(del.id);
       }
       for (const write of commit.workflowUpdates ?? []) {
@@ -441,8 +472,9 @@ export class SqliteStore implements Store {
           results.push({ status: 'conflict', error: staleLease(job), job });
           continue;
         }
+        this.#counts.move(job.queue, 'active', decision.job.queue, decision.job.state);
         events.push(...decision.events);
-        results.push({ status: 'settled', before: job, job: decision.job });
+        results.push({ status: 'settled', job: decision.job });
       }
       this.#appendEvents(events);
       return results;
@@ -487,7 +519,7 @@ export class SqliteStore implements Store {
       for (const row of expiring) {
         const job = parseJob(row)!;
         const expired = expire(job, now);
-        if (this.#updateJob(expired, job.rev)) {
+        if (this.#updateJob(expired, job.rev, job)) {
           events.push(
             jobEvent(
               'job.expired',
@@ -502,7 +534,7 @@ export class SqliteStore implements Store {
       let promoted = 0;
       for (const row of due) {
         const job = parseJob(row)!;
-        if (this.#updateJob(promote(job), job.rev)) promoted++;
+        if (this.#updateJob(promote(job), job.rev, job)) promoted++;
       }
       this.#appendEvents(events);
       return promoted;
@@ -568,9 +600,11 @@ export class SqliteStore implements Store {
       const ids = this.#query(queries.pruneCandidatesQuery(target, limit));
       const remove = this.#stmt(queries.DELETE_PRUNED);
       const release = this.#stmt(sql.RELEASE_UNIQUE_KEYS);
-      for (const { id } of ids) {
+      for (const { id, queue, state } of ids) {
+        // Selected in this transaction, which holds the write lock: still there.
         remove.run(id as string);
         release.run(id as string);
+        this.#counts.add(queue as string, state as string, -1);
       }
       return ids.length;
     });
@@ -783,6 +817,8 @@ export class SqliteStore implements Store {
   async reset(): Promise<void> {
     return this.#write(() => {
       for (const table of sql.RESET_TABLES) this.#db!.exec(sql.deleteAll(table));
+      // The counts of jobs written earlier in this group went with them.
+      this.#counts.forgetGroup();
       // Queue rows are gone: whatever deletes them must forget #queuesSeen.
       this.#queuesSeen = undefined;
     });

@@ -117,8 +117,14 @@ export const EXTEND_LEASE = `UPDATE ojs_jobs SET deadline = :deadline, doc = :do
   WHERE id = :id AND state = 'active' AND attempt = :expect_attempt AND rev = :expect_rev
     AND worker_id IS :expect_worker`;
 
-/** ? = id, ? = expected rev. Guards: `rev = ?` (the caller compares the row count). */
-export const DELETE_JOB = 'DELETE FROM ojs_jobs WHERE id = ? AND rev = ?';
+/**
+ * ? = id, ? = expected rev. Guards: `rev = ?` (no row returned: the job
+ * changed or is gone). Returns the deleted job's queue and state (its count).
+ */
+export const DELETE_JOB = 'DELETE FROM ojs_jobs WHERE id = ? AND rev = ? RETURNING queue, state';
+
+/** ? = id, ? = rev. The queue and state of a job at that rev (for the counts of UPDATE_JOB). */
+export const JOB_QUEUE_STATE = 'SELECT queue, state FROM ojs_jobs WHERE id = ? AND rev = ?';
 
 /**
  * ? = now (ms). Unstarted jobs past expires_at, for expire(); at most 1000
@@ -348,7 +354,7 @@ export function listEvents(filter: EventFilter): { sql: string; params: (string 
   }
   const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
   return {
-    sql: `SELECT doc FROM ojs_events ${where} ORDER BY seq LIMIT ?`,
+    sql: `SELECT doc FROM ojs_events ${where} ORDER BY seq${filter.newestFirst ? ' DESC' : ''} LIMIT ?`,
     params: [...params, filter.limit],
   };
 }

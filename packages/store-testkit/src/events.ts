@@ -75,6 +75,13 @@ export function eventTests(ctx: SuiteContext): void {
       assert.deepEqual(indexes(await list({ queues: ['q1'], limit: 2 })), [0, 2]);
     });
 
+    it('newestFirst returns the newest matching events first (where a live stream starts)', async () => {
+      await ctx.store.appendEvents(sampleEvents());
+      assert.deepEqual(indexes(await list({ newestFirst: true, limit: 3 })), [9, 8, 7]);
+      assert.deepEqual(indexes(await list({ newestFirst: true, queues: ['q2'], limit: 1 })), [8]);
+      assert.deepEqual(await list({ newestFirst: true, types: ['job.nothing'] }), []);
+    });
+
     it('after returns the events that follow a given event id', async () => {
       const events = sampleEvents();
       await ctx.store.appendEvents(events);

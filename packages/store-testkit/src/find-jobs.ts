@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { Store } from '@ojs/core';
 import {
   cancel,
   type JobFilter,
@@ -26,6 +27,30 @@ import {
   T0,
   transition,
 } from './fixtures.ts';
+
+/**
+ * Counts by queue and state come from counters the store keeps; any other
+ * filter (here a type prefix every job matches) counts jobs. The two must
+ * agree after every kind of change.
+ */
+async function countsAgree(store: Store, label: string) {
+  const scanned = async (queue: string, state: JobState) =>
+    store.countJobs({ queues: [queue], states: [state], typePrefix: '' });
+  const counted = await store.countJobsByQueue();
+  for (const { queue, state, count } of counted) {
+    assert.equal(await scanned(queue, state), count, `${label}: ${queue}/${state}`);
+    assert.equal(
+      await store.countJobs({ queues: [queue], states: [state] }),
+      count,
+      `${label}: countJobs ${queue}/${state}`,
+    );
+  }
+  let total = 0;
+  for (const { count } of counted) total += count;
+  assert.equal(await store.countJobs({}), total, `${label}: total`);
+  assert.equal(await store.countJobs({ typePrefix: '' }), total, `${label}: scanned total`);
+  return counted;
+}
 
 export function findJobTests(ctx: SuiteContext): void {
   /** Every page of a listing, following the last seq like a cursor does. */
@@ -183,31 +208,7 @@ export function findJobTests(ctx: SuiteContext): void {
     });
 
     it('keeps counts exact through claims, settles, cancels, workflow-free deletes and pruning', async () => {
-      // Counts by queue and state come from counters the store keeps; any
-      // other filter (here a type prefix every job matches) counts jobs. The
-      // two must agree after every kind of change.
-      const scanned = async (queue: string, state: JobState) =>
-        ctx.store.countJobs({ queues: [queue], states: [state], typePrefix: '' });
-      const agree = async (label: string) => {
-        const counted = await ctx.store.countJobsByQueue();
-        for (const { queue, state, count } of counted) {
-          assert.equal(await scanned(queue, state), count, `${label}: ${queue}/${state}`);
-          assert.equal(
-            await ctx.store.countJobs({ queues: [queue], states: [state] }),
-            count,
-            `${label}: countJobs ${queue}/${state}`,
-          );
-        }
-        let total = 0;
-        for (const { count } of counted) total += count;
-        assert.equal(await ctx.store.countJobs({}), total, `${label}: total`);
-        assert.equal(
-          await ctx.store.countJobs({ typePrefix: '' }),
-          total,
-          `${label}: scanned total`,
-        );
-        return counted;
-      };
+      const agree = (label: string) => countsAgree(ctx.store, label);
       await insertOk(ctx.store, [
         newJob({ options: { queue: 'a' } }),
         newJob({ options: { queue: 'a' } }),
@@ -236,6 +237,85 @@ export function findJobTests(ctx: SuiteContext): void {
       assert.deepEqual(
         (await agree('after reset')).map((c) => [c.queue, c.state, c.count]),
         [['a', 'available', 1]],
+      );
+    });
+
+    it('keeps counts exact when writes of one group commit roll back, and through promotion and deletes', async () => {
+      const [a, b, c] = await insertOk(ctx.store, [
+        newJob({ options: { queue: 'r' } }),
+        newJob({ options: { queue: 'r' } }),
+        newJob({ options: { queue: 'r' } }),
+      ]);
+      const held = await activeJob(ctx.store, { options: { queue: 'r' } });
+      // Issued together (one group on a store that groups writes): a commit
+      // whose second update is stale rolls back its first one too; a settle
+      // batch commits its valid item and refuses the stale one; a delete
+      // with a stale rev changes nothing; a good commit applies.
+      const outcomes = await Promise.all([
+        ctx.store.commit({
+          updates: [
+            { job: cancel(a!, T0), expectRev: a!.rev },
+            { job: cancel(b!, T0), expectRev: b!.rev + 7 },
+          ],
+        }),
+        ctx.store.settleJobs({
+          items: [
+            {
+              id: held.id,
+              workerId: held.worker_id,
+              attempt: held.attempt,
+              settlement: { kind: 'complete', result: null },
+            },
+            {
+              id: c!.id,
+              workerId: 'nobody',
+              attempt: 1,
+              settlement: { kind: 'complete', result: null },
+            },
+          ],
+          now: T0 + SECOND,
+        }),
+        ctx.store.commit({ deletes: [{ id: b!.id, expectRev: b!.rev + 3 }] }),
+        ctx.store.commit({ updates: [{ job: cancel(c!, T0), expectRev: c!.rev }] }),
+      ]);
+      assert.equal(outcomes[0], false);
+      assert.deepEqual(
+        (outcomes[1] as { status: string }[]).map((r) => r.status),
+        ['settled', 'conflict'],
+      );
+      assert.equal(outcomes[2], false);
+      assert.equal(outcomes[3], true);
+      assert.deepEqual(
+        (await countsAgree(ctx.store, 'mixed group'))
+          .filter((x) => x.queue === 'r')
+          .map((x) => [x.state, x.count]),
+        [
+          ['available', 2],
+          ['cancelled', 1],
+          ['completed', 1],
+        ],
+      );
+      // A scheduled job promoted when due; a guarded delete of a dead letter.
+      const [later] = await insertOk(ctx.store, [
+        newJob({ options: { queue: 'r', delay_until: new Date(T0 + 5 * SECOND).toISOString() } }),
+      ]);
+      assert.equal(later!.state, 'scheduled');
+      await countsAgree(ctx.store, 'scheduled');
+      assert.equal(await ctx.store.promoteDueJobs(T0 + 6 * SECOND), 1);
+      const dead = await discardedJob(ctx.store, { options: { queue: 'r' } }, T0, true);
+      assert.equal(
+        await ctx.store.commit({ deletes: [{ id: dead.id, expectRev: dead.rev }] }),
+        true,
+      );
+      assert.deepEqual(
+        (await countsAgree(ctx.store, 'promoted and deleted'))
+          .filter((x) => x.queue === 'r')
+          .map((x) => [x.state, x.count]),
+        [
+          ['available', 3],
+          ['cancelled', 1],
+          ['completed', 1],
+        ],
       );
     });
   });

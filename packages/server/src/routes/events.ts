@@ -4,11 +4,15 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { csv, pageParams } from '../wire.ts';
+import { eventStreams, wantsEventStream } from './event-stream.ts';
 
 export async function eventRoutes(app: FastifyInstance): Promise<void> {
   const { engine } = app;
+  const streams = eventStreams(app);
 
-  app.get('/ojs/v1/events', async (request) => {
+  app.get('/ojs/v1/events', async (request, reply) => {
+    // Accept: text/event-stream asks for the live stream (event-stream.ts).
+    if (wantsEventStream(request)) return streams.all(request, reply);
     const query = request.query as Record<string, unknown>;
     const { limit } = pageParams(query, 100, 1000);
     const events = await engine.listEvents({

@@ -138,10 +138,18 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
     return { job: toWire(await engine.getJob(request.params.id)) };
   });
 
-  app.delete<{ Params: { id: string } }>('/ojs/v1/jobs/:id', async (request) => {
-    const { before, after } = await engine.cancelJob(request.params.id);
-    return { job: { ...toWire(after), previous_state: before.state } };
-  });
+  app.delete<{ Params: { id: string }; Querystring: { reason?: unknown } }>(
+    '/ojs/v1/jobs/:id',
+    async (request) => {
+      // ?reason= is kept in the job's meta.cancel_reason (as gRPC CancelJob.reason is).
+      const { reason } = request.query;
+      const { before, after } = await engine.cancelJob(
+        request.params.id,
+        typeof reason === 'string' && reason !== '' ? reason : undefined,
+      );
+      return { job: { ...toWire(after), previous_state: before.state } };
+    },
+  );
 
   app.post<{ Params: { id: string } }>('/ojs/v1/jobs/:id/activate', async (request) => {
     objectBody(request.body, { allowEmpty: true });

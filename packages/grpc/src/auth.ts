@@ -1,0 +1,68 @@
+/**
+ * API keys in call metadata (features.md §11): `authorization: Bearer <key>`
+ * or `x-ojs-api-key: <key>`, the same keys and roles as the HTTP binding
+ * (server auth.ts): producers enqueue and read jobs and workflows, workers
+ * run jobs, admin does everything; Manifest and Health are open to any key.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import type * as grpc from '@grpc/grpc-js';
+import { OjsError } from '@ojs/core';
+import type { AuthConfig, Role } from '@ojs/server';
+
+const ANY: Role[] = ['producer', 'worker', 'admin'];
+const WORKER: Role[] = ['worker', 'admin'];
+const PRODUCER: Role[] = ['producer', 'admin'];
+
+/** Roles per RPC; RPCs not listed are the admin role's (queues, dead letter, cron, events). */
+const ROLES: Record<string, Role[]> = {
+  Manifest: ANY,
+  Health: ANY,
+  Enqueue: PRODUCER,
+  EnqueueBatch: PRODUCER,
+  GetJob: PRODUCER,
+  CancelJob: PRODUCER,
+  ActivateJob: PRODUCER,
+  CreateWorkflow: PRODUCER,
+  GetWorkflow: PRODUCER,
+  CancelWorkflow: PRODUCER,
+  Fetch: WORKER,
+  Ack: WORKER,
+  Nack: WORKER,
+  Heartbeat: WORKER,
+  StreamJobs: WORKER,
+  AckBatch: WORKER,
+};
+
+function same(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function presentedKey(metadata: grpc.Metadata): string | undefined {
+  const header = metadata.get('authorization')[0];
+  if (typeof header === 'string' && header.startsWith('Bearer ')) return header.slice(7).trim();
+  const key = metadata.get('x-ojs-api-key')[0];
+  return typeof key === 'string' ? key.trim() : undefined;
+}
+
+/** Throws UNAUTHENTICATED / PERMISSION_DENIED (as OjsError) unless the call may proceed. */
+export function authorize(
+  config: AuthConfig | undefined,
+  method: string,
+  metadata: grpc.Metadata,
+): void {
+  if (config === undefined || config.keys.length === 0) return;
+  const token = presentedKey(metadata);
+  if (token === undefined) {
+    throw new OjsError(
+      'unauthenticated',
+      'Missing API key: send metadata authorization: Bearer <key> or x-ojs-api-key.',
+    );
+  }
+  const match = config.keys.find((k) => same(k.key, token));
+  if (match === undefined) throw new OjsError('unauthenticated', 'The API key is not valid.');
+  if (!(ROLES[method] ?? ['admin']).includes(match.role)) {
+    throw new OjsError('permission_denied', `The '${match.role}' role may not call ${method}.`);
+  }
+}

@@ -1,0 +1,443 @@
+/**
+ * Between the engine's records (the HTTP binding's JSON shapes) and the
+ * ojs.v1 protobuf messages as @grpc/proto-loader presents them (keepCase,
+ * enums as names, longs as numbers, oneofs named). Requests become the very
+ * bodies the HTTP routes hand the engine, so both bindings validate and
+ * store a job the same way; responses are projections of the same records.
+ */
+import {
+  formatIsoDuration,
+  invalidRequest,
+  type JobRecord,
+  type OjsEvent,
+  parseIsoDuration,
+  toIso,
+  type UniquePolicy,
+  type WorkflowRecord,
+  type WorkflowStepState,
+} from '@ojs/core';
+
+type Obj = Record<string, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+// ------------------------------------------------------------ well-known types
+
+export interface PbTimestamp {
+  seconds?: number | string;
+  nanos?: number;
+}
+export type PbDuration = PbTimestamp;
+
+export function toTimestamp(value: string | number | undefined): PbTimestamp | undefined {
+  if (value === undefined) return undefined;
+  const ms = typeof value === 'number' ? value : Date.parse(value);
+  if (!Number.isFinite(ms)) return undefined;
+  const seconds = Math.floor(ms / 1000);
+  return { seconds, nanos: Math.round(ms - seconds * 1000) * 1_000_000 };
+}
+
+/** Epoch ms of a Timestamp; an unset or zero Timestamp is "not given" (protobuf-format §12). */
+export function fromTimestamp(ts: PbTimestamp | null | undefined): number | undefined {
+  if (ts === undefined || ts === null) return undefined;
+  const ms = Number(ts.seconds ?? 0) * 1000 + Math.floor((ts.nanos ?? 0) / 1_000_000);
+  return ms === 0 ? undefined : ms;
+}
+
+export function toDuration(ms: number | undefined): PbDuration | undefined {
+  if (ms === undefined) return undefined;
+  const seconds = Math.floor(ms / 1000);
+  return { seconds, nanos: (ms - seconds * 1000) * 1_000_000 };
+}
+
+/** Milliseconds of a Duration; undefined when unset. */
+export function fromDuration(d: PbDuration | null | undefined): number | undefined {
+  if (d === undefined || d === null) return undefined;
+  return Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1_000_000);
+}
+
+/** ISO 8601 duration text (as the engine stores retry intervals) -> Duration. */
+function isoToDuration(text: string | undefined): PbDuration | undefined {
+  if (text === undefined) return undefined;
+  const ms = parseIsoDuration(text);
+  return ms === null ? undefined : toDuration(ms);
+}
+
+/** google.protobuf.Value: protobufjs's bundled well-known types use camelCase field names. */
+export type PbValue = Obj;
+
+export function toValue(value: unknown): PbValue {
+  if (value === null || value === undefined) return { nullValue: 'NULL_VALUE' };
+  switch (typeof value) {
+    case 'number':
+      return { numberValue: value };
+    case 'string':
+      return { stringValue: value };
+    case 'boolean':
+      return { boolValue: value };
+  }
+  if (Array.isArray(value)) return { listValue: { values: value.map(toValue) } };
+  if (isObject(value)) return { structValue: toStruct(value) };
+  return { stringValue: String(value) };
+}
+
+export function fromValue(value: PbValue | null | undefined): unknown {
+  if (value === null || value === undefined) return null;
+  const kind = typeof value.kind === 'string' ? value.kind : Object.keys(value)[0];
+  switch (kind) {
+    case 'numberValue':
+      return Number(value.numberValue ?? 0);
+    case 'stringValue':
+      return String(value.stringValue ?? '');
+    case 'boolValue':
+      return Boolean(value.boolValue);
+    case 'listValue':
+      return ((value.listValue as { values?: PbValue[] } | undefined)?.values ?? []).map(fromValue);
+    case 'structValue':
+      return fromStruct(value.structValue as PbStruct | undefined) ?? {};
+    default:
+      return null;
+  }
+}
+
+export interface PbStruct {
+  fields?: Record<string, PbValue>;
+}
+
+export function toStruct(value: Obj): PbStruct {
+  const fields: Record<string, PbValue> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (item !== undefined) fields[key] = toValue(item);
+  }
+  return { fields };
+}
+
+export function fromStruct(struct: PbStruct | null | undefined): Obj | undefined {
+  if (struct === null || struct === undefined) return undefined;
+  const out: Obj = {};
+  for (const [key, item] of Object.entries(struct.fields ?? {})) {
+    Object.defineProperty(out, key, {
+      value: fromValue(item),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
+}
+
+/**
+ * `Job.result` and `AckRequest.result` are Structs (grpc-proto G-9): an
+ * object result goes as it is; any other JSON value is carried as
+ * `{"value": <result>}` (decision 0043).
+ */
+export function resultToStruct(result: unknown): PbStruct | undefined {
+  if (result === undefined) return undefined;
+  return toStruct(isObject(result) ? result : { value: result });
+}
+
+// ------------------------------------------------------------ enums
+
+export function stateToProto(state: string): string {
+  return `JOB_STATE_${state.toUpperCase()}`;
+}
+
+export function stateFromProto(state: unknown): string | undefined {
+  if (typeof state !== 'string' || !state.startsWith('JOB_STATE_')) return undefined;
+  const name = state.slice('JOB_STATE_'.length).toLowerCase();
+  return name === 'unspecified' ? undefined : name;
+}
+
+const CONFLICT_TO_PROTO: Record<UniquePolicy['on_conflict'], string> = {
+  reject: 'UNIQUE_CONFLICT_ACTION_REJECT',
+  replace: 'UNIQUE_CONFLICT_ACTION_REPLACE',
+  ignore: 'UNIQUE_CONFLICT_ACTION_IGNORE',
+  replace_except_schedule: 'UNIQUE_CONFLICT_ACTION_REPLACE_EXCEPT_SCHEDULE',
+};
+
+// ------------------------------------------------------------ jobs
+
+/** The trace id a job carries: `meta.trace_id`, else the trace-id part of `meta.traceparent`. */
+function traceIdOf(meta: Obj): string | undefined {
+  if (typeof meta.trace_id === 'string') return meta.trace_id;
+  if (typeof meta.traceparent === 'string') return meta.traceparent.split('-')[1];
+  return undefined;
+}
+
+export function jobToProto(job: JobRecord): Obj {
+  const retry = job.retry;
+  const out: Obj = {
+    id: job.id,
+    type: job.type,
+    queue: job.queue,
+    args: job.args.map(toValue),
+    meta: toStruct(job.meta),
+    state: stateToProto(job.state),
+    priority: job.priority,
+    attempt: job.attempt,
+    max_attempts: retry.max_attempts,
+    retry_policy: {
+      max_attempts: retry.max_attempts,
+      initial_interval: isoToDuration(retry.initial_interval),
+      backoff_coefficient: retry.backoff_coefficient,
+      max_interval: isoToDuration(retry.max_interval),
+      jitter: retry.jitter,
+      non_retryable_errors: retry.non_retryable_errors,
+      on_exhaustion: retry.on_exhaustion,
+    },
+    errors: job.errors.map((error) => ({
+      code: error.type ?? error.code,
+      message: error.message,
+      retryable: error.retryable ?? false,
+      attempt: error.attempt,
+      occurred_at: toTimestamp(error.occurred_at),
+      backtrace: error.backtrace?.join('\n') ?? '',
+      details: error.details === undefined ? undefined : toStruct(error.details),
+    })),
+    created_at: toTimestamp(job.created_at),
+    enqueued_at: toTimestamp(job.enqueued_at),
+    scheduled_at: toTimestamp(job.scheduled_at),
+    started_at: toTimestamp(job.started_at),
+    completed_at: toTimestamp(job.completed_at ?? job.cancelled_at ?? job.discarded_at),
+    expires_at: toTimestamp(job.expires_at),
+    timeout: toDuration(job.timeout_ms),
+    visibility_timeout: toDuration(job.visibility_timeout_ms),
+    tags: job.tags ?? [],
+    trace_id: traceIdOf(job.meta) ?? '',
+    workflow_id: job.workflow_id ?? '',
+    specversion: '1.0',
+  };
+  if (job.unique !== undefined) {
+    out.unique_policy = {
+      key: job.unique.keys,
+      period: toDuration(job.unique.period_ms),
+      on_conflict: CONFLICT_TO_PROTO[job.unique.on_conflict],
+      states: job.unique.states.map(stateToProto),
+      args_keys: job.unique.args_keys ?? [],
+      meta_keys: job.unique.meta_keys ?? [],
+    };
+  }
+  if (job.result !== undefined) out.result = resultToStruct(job.result);
+  return out;
+}
+
+/** Request context that becomes part of an enqueued job (trace context from metadata). */
+export interface EnqueueContext {
+  now: number;
+  traceparent?: string;
+  tracestate?: string;
+}
+
+const CONFLICT_FROM_PROTO: Record<string, string> = {
+  UNIQUE_CONFLICT_ACTION_REJECT: 'reject',
+  UNIQUE_CONFLICT_ACTION_REPLACE: 'replace',
+  UNIQUE_CONFLICT_ACTION_IGNORE: 'ignore',
+  UNIQUE_CONFLICT_ACTION_REPLACE_EXCEPT_SCHEDULE: 'replace_except_schedule',
+};
+
+/**
+ * RetryPolicy -> the HTTP `retry` object. proto3 scalars have no presence,
+ * so a zero means "not given" and the server's default applies (grpc-proto
+ * §3.3): max_attempts 0 is the default (3), not "unlimited" (X-3), and
+ * `jitter` can only be left at its default (decision 0043).
+ */
+function retryFromProto(policy: Obj): Obj {
+  const out: Obj = {};
+  if (typeof policy.max_attempts === 'number' && policy.max_attempts !== 0) {
+    out.max_attempts = policy.max_attempts;
+  }
+  const initial = fromDuration(policy.initial_interval as PbDuration);
+  if (initial !== undefined) out.initial_interval = formatIsoDuration(initial);
+  const max = fromDuration(policy.max_interval as PbDuration);
+  if (max !== undefined) out.max_interval = formatIsoDuration(max);
+  if (typeof policy.backoff_coefficient === 'number' && policy.backoff_coefficient !== 0) {
+    out.backoff_coefficient = policy.backoff_coefficient;
+  }
+  if (Array.isArray(policy.non_retryable_errors) && policy.non_retryable_errors.length > 0) {
+    out.non_retryable_errors = policy.non_retryable_errors;
+  }
+  if (typeof policy.on_exhaustion === 'string' && policy.on_exhaustion !== '') {
+    out.on_exhaustion = policy.on_exhaustion;
+  }
+  return out;
+}
+
+/** UniquePolicy -> the unique-jobs shape: `key` holds dimension names (grpc-proto G-3). */
+function uniqueFromProto(policy: Obj): Obj {
+  const out: Obj = {};
+  if (Array.isArray(policy.key) && policy.key.length > 0) out.keys = policy.key;
+  const period = fromDuration(policy.period as PbDuration);
+  if (period !== undefined) out.period = formatIsoDuration(period);
+  const conflict = CONFLICT_FROM_PROTO[String(policy.on_conflict)];
+  if (conflict !== undefined) out.on_conflict = conflict;
+  if (Array.isArray(policy.states) && policy.states.length > 0) {
+    out.states = policy.states.map((s) => stateFromProto(s) ?? String(s));
+  }
+  if (Array.isArray(policy.args_keys) && policy.args_keys.length > 0) {
+    out.args_keys = policy.args_keys;
+  }
+  if (Array.isArray(policy.meta_keys) && policy.meta_keys.length > 0) {
+    out.meta_keys = policy.meta_keys;
+  }
+  return out;
+}
+
+/**
+ * EnqueueOptions -> the HTTP `options` object plus top-level `meta`.
+ * `defaults` are the batch's default_options, overridden field by field.
+ */
+function optionsFromProto(
+  given: Obj | undefined,
+  defaults: Obj | undefined,
+  context: EnqueueContext,
+): { options: Obj; meta: Obj | undefined } {
+  const o: Obj = { ...(defaults ?? {}), ...(given ?? {}) };
+  // Repeated fields are always present (empty) after decoding: an empty
+  // list in the entry does not hide the batch default.
+  for (const list of ['tags'] as const) {
+    if (Array.isArray(given?.[list]) && (given[list] as unknown[]).length === 0) {
+      o[list] = defaults?.[list];
+    }
+  }
+  const options: Obj = {};
+  if (typeof o.queue === 'string' && o.queue !== '') options.queue = o.queue;
+  if (typeof o.priority === 'number' && o.priority !== 0) options.priority = o.priority;
+  const delay = fromTimestamp(o.delay_until as PbTimestamp);
+  if (delay !== undefined) options.scheduled_at = toIso(delay);
+  const timeout = fromDuration(o.timeout as PbDuration);
+  if (timeout !== undefined) options.timeout_ms = timeout;
+  const visibility = fromDuration(o.visibility_timeout as PbDuration);
+  if (visibility !== undefined) options.visibility_timeout_ms = visibility;
+  const ttl = fromDuration(o.ttl as PbDuration);
+  if (ttl !== undefined) options.expires_at = toIso(context.now + ttl);
+  if (Array.isArray(o.tags) && o.tags.length > 0) options.tags = o.tags;
+  const retry = isObject(o.retry) ? retryFromProto(o.retry) : {};
+  // max_attempts is a shorthand; retry.max_attempts wins when both are set.
+  if (retry.max_attempts === undefined && typeof o.max_attempts === 'number' && o.max_attempts) {
+    retry.max_attempts = o.max_attempts;
+  }
+  if (Object.keys(retry).length > 0) options.retry = retry;
+  if (isObject(o.unique)) options.unique = uniqueFromProto(o.unique);
+  if (o.pending === true) options.pending = true;
+  let meta = fromStruct(o.meta as PbStruct | undefined);
+  if (typeof o.trace_id === 'string' && o.trace_id !== '') meta = { ...meta, trace_id: o.trace_id };
+  // Trace context received in metadata is kept in meta (features §11).
+  if (context.traceparent !== undefined && meta?.traceparent === undefined) {
+    meta = { ...meta, traceparent: context.traceparent };
+    if (context.tracestate !== undefined) meta.tracestate = context.tracestate;
+  }
+  return { options, meta };
+}
+
+/** An EnqueueRequest / BatchJobEntry / WorkflowStep -> the HTTP PUSH body. */
+export function enqueueBody(
+  request: { type?: unknown; args?: unknown; options?: unknown },
+  context: EnqueueContext,
+  defaults?: Obj,
+): Obj {
+  const { options, meta } = optionsFromProto(
+    isObject(request.options) ? request.options : undefined,
+    defaults,
+    context,
+  );
+  const body: Obj = {
+    type: request.type ?? '',
+    args: Array.isArray(request.args) ? request.args.map((v) => fromValue(v as PbValue)) : [],
+    options,
+  };
+  if (meta !== undefined) body.meta = meta;
+  return body;
+}
+
+// ------------------------------------------------------------ workflows
+
+const WORKFLOW_STATE: Record<string, string> = {
+  running: 'WORKFLOW_STATE_RUNNING',
+  completed: 'WORKFLOW_STATE_COMPLETED',
+  failed: 'WORKFLOW_STATE_FAILED',
+  cancelled: 'WORKFLOW_STATE_CANCELLED',
+};
+
+/**
+ * A workflow as the DAG the protocol knows (grpc-proto G-8). Graph
+ * workflows map one to one; a chain, group or batch made over HTTP shows
+ * its jobs as steps named by index, a chain's each depending on the one
+ * before (decision 0044).
+ */
+export function workflowToProto(workflow: WorkflowRecord, jobs?: readonly JobRecord[]): Obj {
+  const jobsById = new Map((jobs ?? []).map((job) => [job.id, job]));
+  const ids = workflow.steps.map((step) => step.id ?? String(step.index));
+  return {
+    id: workflow.id,
+    name: workflow.name ?? '',
+    state: WORKFLOW_STATE[workflow.state] ?? 'WORKFLOW_STATE_UNSPECIFIED',
+    steps: workflow.steps.map((step, i) => {
+      const job = step.job_id === undefined ? undefined : jobsById.get(step.job_id);
+      const state: WorkflowStepState =
+        step.state === 'pending' && job?.state === 'active' ? 'active' : step.state;
+      const dependsOn =
+        step.depends_on ?? (workflow.type === 'chain' && i > 0 ? [ids[i - 1]!] : []);
+      return {
+        id: ids[i],
+        type: typeof step.spec.type === 'string' ? step.spec.type : '',
+        state: `WORKFLOW_STEP_STATE_${state.toUpperCase()}`,
+        job_id: step.job_id ?? '',
+        depends_on: dependsOn,
+      };
+    }),
+    created_at: toTimestamp(workflow.created_at),
+    completed_at: toTimestamp(workflow.completed_at ?? workflow.cancelled_at),
+  };
+}
+
+/** CreateWorkflowRequest -> the graph-form body of POST /ojs/v1/workflows. */
+export function workflowBody(request: Obj, context: EnqueueContext): Obj {
+  if (!Array.isArray(request.steps) || request.steps.length === 0) {
+    throw invalidRequest('steps must hold at least one step.', { field: 'steps' });
+  }
+  return {
+    name: request.name,
+    steps: request.steps.map((raw) => {
+      const step = raw as Obj;
+      return {
+        id: step.id ?? '',
+        ...enqueueBody(step, context),
+        depends_on: Array.isArray(step.depends_on) ? step.depends_on : [],
+      };
+    }),
+  };
+}
+
+// ------------------------------------------------------------ events
+
+export function eventToProto(event: OjsEvent): Obj {
+  const data = isObject(event.data) ? event.data : {};
+  const text = (v: unknown) => (typeof v === 'string' ? v : '');
+  return {
+    id: event.id,
+    type: event.type,
+    job_id: text(data.job_id),
+    job_type: text(data.job_type),
+    queue: text(data.queue),
+    timestamp: toTimestamp(event.time),
+    data: toStruct(data),
+    workflow_id: text(data.workflow_id),
+  };
+}
+
+/** The options of a stored template back as EnqueueOptions (cron entries). */
+export function optionsToProto(options: unknown, meta: unknown): Obj {
+  const o = isObject(options) ? options : {};
+  const out: Obj = {};
+  if (typeof o.queue === 'string') out.queue = o.queue;
+  if (typeof o.priority === 'number') out.priority = o.priority;
+  if (typeof o.timeout_ms === 'number') out.timeout = toDuration(o.timeout_ms);
+  if (typeof o.visibility_timeout_ms === 'number') {
+    out.visibility_timeout = toDuration(o.visibility_timeout_ms);
+  }
+  if (Array.isArray(o.tags)) out.tags = o.tags;
+  if (isObject(o.retry) && typeof o.retry.max_attempts === 'number') {
+    out.max_attempts = o.retry.max_attempts;
+  }
+  if (isObject(meta)) out.meta = toStruct(meta);
+  return out;
+}

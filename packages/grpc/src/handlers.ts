@@ -1,0 +1,522 @@
+/**
+ * One handler per RPC of ojs.v1.OJSService, each calling the engine
+ * operation the matching HTTP route calls, with the request turned into the
+ * body that route would pass (convert.ts). Where the protocol has no field
+ * for something the HTTP binding carries, call metadata does
+ * (`x-ojs-wait-ms`, `x-ojs-visibility-timeout-ms`, `x-ojs-worker-id`,
+ * `x-ojs-attempt`, `x-ojs-requeue`; decision 0043).
+ */
+import * as grpc from '@grpc/grpc-js';
+import {
+  type FailureReport,
+  invalidRequest,
+  type JobRecord,
+  MAX_ATTEMPTS,
+  MAX_VISIBILITY_TIMEOUT_MS,
+  notFound,
+  OjsError,
+  uuidv7,
+  validateWorkerId,
+} from '@ojs/core';
+import type { Engine } from '@ojs/engine';
+import type { AuthConfig } from '@ojs/server';
+import { authorize } from './auth.ts';
+import {
+  type EnqueueContext,
+  enqueueBody,
+  fromDuration,
+  fromStruct,
+  jobToProto,
+  optionsToProto,
+  type PbDuration,
+  type PbStruct,
+  stateToProto,
+  toStruct,
+  toTimestamp,
+  toValue,
+  workflowBody,
+  workflowToProto,
+} from './convert.ts';
+import { toServiceError } from './status.ts';
+import type { JobStreams } from './stream-jobs.ts';
+
+type Obj = Record<string, unknown>;
+
+export interface BindingContext {
+  engine: Engine;
+  auth?: AuthConfig;
+  /** The manifest the HTTP binding serves (GET /ojs/manifest), built on each call. */
+  manifest(): Record<string, unknown>;
+  streams: JobStreams;
+  serverVersion: string;
+}
+
+export interface CallInfo {
+  requestId: string;
+  metadata: grpc.Metadata;
+  deadline: number;
+  signal: AbortSignal;
+}
+
+const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
+
+/** The client's x-ojs-request-id when sane (echoed, features §11), else a new one. */
+export function requestIdOf(metadata: grpc.Metadata): string {
+  const given = metadata.get('x-ojs-request-id')[0];
+  return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : `req_${uuidv7()}`;
+}
+
+/** Response headers every call gets (features §11). */
+export function responseMetadata(requestId: string, level: number, version: string) {
+  const metadata = new grpc.Metadata();
+  metadata.set('x-ojs-request-id', requestId);
+  metadata.set('x-ojs-server-version', version);
+  metadata.set('x-ojs-conformance-level', String(level));
+  return metadata;
+}
+
+export function deadlineMs(deadline: grpc.Deadline): number {
+  if (deadline instanceof Date) return deadline.getTime();
+  return Number.isFinite(deadline) ? Number(deadline) : Number.POSITIVE_INFINITY;
+}
+
+/** A string metadata value. */
+function meta(call: CallInfo, key: string): string | undefined {
+  const value = call.metadata.get(key)[0];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** An integer metadata value in [min, max]; a malformed one is an INVALID_ARGUMENT naming it. */
+function metaInt(call: CallInfo, key: string, min: number, max: number): number | undefined {
+  const text = meta(call, key);
+  if (text === undefined) return undefined;
+  const n = /^\d{1,16}$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw invalidRequest(`metadata ${key} must be an integer between ${min} and ${max}.`, {
+      field: key,
+    });
+  }
+  return n;
+}
+
+function requiredId(request: Obj, field: string): string {
+  const value = request[field];
+  if (typeof value !== 'string' || value === '') {
+    throw invalidRequest(`${field} is required.`, { field });
+  }
+  return value;
+}
+
+function enqueueContext(engine: Engine, call: CallInfo): EnqueueContext {
+  return {
+    now: engine.now(),
+    traceparent: meta(call, 'traceparent'),
+    tracestate: meta(call, 'tracestate'),
+  };
+}
+
+/** proto JobError -> the engine's failure report (X-7: `code` is the error class, G-4). */
+function failureFromProto(error: unknown): FailureReport & { backtrace?: unknown } {
+  if (typeof error !== 'object' || error === null) return { code: 'handler_error', message: '' };
+  const e = error as Obj;
+  const report: FailureReport & { backtrace?: unknown } = {
+    code: typeof e.code === 'string' && e.code !== '' ? e.code : 'handler_error',
+    message: typeof e.message === 'string' ? e.message : '',
+  };
+  report.type = report.code;
+  const details = fromStruct(e.details as PbStruct | undefined);
+  if (details !== undefined) report.details = details;
+  // proto3 bools have no presence: `false` is indistinguishable from unset,
+  // so only `true` is taken as said; non-retryable is `details.retryable:
+  // false` or the policy's non_retryable_errors (decision 0043).
+  if (e.retryable === true) report.retryable = true;
+  else if (details?.retryable === false) report.retryable = false;
+  if (typeof e.backtrace === 'string' && e.backtrace !== '') {
+    report.backtrace = e.backtrace.split('\n');
+  }
+  return report;
+}
+
+const WORKER_STATE_FROM_PROTO: Record<string, 'running' | 'quiet' | 'terminate'> = {
+  WORKER_STATE_RUNNING: 'running',
+  WORKER_STATE_QUIET: 'quiet',
+  WORKER_STATE_TERMINATE: 'terminate',
+};
+
+const DIRECTIVE_TO_PROTO: Record<string, string> = {
+  running: 'WORKER_STATE_RUNNING',
+  quiet: 'WORKER_STATE_QUIET',
+  terminate: 'WORKER_STATE_TERMINATE',
+};
+
+/** The cursor of the offset-paged listings: the offset as decimal text. */
+function offsetCursor(cursor: unknown): number {
+  if (cursor === undefined || cursor === '') return 0;
+  if (typeof cursor !== 'string' || !/^\d{1,9}$/.test(cursor)) {
+    throw invalidRequest('cursor must be a next_cursor this server returned.', {
+      field: 'cursor',
+    });
+  }
+  return Number(cursor);
+}
+
+function pageLimit(value: unknown, fallback: number, max: number): number {
+  if (typeof value !== 'number' || value === 0) return fallback;
+  if (!Number.isInteger(value) || value < 0) {
+    throw invalidRequest('limit must be a positive integer.', { field: 'limit' });
+  }
+  return Math.min(value, max);
+}
+
+/** Manifest subset the protocol can carry (grpc-proto G-5): equal to HTTP's where fields exist. */
+export function manifestToProto(manifest: Obj): Obj {
+  const implementation = (manifest.implementation ?? {}) as Obj;
+  const extensions = (manifest.extensions ?? {}) as Record<string, { name: string }[]>;
+  const capabilities = (manifest.capabilities ?? {}) as Obj;
+  return {
+    ojs_version: manifest.ojs_version,
+    implementation: {
+      name: implementation.name,
+      version: implementation.version,
+      language: implementation.language,
+    },
+    conformance_level: manifest.conformance_level,
+    protocols: manifest.protocols,
+    backend: manifest.backend,
+    extensions: Object.values(extensions).flatMap((list) => list.map((e) => e.name)),
+    schema_validation: capabilities.schema_validation === true,
+  };
+}
+
+export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj>;
+
+export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
+  const { engine, streams } = ctx;
+  const job = (record: JobRecord) => ({ job: jobToProto(record) });
+
+  return {
+    async Manifest() {
+      return manifestToProto(ctx.manifest());
+    },
+
+    async Health() {
+      const health = await engine.health();
+      const details: Obj = {
+        backend: engine.store.backend,
+        latency_ms: health.latencyMs,
+        draining: health.draining,
+      };
+      if (health.error !== undefined) details.error = health.error;
+      return {
+        status: !health.ok
+          ? 'HEALTH_STATUS_UNHEALTHY'
+          : health.draining
+            ? 'HEALTH_STATUS_DEGRADED'
+            : 'HEALTH_STATUS_OK',
+        timestamp: toTimestamp(engine.now()),
+        details: toStruct(details),
+      };
+    },
+
+    async Enqueue(request, call) {
+      const result = await engine.enqueue(enqueueBody(request, enqueueContext(engine, call)));
+      // An enqueue middleware dropped the job: nothing stored, no job to show.
+      if (result.status === 'dropped') return {};
+      return job(result.job);
+    },
+
+    async EnqueueBatch(request, call) {
+      const context = enqueueContext(engine, call);
+      const defaults = (request.default_options ?? undefined) as Obj | undefined;
+      const entries = Array.isArray(request.jobs) ? (request.jobs as Obj[]) : [];
+      // Atomic like POST /ojs/v1/jobs/batch (grpc-proto G-10): all stored,
+      // or none and the error names the entry; `errors` stays empty.
+      const jobs = await engine.enqueueBatch(
+        entries.map((entry) => enqueueBody(entry, context, defaults)),
+      );
+      return { jobs: jobs.map(jobToProto), count: jobs.length, errors: {} };
+    },
+
+    async GetJob(request) {
+      return job(await engine.getJob(requiredId(request, 'job_id')));
+    },
+
+    async CancelJob(request) {
+      const reason =
+        typeof request.reason === 'string' && request.reason !== '' ? request.reason : undefined;
+      const { after } = await engine.cancelJob(requiredId(request, 'job_id'), reason);
+      return job(after);
+    },
+
+    async ActivateJob(request) {
+      return job(await engine.activate(requiredId(request, 'job_id')));
+    },
+
+    async Fetch(request, call) {
+      const queues = Array.isArray(request.queues) ? (request.queues as string[]) : [];
+      // The protocol's Fetch is a poll; x-ojs-wait-ms makes it a long poll
+      // like HTTP's wait_ms, cut short so the answer beats the call's deadline.
+      const asked = metaInt(call, 'x-ojs-wait-ms', 0, Number.MAX_SAFE_INTEGER) ?? 0;
+      const waitMs = Math.max(0, Math.min(asked, call.deadline - Date.now() - 250));
+      const jobs = await engine.fetch({
+        queues,
+        count: typeof request.count === 'number' && request.count !== 0 ? request.count : 1,
+        workerId: validateWorkerId(request.worker_id || undefined),
+        visibilityTimeoutMs: metaInt(
+          call,
+          'x-ojs-visibility-timeout-ms',
+          1,
+          MAX_VISIBILITY_TIMEOUT_MS,
+        ),
+        waitMs,
+        signal: call.signal,
+      });
+      return { jobs: jobs.map(jobToProto) };
+    },
+
+    async Ack(request, call) {
+      const jobId = requiredId(request, 'job_id');
+      await engine.ack({
+        jobId,
+        result: fromStruct(request.result as PbStruct | undefined),
+        workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
+        attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
+      });
+      streams.settled(jobId);
+      return { acknowledged: true };
+    },
+
+    async Nack(request, call) {
+      const jobId = requiredId(request, 'job_id');
+      const record = await engine.nack({
+        jobId,
+        error: failureFromProto(request.error),
+        requeue: meta(call, 'x-ojs-requeue') === 'true',
+        workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
+        attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
+      });
+      streams.settled(jobId);
+      const out: Obj = { state: stateToProto(record.state) };
+      if (record.state === 'retryable' && record.next_attempt_at !== undefined) {
+        out.next_attempt_at = toTimestamp(record.next_attempt_at);
+      }
+      return out;
+    },
+
+    async Heartbeat(request) {
+      // One `id`: a job id (per-job beat) or, when it equals worker_id, the
+      // worker itself (grpc-proto G-6, decision 0044).
+      const id = requiredId(request, 'id');
+      const workerId = validateWorkerId(request.worker_id || undefined);
+      const perJob = id !== workerId;
+      const extendBy = fromDuration(request.extend_by as PbDuration | undefined);
+      if (extendBy !== undefined && (extendBy < 1 || extendBy > MAX_VISIBILITY_TIMEOUT_MS)) {
+        throw invalidRequest(
+          `extend_by must be between 1 ms and ${MAX_VISIBILITY_TIMEOUT_MS} ms.`,
+          { field: 'extend_by' },
+        );
+      }
+      const state =
+        typeof request.current_state === 'string'
+          ? WORKER_STATE_FROM_PROTO[request.current_state]
+          : undefined;
+      const result = await engine.heartbeat({
+        workerId,
+        jobIds: perJob ? [id] : [],
+        workerState: state,
+        visibilityTimeoutMs: extendBy,
+      });
+      const out: Obj = {
+        // A draining server tells its workers to finish up (features §11 S: TERMINATE first).
+        directed_state: engine.draining
+          ? 'WORKER_STATE_TERMINATE'
+          : (DIRECTIVE_TO_PROTO[result.state] ?? 'WORKER_STATE_RUNNING'),
+      };
+      if (!perJob) return out;
+      if (result.jobsCancelled.includes(id)) {
+        throw new OjsError('conflict', `Job '${id}' was cancelled; stop working on it.`, {
+          job_id: id,
+          current_state: 'cancelled',
+        });
+      }
+      if (!result.jobsExtended.includes(id)) {
+        const current = await engine.store.getJob(id);
+        if (current === null) throw notFound('job', id);
+        throw new OjsError(
+          'conflict',
+          `Job '${id}' is ${current.state}${current.state === 'active' ? ' under another worker' : ''}; its lease was not extended.`,
+          { job_id: id, current_state: current.state },
+        );
+      }
+      const extended = await engine.store.getJob(id);
+      if (extended?.lease_until !== undefined) {
+        out.new_deadline = toTimestamp(extended.lease_until);
+      }
+      return out;
+    },
+
+    async ListQueues(request) {
+      const limit = pageLimit(request.limit, 100, 1000);
+      const offset = offsetCursor(request.cursor);
+      const all = await engine.listQueues();
+      const page = all.slice(offset, offset + limit);
+      const available = new Map<string, number>();
+      for (const { queue, state, count } of await engine.store.countJobsByQueue()) {
+        if (state === 'available') available.set(queue, count);
+      }
+      return {
+        queues: page.map((q) => ({
+          name: q.name,
+          paused: q.paused,
+          available_count: available.get(q.name) ?? 0,
+          created_at: toTimestamp(q.created_at),
+        })),
+        next_cursor: offset + page.length < all.length ? String(offset + page.length) : '',
+      };
+    },
+
+    async QueueStats(request) {
+      const stats = await engine.queueStats(requiredId(request, 'queue'));
+      const { counts } = stats;
+      return {
+        queue: stats.name,
+        stats: {
+          available: counts.available,
+          active: counts.active,
+          scheduled: counts.scheduled,
+          retryable: counts.retryable,
+          dead: counts.discarded,
+          completed_last_hour: stats.completed_last_hour,
+          failed_last_hour: stats.failed_last_hour,
+          throughput_per_second: stats.completed_last_minute / 60,
+          paused: stats.paused,
+        },
+      };
+    },
+
+    async PauseQueue(request) {
+      await engine.setQueuePaused(requiredId(request, 'queue'), true);
+      return {};
+    },
+
+    async ResumeQueue(request) {
+      await engine.setQueuePaused(requiredId(request, 'queue'), false);
+      return {};
+    },
+
+    async ListDeadLetter(request) {
+      const limit = pageLimit(request.limit, 50, 1000);
+      const offset = offsetCursor(request.cursor);
+      const queue =
+        typeof request.queue === 'string' && request.queue !== '' ? request.queue : undefined;
+      const page = await engine.listDeadLetter(queue, limit, offset);
+      return {
+        jobs: page.items.map(jobToProto),
+        total_count: page.total,
+        next_cursor: offset + page.items.length < page.total ? String(offset + limit) : '',
+      };
+    },
+
+    async RetryDeadLetter(request) {
+      return job(await engine.retryDeadLetter(requiredId(request, 'job_id')));
+    },
+
+    async DeleteDeadLetter(request) {
+      await engine.deleteDeadLetter(requiredId(request, 'job_id'));
+      return {};
+    },
+
+    async RegisterCron(request, call) {
+      const name = requiredId(request, 'name');
+      const template = enqueueBody(request, enqueueContext(engine, call));
+      // The protocol has no overlap policy (grpc-proto G-7): a new entry
+      // gets the default `skip`; re-registering keeps the entry's policy
+      // and enabled flag (decision 0044).
+      const existing = (await engine.store.listCrons()).find((c) => c.name === name);
+      const { cron } = await engine.cron.register({
+        name,
+        cron: request.cron,
+        timezone:
+          typeof request.timezone === 'string' && request.timezone ? request.timezone : 'UTC',
+        ...template,
+        ...(existing === undefined
+          ? {}
+          : { overlap_policy: existing.overlap_policy, enabled: existing.enabled }),
+      });
+      return { name: cron.name, next_run_at: toTimestamp(cron.next_run_at) };
+    },
+
+    async UnregisterCron(request) {
+      await engine.cron.delete(requiredId(request, 'name'));
+      return {};
+    },
+
+    async ListCron() {
+      const crons = await engine.store.listCrons();
+      return {
+        entries: crons.map((cron) => {
+          const template = cron.job_template;
+          return {
+            name: cron.name,
+            cron: cron.expression,
+            timezone: cron.timezone,
+            type: template.type,
+            args: Array.isArray(template.args) ? template.args.map(toValue) : [],
+            options: optionsToProto(template.options, template.meta),
+            next_run_at: toTimestamp(cron.next_run_at),
+            last_run_at: toTimestamp(cron.last_run_at),
+          };
+        }),
+      };
+    },
+
+    async CreateWorkflow(request, call) {
+      const workflow = await engine.createWorkflow(
+        workflowBody(request, enqueueContext(engine, call)),
+      );
+      return {
+        workflow: workflowToProto(workflow, await engine.store.listWorkflowJobs(workflow.id)),
+      };
+    },
+
+    async GetWorkflow(request) {
+      const workflow = await engine.getWorkflow(requiredId(request, 'workflow_id'));
+      return {
+        workflow: workflowToProto(workflow, await engine.store.listWorkflowJobs(workflow.id)),
+      };
+    },
+
+    async CancelWorkflow(request) {
+      const workflow = await engine.cancelWorkflow(requiredId(request, 'workflow_id'));
+      return { workflow: workflowToProto(workflow) };
+    },
+  };
+}
+
+/** Wraps a handler: request id, authentication, response metadata, errors as statuses. */
+export function wrapUnary(
+  ctx: BindingContext,
+  name: string,
+  handler: UnaryHandler,
+  level: number,
+): grpc.handleUnaryCall<Obj, Obj> {
+  return (call, callback) => {
+    const requestId = requestIdOf(call.metadata);
+    const controller = new AbortController();
+    call.once('cancelled', () => controller.abort());
+    call.sendMetadata(responseMetadata(requestId, level, ctx.serverVersion));
+    const info: CallInfo = {
+      requestId,
+      metadata: call.metadata,
+      deadline: deadlineMs(call.getDeadline()),
+      signal: controller.signal,
+    };
+    (async () => {
+      authorize(ctx.auth, name, call.metadata);
+      return handler(call.request, info);
+    })().then(
+      (response) => callback(null, response),
+      (error: unknown) => callback(toServiceError(error, requestId)),
+    );
+  };
+}

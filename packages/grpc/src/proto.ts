@@ -1,0 +1,82 @@
+/**
+ * The ojs.v1 protocol loaded from our own .proto files (proto/ in this
+ * package) with @grpc/proto-loader, and the google.rpc error detail
+ * messages encoded with protobufjs (the library proto-loader uses).
+ */
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
+
+export const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
+export const OJS_PROTO_FILES = [
+  'ojs/v1/job.proto',
+  'ojs/v1/queue.proto',
+  'ojs/v1/worker.proto',
+  'ojs/v1/workflow.proto',
+  'ojs/v1/events.proto',
+  'ojs/v1/service.proto',
+];
+
+/**
+ * keepCase: the proto's own field names (the HTTP binding's too); enums by
+ * name; int64 as numbers (counts and seconds stay far below 2^53); scalars
+ * left at zero are absent, which is what "not given" means in proto3.
+ */
+export const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: Number,
+  enums: String,
+  defaults: false,
+  arrays: true,
+  objects: true,
+  oneofs: true,
+  includeDirs: [PROTO_DIR],
+};
+
+let definition: protoLoader.PackageDefinition | undefined;
+
+export function ojsPackageDefinition(): protoLoader.PackageDefinition {
+  definition ??= protoLoader.loadSync(OJS_PROTO_FILES, LOADER_OPTIONS);
+  return definition;
+}
+
+export const SERVICE_NAME = 'ojs.v1.OJSService';
+
+export function ojsService(): grpc.ServiceDefinition {
+  return ojsPackageDefinition()[SERVICE_NAME] as grpc.ServiceDefinition;
+}
+
+/** A client constructor for ojs.v1.OJSService generated from our .proto (tests, bench). */
+export function ojsClientConstructor(): grpc.ServiceClientConstructor {
+  const loaded = grpc.loadPackageDefinition(ojsPackageDefinition()) as unknown as {
+    ojs: { v1: { OJSService: grpc.ServiceClientConstructor } };
+  };
+  return loaded.ojs.v1.OJSService;
+}
+
+let rpcRoot: protobuf.Root | undefined;
+
+/** google.rpc.Status / ErrorInfo / BadRequest / RetryInfo. */
+export function rpcTypes(): {
+  Status: protobuf.Type;
+  ErrorInfo: protobuf.Type;
+  BadRequest: protobuf.Type;
+  RetryInfo: protobuf.Type;
+} {
+  if (rpcRoot === undefined) {
+    const root = new protobuf.Root();
+    root.resolvePath = (_origin, target) => join(PROTO_DIR, target);
+    root.loadSync(['google/rpc/status.proto', 'google/rpc/error_details.proto'], {
+      keepCase: true,
+    });
+    rpcRoot = root;
+  }
+  return {
+    Status: rpcRoot.lookupType('google.rpc.Status'),
+    ErrorInfo: rpcRoot.lookupType('google.rpc.ErrorInfo'),
+    BadRequest: rpcRoot.lookupType('google.rpc.BadRequest'),
+    RetryInfo: rpcRoot.lookupType('google.rpc.RetryInfo'),
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * The gRPC server: ojs.v1.OJSService over the engine the HTTP server uses
+ * (same process, same store, same API keys and manifest), grpc.health.v1
+ * and server reflection. Shutdown: streams end with UNAVAILABLE, new calls
+ * are refused, unary calls in flight finish.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
+import type { Engine } from '@ojs/engine';
+import type { AuthConfig } from '@ojs/server';
+import { HealthImplementation } from 'grpc-health-check';
+import { authorize } from './auth.ts';
+import {
+  type BindingContext,
+  requestIdOf,
+  responseMetadata,
+  unaryHandlers,
+  wrapUnary,
+} from './handlers.ts';
+import { ojsPackageDefinition, ojsService, SERVICE_NAME } from './proto.ts';
+import { toServiceError } from './status.ts';
+import { EventStreams } from './stream-events.ts';
+import { JobStreams } from './stream-jobs.ts';
+
+type Obj = Record<string, unknown>;
+
+export const DEFAULT_GRPC_PORT = 9090;
+
+export interface GrpcServerOptions {
+  engine: Engine;
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  auth?: AuthConfig;
+  /** The manifest GET /ojs/manifest serves, built per call (Manifest RPC). */
+  manifest(): Record<string, unknown>;
+  conformanceLevel: number;
+  serverVersion?: string;
+  /** How long shutdown waits for unary calls in flight before cutting them (default 10 s). */
+  shutdownGraceMs?: number;
+}
+
+export interface GrpcServer {
+  port: number;
+  /** `host:port` to dial. */
+  address: string;
+  jobStreams: JobStreams;
+  close(): Promise<void>;
+}
+
+export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
+  const { engine } = options;
+  const host = options.host ?? '127.0.0.1';
+  const jobStreams = new JobStreams();
+  const eventStreams = new EventStreams();
+  const ctx: BindingContext = {
+    engine,
+    auth: options.auth,
+    manifest: options.manifest,
+    streams: jobStreams,
+    serverVersion: options.serverVersion ?? '0.1.0',
+  };
+  const level = options.conformanceLevel;
+  const server = new grpc.Server({
+    // Idle streams stay open behind proxies; dead peers are found.
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.keepalive_permit_without_calls': 1,
+  });
+
+  const implementation: grpc.UntypedServiceImplementation = {};
+  for (const [name, handler] of Object.entries(unaryHandlers(ctx))) {
+    implementation[name] = wrapUnary(ctx, name, handler, level);
+  }
+  // Response headers go out once the stream is set up (`ready`): a client
+  // that saw them knows StreamEvents has fixed where its events start.
+  const streaming =
+    (
+      name: string,
+      serve: (call: grpc.ServerWritableStream<Obj, Obj>, ready: () => void) => Promise<void>,
+    ) =>
+    (call: grpc.ServerWritableStream<Obj, Obj>) => {
+      const requestId = requestIdOf(call.metadata);
+      let sent = false;
+      const ready = () => {
+        if (sent) return;
+        sent = true;
+        call.sendMetadata(responseMetadata(requestId, level, ctx.serverVersion));
+      };
+      (async () => {
+        authorize(ctx.auth, name, call.metadata);
+        await serve(call, ready);
+      })().then(
+        () => {
+          if (!call.cancelled && !call.destroyed) call.end();
+        },
+        (error: unknown) => {
+          if (!call.cancelled) call.emit('error', toServiceError(error, requestId));
+        },
+      );
+    };
+  implementation.StreamJobs = streaming('StreamJobs', (call, ready) =>
+    jobStreams.serve(engine, call, ready),
+  );
+  implementation.StreamEvents = streaming('StreamEvents', (call, ready) =>
+    eventStreams.serve(engine, call, ready),
+  );
+  server.addService(ojsService(), implementation);
+
+  // grpc.health.v1: "" and the OJS service follow the store's health.
+  const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE_NAME]: 'NOT_SERVING' });
+  health.addToServer(server);
+  const updateHealth = async () => {
+    const state = await engine.health();
+    const status = state.ok && !state.draining ? 'SERVING' : 'NOT_SERVING';
+    health.setStatus('', status);
+    health.setStatus(SERVICE_NAME, status);
+  };
+  await updateHealth();
+  const healthTimer = setInterval(() => void updateHealth().catch(() => {}), 1000);
+  healthTimer.unref();
+
+  new ReflectionService(ojsPackageDefinition()).addToServer(server);
+
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(
+      `${host.includes(':') ? `[${host}]` : host}:${options.port ?? DEFAULT_GRPC_PORT}`,
+      grpc.ServerCredentials.createInsecure(),
+      (error, bound) => (error ? reject(error) : resolve(bound)),
+    );
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+    address: `${host.includes(':') ? `[${host}]` : host}:${port}`,
+    jobStreams,
+    close() {
+      closing ??= (async () => {
+        clearInterval(healthTimer);
+        health.setStatus('', 'NOT_SERVING');
+        health.setStatus(SERVICE_NAME, 'NOT_SERVING');
+        jobStreams.closeAll();
+        eventStreams.closeAll();
+        await new Promise<void>((resolve) => {
+          const force = setTimeout(() => {
+            server.forceShutdown();
+            resolve();
+          }, options.shutdownGraceMs ?? 10_000);
+          server.tryShutdown(() => {
+            clearTimeout(force);
+            resolve();
+          });
+        });
+      })();
+      return closing;
+    },
+  };
+}
