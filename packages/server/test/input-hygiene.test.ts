@@ -57,6 +57,26 @@ describe('unknown options keys', () => {
     assert.match(results[1].warnings[1], /did you mean options\.priority\?/);
   });
 
+  it('cron registration reports a typo in its job options too', async () => {
+    const res = await ctx.req('POST', '/ojs/v1/cron', {
+      name: 'nightly',
+      expression: '0 3 * * *',
+      job_template: { type: 'a.b', args: [], options: { queu: 'reports' } },
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    assert.deepEqual(res.json().warnings, [
+      'options.queu is not an enqueue option and was ignored; did you mean options.queue?',
+    ]);
+    const flat = await ctx.req('POST', '/ojs/v1/cron', {
+      name: 'hourly',
+      cron: '0 * * * *',
+      type: 'a.b',
+      args: [],
+      options: { queue: 'ok' },
+    });
+    assert.equal(flat.json().warnings, undefined);
+  });
+
   it('known options and unknown top-level fields give no warning; the field is preserved', async () => {
     const res = await ctx.req('POST', '/ojs/v1/jobs', {
       type: 'a.b',
