@@ -10,6 +10,7 @@
  * Typed args: `new OjsClient<{ 'email.send': [to: string, subject: string] }>()`
  * makes `enqueue('email.send', [...])` check the args against the map.
  */
+
 import { OjsAdmin } from './admin.ts';
 import { DEFAULT_URL, envAuthToken, envQueues, envUrl } from './config.ts';
 import { UnsupportedFeatureError, ValidationError } from './errors.ts';
@@ -17,6 +18,7 @@ import type { GraphDefinition } from './graph.ts';
 import { HttpTransport, type TransportRetryOptions, toPushBody } from './http.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { activeTestTransport } from './test-hook.ts';
+import { loadTracing, traceEnqueue } from './tracing.ts';
 import {
   type BatchEntry,
   type CronJob,
@@ -272,8 +274,16 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
       buildEnvelope(type, args, options, this.defaultQueue),
     );
     if (envelope === null) return null;
-    const result = await this.transport.push(envelope, { signal: options.signal });
-    return result.job as Job<TMap[K]> | null;
+    await loadTracing();
+    const span = traceEnqueue(envelope);
+    try {
+      const result = await this.transport.push(envelope, { signal: options.signal });
+      span?.end();
+      return result.job as Job<TMap[K]> | null;
+    } catch (error) {
+      span?.end(error);
+      throw error;
+    }
   }
 
   /**
@@ -296,7 +306,16 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
       }
     }
     if (envelopes.length === 0) return [];
-    return this.transport.pushBatch(envelopes, options);
+    await loadTracing();
+    const spans = envelopes.map(traceEnqueue);
+    try {
+      const jobs = await this.transport.pushBatch(envelopes, options);
+      for (const span of spans) span?.end();
+      return jobs;
+    } catch (error) {
+      for (const span of spans) span?.end(error);
+      throw error;
+    }
   }
 
   // ---------------------------------------------------------------- jobs

@@ -76,6 +76,7 @@ import {
   MiddlewareChain,
   runExecutionChain,
 } from './middleware.ts';
+import { loadTracing, traceProcess } from './tracing.ts';
 import type {
   AckBatchResponse,
   AckRequest,
@@ -459,6 +460,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     if (this.#handlers.size === 0) throw new Error('Register at least one handler before start().');
     this.middleware.freeze('the worker has started');
     this.#execution = this.middleware.list();
+    await loadTracing();
     this.#state = 'running';
     if (this.#options.handleSignals ?? true) this.#installSignals();
     this.#heartbeatTimer = setInterval(() => void this.#heartbeat(), this.#heartbeatIntervalMs);
@@ -832,13 +834,17 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         this.logger[level](message, { 'ojs.job.id': job.id, 'ojs.job.type': job.type, ...fields }),
     };
     let outcome: Promise<unknown>;
+    const span = traceProcess(job, this.workerId);
+    const execute = () =>
+      runExecutionChain(this.#execution, job, ctx, async () => registration.handler(ctx));
     try {
-      outcome = runExecutionChain(this.#execution, job, ctx, async () => registration.handler(ctx));
+      outcome = span === undefined ? execute() : span.run(execute);
     } catch (error) {
       outcome = Promise.reject(error);
     }
     outcome.then(
       (value) => {
+        span?.end();
         if (entry.settled) return;
         void this.#settle(entry, {
           kind: 'ack',
@@ -846,6 +852,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         });
       },
       (error: unknown) => {
+        span?.end(error);
         if (entry.settled) return;
         void this.#settle(entry, {
           kind: 'nack',

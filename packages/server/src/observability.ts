@@ -10,6 +10,7 @@ import {
   type Engine,
   instrumentStore,
   JobMetrics,
+  JobTracing,
   LifecycleLog,
   registerQueueDepth,
 } from '@ojs/engine';
@@ -29,6 +30,8 @@ export function observeEngine(
   options: ObservabilityOptions = {},
 ): Registry | undefined {
   engine.observers.add(new LifecycleLog(engine.logger, options.lifecycleLevel ?? 'info'));
+  // Spans only once the application registers a tracer provider (tracing.ts).
+  engine.observers.add(new JobTracing());
   if (options.metrics === false) return undefined;
   const registry = new Registry();
   engine.observers.add(new JobMetrics(registry));
