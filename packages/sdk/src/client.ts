@@ -14,6 +14,7 @@
 import { OjsAdmin } from './admin.ts';
 import { DEFAULT_URL, envAuthToken, envQueues, envUrl } from './config.ts';
 import { UnsupportedFeatureError, ValidationError } from './errors.ts';
+import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
 import type { GraphDefinition } from './graph.ts';
 import { HttpTransport, type TransportRetryOptions, toPushBody } from './http.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
@@ -33,6 +34,7 @@ import {
   type JobState,
   type ListOptions,
   type Manifest,
+  type OjsEvent,
   type Page,
   type QueueInfo,
   type QueueStats,
@@ -576,6 +578,30 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
 
   events(query: EventQuery = {}, options?: RequestOptions): Promise<EventPage> {
     return this.transport.listEvents(query, options);
+  }
+
+  /**
+   * Live events as an async iterator (http-binding §9.3: Server-Sent Events
+   * over HTTP, the event log in-process): every event, a queue's
+   * (`queue`), or one job's (`jobId`: its current state first, ending once
+   * it finished), filtered by `types`, `queues`, `jobTypes`. Over HTTP it
+   * reconnects by itself and resumes after the last event it delivered.
+   * Stop it with `break` or `options.signal`.
+   *
+   *   for await (const event of client.subscribe({ jobId })) console.log(event.type);
+   */
+  subscribe(
+    query: EventStreamQuery = {},
+    options: EventStreamOptions = {},
+  ): AsyncIterable<OjsEvent> {
+    const transport = this.transport;
+    if (transport.streamEvents === undefined) {
+      throw new UnsupportedFeatureError('This transport cannot stream events.', {
+        code: 'unsupported',
+        operation: 'stream_events',
+      });
+    }
+    return transport.streamEvents(query, options);
   }
 
   health(options?: RequestOptions): Promise<Obj> {

@@ -132,6 +132,7 @@ for (const kind of await storeKinds()) {
           [started?.event, started?.json.subject, completed?.event, completed?.json.subject],
           ['job.started', job.id, 'job.completed', job.id],
         );
+        assert.equal(await stream.next(), undefined, 'the stream ends once the job finished');
       } finally {
         stream.close();
       }

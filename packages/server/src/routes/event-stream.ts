@@ -25,6 +25,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { csv } from '../wire.ts';
 
 const HEARTBEAT_MS = 15_000;
+/** Events after which a job stream ends: its job reached a terminal state. */
+const JOB_ENDS: ReadonlySet<string> = new Set(['job.completed', 'job.cancelled', 'job.discarded']);
 const RETRY_MS = 3000;
 
 /** True when the client asked for an event stream. */
@@ -79,7 +81,12 @@ export function eventStreams(app: FastifyInstance) {
     request: FastifyRequest,
     reply: FastifyReply,
     filter: TailFilter,
-    options: { first?: (lastId: string | undefined) => string; closeAfterFirst?: boolean } = {},
+    options: {
+      first?: (lastId: string | undefined) => string;
+      closeAfterFirst?: boolean;
+      /** Ends the stream after an event of one of these types (a job stream: its job finished). */
+      lastTypes?: ReadonlySet<string>;
+    } = {},
   ): Promise<void> {
     const query = request.query as Record<string, unknown>;
     const header = request.headers['last-event-id'];
@@ -118,6 +125,9 @@ export function eventStreams(app: FastifyInstance) {
         for (const event of events) text += frame(event.id, event.type, event);
         lastId = events[events.length - 1]!.id;
         raw.write(text);
+        if (options.lastTypes !== undefined && events.some((e) => options.lastTypes!.has(e.type))) {
+          break;
+        }
         await drained(raw, signal);
       }
     } catch (error) {
@@ -173,7 +183,7 @@ export async function eventStreamRoutes(app: FastifyInstance): Promise<void> {
       request,
       reply,
       { queues: [job.queue], types: csv(query.event_types ?? query.types), subject: job.id },
-      { first: snapshot, closeAfterFirst: isTerminal(job.state) },
+      { first: snapshot, closeAfterFirst: isTerminal(job.state), lastTypes: JOB_ENDS },
     );
   });
 
