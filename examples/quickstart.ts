@@ -22,7 +22,12 @@ type Jobs = {
 const TOTAL = 100;
 const dir = mkdtempSync(join(tmpdir(), 'ojs-quickstart-'));
 process.env.OJS_LOG_LEVEL ??= 'warn';
-const server = await startServer({ port: 0, store: `sqlite:${join(dir, 'ojs.db')}` });
+// The embedded server logs job lifecycle lines at info by default: keep the output short.
+const server = await startServer({
+  port: 0,
+  store: `sqlite:${join(dir, 'ojs.db')}`,
+  logLevel: 'warn',
+});
 
 let exitCode = 0;
 try {

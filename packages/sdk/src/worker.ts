@@ -70,6 +70,7 @@ import {
   UnsupportedFeatureError,
 } from './errors.ts';
 import { HttpTransport, type TransportRetryOptions } from './http.ts';
+import { attachWorkerMetrics, type WorkerMetricsOptions } from './metrics.ts';
 import {
   type ExecutionMiddleware,
   type JobContext,
@@ -165,6 +166,11 @@ export interface WorkerOptions {
   ackBatch?: boolean;
   /** Send a batch once this many outcomes are pending (default 100, 1..1000). */
   ackBatchSize?: number;
+  /**
+   * Prometheus metrics in the application's prom-client Registry
+   * (`{ registry }`; metrics.ts). prom-client must be installed.
+   */
+  metrics?: WorkerMetricsOptions;
   /** ...or at the latest this long after the first of them (default 2 ms). */
   ackBatchDelayMs?: number;
 }
@@ -335,6 +341,8 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
   #flushImmediate: ReturnType<typeof setImmediate> | undefined;
   #state: WorkerState = 'idle';
+  /** start() is loading its optional dependencies. */
+  #starting = false;
   #longPoll: boolean | undefined;
   #loop: Promise<void> | undefined;
   #heartbeatTimer: ReturnType<typeof setInterval> | undefined;
@@ -456,11 +464,24 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
 
   /** Starts fetching and heartbeating; resolves once started. */
   async start(): Promise<void> {
-    if (this.#state !== 'idle') throw new Error(`The worker is ${this.#state}; create a new one.`);
+    if (this.#state !== 'idle' || this.#starting) {
+      throw new Error(
+        `The worker is ${this.#starting ? 'starting' : this.#state}; create a new one.`,
+      );
+    }
     if (this.#handlers.size === 0) throw new Error('Register at least one handler before start().');
+    this.#starting = true;
+    try {
+      // Optional peer dependencies, loaded before the first job runs.
+      await loadTracing();
+      if (this.#options.metrics !== undefined) {
+        await attachWorkerMetrics(this, this.#options.metrics);
+      }
+    } finally {
+      this.#starting = false;
+    }
     this.middleware.freeze('the worker has started');
     this.#execution = this.middleware.list();
-    await loadTracing();
     this.#state = 'running';
     if (this.#options.handleSignals ?? true) this.#installSignals();
     this.#heartbeatTimer = setInterval(() => void this.#heartbeat(), this.#heartbeatIntervalMs);
