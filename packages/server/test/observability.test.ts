@@ -268,7 +268,7 @@ describe('request logs', () => {
     });
     const completed = lines.find((line) => line.msg === 'request completed');
     assert.equal(completed?.reqId, 'req-7');
-    assert.equal((completed?.res as { statusCode: number }).statusCode, 200);
+    assert.equal((completed?.res as { statusCode: number } | undefined)?.statusCode, 200);
     await app.close();
     await store.close();
   });
