@@ -307,6 +307,51 @@ describe('log and metrics configuration', () => {
   });
 });
 
+describe('job lifecycle log levels', () => {
+  it('a logger at error still gets the discarded job; one at warn its failed attempts too', async () => {
+    for (const [level, expected] of [
+      ['error', [['job discarded', 50]]],
+      [
+        'warn',
+        [
+          ['job failed', 40],
+          ['job discarded', 50],
+        ],
+      ],
+    ] as const) {
+      const { logger, lines } = memoryLogger(level);
+      const ctx = await setup();
+      ctx.engine.observers.add(new LifecycleLog(logger));
+      try {
+        const job = await ctx.enqueue({
+          type: 'log.work',
+          args: [],
+          options: {
+            queue: 'lv',
+            retry: { max_attempts: 2, initial_interval: 'PT1S', jitter: false },
+          },
+        });
+        for (let attempt = 1; attempt <= 2; attempt++) {
+          ctx.clock.advance(5000);
+          await ctx.engine.promoteDueJobs();
+          await ctx.fetch({ queues: ['lv'] });
+          await ctx.req('POST', '/ojs/v1/workers/nack', {
+            job_id: job.id,
+            error: { message: 'x' },
+          });
+        }
+        assert.deepEqual(
+          lines.map((line) => [line.msg, line.level]),
+          expected,
+          level,
+        );
+      } finally {
+        await ctx.close();
+      }
+    }
+  });
+});
+
 describe('background failures', () => {
   it('are logged once per outage, summarised, and the recovery is logged', () => {
     const { logger, lines } = memoryLogger();
