@@ -312,6 +312,7 @@ export class Engine {
       new Set(setsRetry(body) ? [job.id] : []),
     );
     const warnings = [...optionWarnings(body), ...(await this.#prepareVersioned(job))];
+    this.observers.enqueuing(job);
     const inserted = this.store.insertJobs([job], enqueueEvents(job, now), now);
     // The waiting fetch's claim joins the insert's group commit (pipelinedWrites).
     if (this.store.pipelinedWrites && job.state === 'available') this.notifier.notify();
@@ -387,6 +388,7 @@ export class Engine {
         }
         ids.add(job.id);
         if (setsRetry(body)) explicitRetry.add(job.id);
+        this.observers.enqueuing(job);
         pending.push({ index, job, warnings });
       } catch (error) {
         if (!(error instanceof OjsError)) throw error;
@@ -498,6 +500,7 @@ export class Engine {
             report.warnings ??= [];
             report.warnings.push({ index, warnings });
           }
+          this.observers.enqueuing(job);
           jobs.push(job);
         }
       } catch (error) {

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Store } from '@ojs/core';
-import { Engine } from '@ojs/engine';
+import { Engine, JobTracing } from '@ojs/engine';
 import { OjsClient, OjsWorker, type Transport, type WorkerOptions } from '@ojs/sdk';
 import { InProcessTransport } from '@ojs/sdk/in-process';
 import { buildApp, startServer } from '@ojs/server';
@@ -205,6 +205,8 @@ export async function startTestServer(options: { store?: StoreKind } = {}): Prom
   });
   await store.init();
   const engine = new Engine({ store, testMode: true });
+  // As `ojs serve` does: server spans once a tracer provider is registered.
+  engine.observers.add(new JobTracing());
   const app = await buildApp({ testMode: true, logger: false }, engine);
   engine.start();
   await app.listen({ host: '127.0.0.1', port: 0 });

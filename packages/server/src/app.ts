@@ -28,6 +28,7 @@ import { progressRoutes } from './routes/progress.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { rateLimitRoutes } from './routes/rate-limits.ts';
 import { systemRoutes } from './routes/system.ts';
+import { websocketRoutes } from './routes/websocket.ts';
 import { workerRoutes } from './routes/workers.ts';
 import { workflowRoutes } from './routes/workflows.ts';
 import {
@@ -234,6 +235,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(queueRoutes);
   await app.register(deadLetterRoutes);
   await app.register(eventStreamRoutes);
+  await app.register(websocketRoutes);
   await app.register(eventRoutes);
   await app.register(workflowRoutes);
   await app.register(cronRoutes);
