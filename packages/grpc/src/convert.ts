@@ -16,135 +16,50 @@ import {
   type WorkflowRecord,
   type WorkflowStepState,
 } from '@ojs/core';
+import {
+  fromDuration,
+  fromStruct,
+  fromTimestamp,
+  fromValue,
+  type PbDuration,
+  type PbStruct,
+  type PbTimestamp,
+  type PbValue,
+  resultToStruct,
+  stateFromProto,
+  stateToProto,
+  toDuration,
+  toStruct,
+  toTimestamp,
+  toValue,
+} from '@ojs/sdk/proto-wire';
 
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-// ------------------------------------------------------------ well-known types
-
-export interface PbTimestamp {
-  seconds?: number | string;
-  nanos?: number;
-}
-export type PbDuration = PbTimestamp;
-
-export function toTimestamp(value: string | number | undefined): PbTimestamp | undefined {
-  if (value === undefined) return undefined;
-  const ms = typeof value === 'number' ? value : Date.parse(value);
-  if (!Number.isFinite(ms)) return undefined;
-  const seconds = Math.floor(ms / 1000);
-  return { seconds, nanos: Math.round(ms - seconds * 1000) * 1_000_000 };
-}
-
-/** Epoch ms of a Timestamp; an unset or zero Timestamp is "not given" (protobuf-format §12). */
-export function fromTimestamp(ts: PbTimestamp | null | undefined): number | undefined {
-  if (ts === undefined || ts === null) return undefined;
-  const ms = Number(ts.seconds ?? 0) * 1000 + Math.floor((ts.nanos ?? 0) / 1_000_000);
-  return ms === 0 ? undefined : ms;
-}
-
-export function toDuration(ms: number | undefined): PbDuration | undefined {
-  if (ms === undefined) return undefined;
-  const seconds = Math.floor(ms / 1000);
-  return { seconds, nanos: (ms - seconds * 1000) * 1_000_000 };
-}
-
-/** Milliseconds of a Duration; undefined when unset. */
-export function fromDuration(d: PbDuration | null | undefined): number | undefined {
-  if (d === undefined || d === null) return undefined;
-  return Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1_000_000);
-}
+export {
+  fromDuration,
+  fromStruct,
+  fromTimestamp,
+  fromValue,
+  type PbDuration,
+  type PbStruct,
+  type PbTimestamp,
+  type PbValue,
+  resultToStruct,
+  stateFromProto,
+  stateToProto,
+  toDuration,
+  toStruct,
+  toTimestamp,
+  toValue,
+};
 
 /** ISO 8601 duration text (as the engine stores retry intervals) -> Duration. */
 function isoToDuration(text: string | undefined): PbDuration | undefined {
   if (text === undefined) return undefined;
   const ms = parseIsoDuration(text);
   return ms === null ? undefined : toDuration(ms);
-}
-
-/** google.protobuf.Value: protobufjs's bundled well-known types use camelCase field names. */
-export type PbValue = Obj;
-
-export function toValue(value: unknown): PbValue {
-  if (value === null || value === undefined) return { nullValue: 'NULL_VALUE' };
-  switch (typeof value) {
-    case 'number':
-      return { numberValue: value };
-    case 'string':
-      return { stringValue: value };
-    case 'boolean':
-      return { boolValue: value };
-  }
-  if (Array.isArray(value)) return { listValue: { values: value.map(toValue) } };
-  if (isObject(value)) return { structValue: toStruct(value) };
-  return { stringValue: String(value) };
-}
-
-export function fromValue(value: PbValue | null | undefined): unknown {
-  if (value === null || value === undefined) return null;
-  const kind = typeof value.kind === 'string' ? value.kind : Object.keys(value)[0];
-  switch (kind) {
-    case 'numberValue':
-      return Number(value.numberValue ?? 0);
-    case 'stringValue':
-      return String(value.stringValue ?? '');
-    case 'boolValue':
-      return Boolean(value.boolValue);
-    case 'listValue':
-      return ((value.listValue as { values?: PbValue[] } | undefined)?.values ?? []).map(fromValue);
-    case 'structValue':
-      return fromStruct(value.structValue as PbStruct | undefined) ?? {};
-    default:
-      return null;
-  }
-}
-
-export interface PbStruct {
-  fields?: Record<string, PbValue>;
-}
-
-export function toStruct(value: Obj): PbStruct {
-  const fields: Record<string, PbValue> = {};
-  for (const [key, item] of Object.entries(value)) {
-    if (item !== undefined) fields[key] = toValue(item);
-  }
-  return { fields };
-}
-
-export function fromStruct(struct: PbStruct | null | undefined): Obj | undefined {
-  if (struct === null || struct === undefined) return undefined;
-  const out: Obj = {};
-  for (const [key, item] of Object.entries(struct.fields ?? {})) {
-    Object.defineProperty(out, key, {
-      value: fromValue(item),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  }
-  return out;
-}
-
-/**
- * `Job.result` and `AckRequest.result` are Structs (grpc-proto G-9): an
- * object result goes as it is; any other JSON value is carried as
- * `{"value": <result>}` (decision 0043).
- */
-export function resultToStruct(result: unknown): PbStruct | undefined {
-  if (result === undefined) return undefined;
-  return toStruct(isObject(result) ? result : { value: result });
-}
-
-// ------------------------------------------------------------ enums
-
-export function stateToProto(state: string): string {
-  return `JOB_STATE_${state.toUpperCase()}`;
-}
-
-export function stateFromProto(state: unknown): string | undefined {
-  if (typeof state !== 'string' || !state.startsWith('JOB_STATE_')) return undefined;
-  const name = state.slice('JOB_STATE_'.length).toLowerCase();
-  return name === 'unspecified' ? undefined : name;
 }
 
 const CONFLICT_TO_PROTO: Record<UniquePolicy['on_conflict'], string> = {

@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import {
   type FailureReport,
   invalidRequest,
+  isUuidv7,
   type JobRecord,
   MAX_ATTEMPTS,
   MAX_VISIBILITY_TIMEOUT_MS,
@@ -219,7 +220,20 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
     },
 
     async Enqueue(request, call) {
-      const result = await engine.enqueue(enqueueBody(request, enqueueContext(engine, call)));
+      const body = enqueueBody(request, enqueueContext(engine, call));
+      // The protocol has no job id: an x-ojs-idempotency-key that is a UUIDv7
+      // becomes the id, so a repeated call is refused as a duplicate instead
+      // of enqueued twice (decision 0043).
+      const key = meta(call, 'x-ojs-idempotency-key');
+      if (key !== undefined) {
+        if (!isUuidv7(key)) {
+          throw invalidRequest('x-ojs-idempotency-key must be a lowercase UUIDv7.', {
+            field: 'x-ojs-idempotency-key',
+          });
+        }
+        body.id = key;
+      }
+      const result = await engine.enqueue(body);
       // An enqueue middleware dropped the job: nothing stored, no job to show.
       if (result.status === 'dropped') return {};
       return job(result.job);
