@@ -4,7 +4,7 @@
  * body that route would pass (convert.ts). Where the protocol has no field
  * for something the HTTP binding carries, call metadata does
  * (`x-ojs-wait-ms`, `x-ojs-visibility-timeout-ms`, `x-ojs-worker-id`,
- * `x-ojs-attempt`, `x-ojs-requeue`; decision 0043).
+ * `x-ojs-attempt`, `x-ojs-requeue`; decision 0042).
  */
 import * as grpc from '@grpc/grpc-js';
 import {
@@ -223,7 +223,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       const body = enqueueBody(request, enqueueContext(engine, call));
       // The protocol has no job id: an x-ojs-idempotency-key that is a UUIDv7
       // becomes the id, so a repeated call is refused as a duplicate instead
-      // of enqueued twice (decision 0043).
+      // of enqueued twice (decision 0042).
       const key = meta(call, 'x-ojs-idempotency-key');
       if (key !== undefined) {
         if (!isUuidv7(key)) {
