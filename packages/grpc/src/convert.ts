@@ -37,24 +37,6 @@ import {
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export {
-  fromDuration,
-  fromStruct,
-  fromTimestamp,
-  fromValue,
-  type PbDuration,
-  type PbStruct,
-  type PbTimestamp,
-  type PbValue,
-  resultToStruct,
-  stateFromProto,
-  stateToProto,
-  toDuration,
-  toStruct,
-  toTimestamp,
-  toValue,
-};
-
 /** ISO 8601 duration text (as the engine stores retry intervals) -> Duration. */
 function isoToDuration(text: string | undefined): PbDuration | undefined {
   if (text === undefined) return undefined;

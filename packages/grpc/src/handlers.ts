@@ -20,21 +20,23 @@ import {
   validateWorkerId,
 } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
-import type { AuthConfig } from '@ojs/server';
-import { authorize } from './auth.ts';
 import {
-  type EnqueueContext,
-  enqueueBody,
   fromDuration,
   fromStruct,
-  jobToProto,
-  optionsToProto,
   type PbDuration,
   type PbStruct,
   stateToProto,
   toStruct,
   toTimestamp,
   toValue,
+} from '@ojs/sdk/proto-wire';
+import type { AuthConfig } from '@ojs/server';
+import { authorize } from './auth.ts';
+import {
+  type EnqueueContext,
+  enqueueBody,
+  jobToProto,
+  optionsToProto,
   workflowBody,
   workflowToProto,
 } from './convert.ts';

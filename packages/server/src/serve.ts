@@ -230,10 +230,16 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     logger: options.logger ?? false,
   };
   // gRPC binds first so the manifest both bindings serve can list it.
-  const grpc =
-    options.grpc === false
-      ? undefined
-      : await startGrpc(engine, appConfig, host, options.grpcPort ?? (port === 0 ? 0 : 9090));
+  let grpc: Awaited<ReturnType<typeof startGrpc>> | undefined;
+  if (options.grpc !== false) {
+    try {
+      grpc = await startGrpc(engine, appConfig, host, options.grpcPort ?? (port === 0 ? 0 : 9090));
+    } catch (error) {
+      // Port taken, say: nothing is left open behind the error.
+      await store.close();
+      throw error;
+    }
+  }
   const app = await buildApp(appConfig, engine);
   let retrying: NodeJS.Timeout | undefined;
   let closed = false;
@@ -258,7 +264,15 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     };
     retry();
   }
-  await app.listen({ host, port });
+  try {
+    await app.listen({ host, port });
+  } catch (error) {
+    clearTimeout(retrying);
+    await grpc?.close();
+    await engine.stop();
+    await store.close();
+    throw error;
+  }
   const address = app.server.address();
   const boundPort = typeof address === 'object' && address !== null ? address.port : port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
