@@ -19,7 +19,7 @@ import {
   uuidv7,
   validateWorkerId,
 } from '@ojs/core';
-import type { Engine } from '@ojs/engine';
+import type { AckRequest, Engine, EnqueueResult, NackRequest } from '@ojs/engine';
 import {
   fromDuration,
   fromStruct,
@@ -32,6 +32,7 @@ import {
 } from '@ojs/sdk/proto-wire';
 import type { AuthConfig } from '@ojs/server';
 import { authorize } from './auth.ts';
+import { Coalescer } from './coalesce.ts';
 import {
   type EnqueueContext,
   enqueueBody,
@@ -196,6 +197,23 @@ export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj>;
 export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
   const { engine, streams } = ctx;
   const job = (record: JobRecord) => ({ job: jobToProto(record) });
+  const pushes = new Coalescer<Obj, EnqueueResult>(async (bodies) =>
+    (await engine.enqueueMany(bodies)).map((outcome) =>
+      outcome.status === 'error' ? { error: outcome.error } : { ok: outcome },
+    ),
+  );
+  const settle = (kind: 'acks' | 'nacks') =>
+    new Coalescer<AckRequest & NackRequest, JobRecord>(async (items) =>
+      (await engine.settleBatch({ [kind]: items })).map((outcome) =>
+        outcome.status === 'ok' ? { ok: outcome.job } : { error: outcome.error },
+      ),
+    );
+  const acks = settle('acks');
+  const nacks = settle('nacks');
+  // Unfenced calls on a server that requires fencing are refused one by one
+  // (settleBatch would refuse the whole batch for one of them).
+  const fenced = (r: { workerId?: string; attempt?: number }) =>
+    !engine.requireFencing || (r.workerId !== undefined && r.attempt !== undefined);
 
   return {
     async Manifest() {
@@ -235,7 +253,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         }
         body.id = key;
       }
-      const result = await engine.enqueue(body);
+      const result = await pushes.submit(body);
       // An enqueue middleware dropped the job: nothing stored, no job to show.
       if (result.status === 'dropped') return {};
       return job(result.job);
@@ -292,25 +310,29 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
 
     async Ack(request, call) {
       const jobId = requiredId(request, 'job_id');
-      await engine.ack({
+      const ack: AckRequest = {
         jobId,
         result: fromStruct(request.result as PbStruct | undefined),
         workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
         attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
-      });
+      };
+      await (fenced(ack) ? acks.submit(ack as AckRequest & NackRequest) : engine.ack(ack));
       streams.settled(jobId);
       return { acknowledged: true };
     },
 
     async Nack(request, call) {
       const jobId = requiredId(request, 'job_id');
-      const record = await engine.nack({
+      const nack: NackRequest = {
         jobId,
         error: failureFromProto(request.error),
         requeue: meta(call, 'x-ojs-requeue') === 'true',
         workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
         attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
-      });
+      };
+      const record = await (fenced(nack)
+        ? nacks.submit(nack as AckRequest & NackRequest)
+        : engine.nack(nack));
       streams.settled(jobId);
       const out: Obj = { state: stateToProto(record.state) };
       if (record.state === 'retryable' && record.next_attempt_at !== undefined) {

@@ -257,6 +257,41 @@ for (const kind of kinds) {
       assert.equal(dup.errorInfo?.reason, 'duplicate');
     });
 
+    test('concurrent Enqueue and Ack calls are answered one by one (batched underneath)', async () => {
+      const calls = Array.from({ length: 40 }, (_, i) =>
+        i === 7
+          ? ctx.fail('Enqueue', { type: 'Bad Type', args: [] })
+          : ctx.call('Enqueue', {
+              type: 'many.job',
+              args: [v.num(i)],
+              options: { queue: 'many-q' },
+            }),
+      );
+      const answers = await Promise.all(calls);
+      assert.equal(answers[7].code, grpc.status.INVALID_ARGUMENT);
+      const ids = answers.filter((_, i) => i !== 7).map((a) => a.job.id);
+      assert.equal(new Set(ids).size, 39);
+      const fetched = await ctx.call('Fetch', {
+        queues: ['many-q'],
+        count: 39,
+        worker_id: 'w-many',
+      });
+      assert.equal(fetched.jobs.length, 39);
+      // One ack of a job that is not active fails alone; the others complete.
+      const acked = await Promise.allSettled([
+        ...fetched.jobs.map((j: Msg) =>
+          ctx.call('Ack', { job_id: j.id }, { 'x-ojs-worker-id': 'w-many', 'x-ojs-attempt': '1' }),
+        ),
+        ctx.call('Ack', { job_id: fetched.jobs[0].id }, { 'x-ojs-worker-id': 'w-other' }),
+      ]);
+      assert.equal(acked.filter((r) => r.status === 'fulfilled').length, 39);
+      const refused = acked.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      assert.equal(refused.reason.code, grpc.status.FAILED_PRECONDITION);
+      for (const id of ids.slice(0, 5)) {
+        assert.equal((await ctx.call('GetJob', { job_id: id })).job.state, 'JOB_STATE_COMPLETED');
+      }
+    });
+
     test('the request id is echoed in response metadata', async () => {
       const headers = await new Promise<grpc.Metadata>((resolve, reject) => {
         const call = method(ctx.client, 'Health').call(
