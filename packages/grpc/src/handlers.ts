@@ -554,7 +554,18 @@ export function wrapUnary(
       return handler(call.request, info);
     })().then(
       (response) => callback(null, response),
-      (error: unknown) => callback(toServiceError(error, requestId)),
+      (error: unknown) => {
+        logUnexpected(name, error);
+        callback(toServiceError(error, requestId));
+      },
     );
   };
+}
+
+/** A failure that is not an OJS error is a bug or an outage: the client sees INTERNAL, the log the cause. */
+export function logUnexpected(method: string, error: unknown): void {
+  if (error instanceof OjsError) return;
+  process.stderr.write(
+    `ojs grpc: ${method}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
 }

@@ -12,6 +12,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import { authorize } from './auth.ts';
 import {
   type BindingContext,
+  logUnexpected,
   requestIdOf,
   responseMetadata,
   unaryHandlers,
@@ -94,6 +95,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
           if (!call.cancelled && !call.destroyed) call.end();
         },
         (error: unknown) => {
+          logUnexpected(name, error);
           if (!call.cancelled) call.emit('error', toServiceError(error, requestId));
         },
       );

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { startLiveServer } from '../../server/test/stores.ts';
-import { type GrpcCtx, type Msg, method, startGrpcCtx, storeKinds, v } from './helpers.ts';
+import { type GrpcCtx, type Msg, method, startGrpcCtx, storeKinds, unary, v } from './helpers.ts';
 
 const kinds = await storeKinds();
 
@@ -116,6 +116,22 @@ for (const kind of kinds) {
       const got = await waiting;
       assert.equal(got.jobs.length, 1);
       assert.equal(got.jobs[0].id, enq.job.id);
+    });
+
+    test('a long poll answers before the call deadline instead of failing it', async () => {
+      const started = Date.now();
+      const answer = await unary(
+        ctx.client,
+        'Fetch',
+        { queues: ['deadline-q'] },
+        { 'x-ojs-wait-ms': '20000' },
+        1500,
+      );
+      assert.deepEqual(answer.jobs, []);
+      assert.ok(Date.now() - started < 1500, `${Date.now() - started} ms`);
+      const bad = await ctx.fail('Fetch', { queues: ['deadline-q'] }, { 'x-ojs-wait-ms': 'soon' });
+      assert.equal(bad.code, grpc.status.INVALID_ARGUMENT);
+      assert.equal(bad.badRequest?.field_violations[0]?.field, 'x-ojs-wait-ms');
     });
 
     test('Nack retries with next_attempt_at, then discards when attempts are spent', async () => {
