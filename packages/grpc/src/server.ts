@@ -39,6 +39,11 @@ export interface GrpcServerOptions {
   serverVersion?: string;
   /** How long shutdown waits for unary calls in flight before cutting them (default 10 s). */
   shutdownGraceMs?: number;
+  /**
+   * TLS (PEM): the server's certificate chain and key; with `ca`, clients
+   * must present a certificate signed by it (mTLS). Absent: plaintext.
+   */
+  tls?: { cert: Buffer; key: Buffer; ca?: Buffer };
 }
 
 export interface GrpcServer {
@@ -126,7 +131,13 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(
       `${host.includes(':') ? `[${host}]` : host}:${options.port ?? DEFAULT_GRPC_PORT}`,
-      grpc.ServerCredentials.createInsecure(),
+      options.tls === undefined
+        ? grpc.ServerCredentials.createInsecure()
+        : grpc.ServerCredentials.createSsl(
+            options.tls.ca ?? null,
+            [{ cert_chain: options.tls.cert, private_key: options.tls.key }],
+            options.tls.ca !== undefined,
+          ),
       (error, bound) => (error ? reject(error) : resolve(bound)),
     );
   });

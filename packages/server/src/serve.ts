@@ -3,6 +3,7 @@
  * background services, and a graceful shutdown on SIGTERM/SIGINT that stops
  * accepting requests, lets in-flight ones finish and closes the store.
  */
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseRetention, type RetentionPolicy, type Store } from '@ojs/core';
 import { Engine, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
@@ -45,6 +46,10 @@ export interface ServeOptions {
   grpc?: boolean;
   /** gRPC port: default 9090, or an ephemeral one when `port` is 0 (tests). */
   grpcPort?: number;
+  /** PEM files of the gRPC binding's TLS: certificate chain and key; a CA makes it mTLS. */
+  grpcTlsCert?: string;
+  grpcTlsKey?: string;
+  grpcTlsCa?: string;
 }
 
 /**
@@ -129,6 +134,9 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
     options.requireFencing = parseSwitch('OJS_REQUIRE_FENCING', env.OJS_REQUIRE_FENCING);
   }
   if (env.OJS_GRPC_PORT) options.grpcPort = parsePort(env.OJS_GRPC_PORT, 'OJS_GRPC_PORT');
+  if (env.OJS_GRPC_TLS_CERT) options.grpcTlsCert = env.OJS_GRPC_TLS_CERT;
+  if (env.OJS_GRPC_TLS_KEY) options.grpcTlsKey = env.OJS_GRPC_TLS_KEY;
+  if (env.OJS_GRPC_TLS_CA) options.grpcTlsCa = env.OJS_GRPC_TLS_CA;
   if (env.OJS_GRPC !== undefined && env.OJS_GRPC !== '') {
     options.grpc = parseSwitch('OJS_GRPC', env.OJS_GRPC);
   }
@@ -164,7 +172,34 @@ const log = (line: string) => process.stderr.write(`ojs: ${line}\n`);
  * The gRPC binding over the same engine, keys and manifest. @ojs/grpc is
  * imported only when served, so an HTTP-only server never loads grpc-js.
  */
-async function startGrpc(engine: Engine, appConfig: AppConfig, host: string, port: number) {
+/** The gRPC TLS files, read now so a bad path fails at start; cert and key go together. */
+function grpcTls(options: ServeOptions): { cert: Buffer; key: Buffer; ca?: Buffer } | undefined {
+  const { grpcTlsCert: cert, grpcTlsKey: key, grpcTlsCa: ca } = options;
+  if (cert === undefined && key === undefined && ca === undefined) return undefined;
+  if (cert === undefined || key === undefined) {
+    throw new Error('gRPC TLS needs both --grpc-tls-cert and --grpc-tls-key.');
+  }
+  const read = (path: string, what: string) => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new Error(`Cannot read the gRPC TLS ${what} '${path}': ${(error as Error).message}`);
+    }
+  };
+  return {
+    cert: read(cert, 'certificate'),
+    key: read(key, 'key'),
+    ...(ca === undefined ? {} : { ca: read(ca, 'CA') }),
+  };
+}
+
+async function startGrpc(
+  engine: Engine,
+  appConfig: AppConfig,
+  host: string,
+  port: number,
+  tls: { cert: Buffer; key: Buffer; ca?: Buffer } | undefined,
+) {
   const name = '@ojs/grpc';
   const { startGrpcServer } = (await import(name)) as typeof import('@ojs/grpc');
   const server = await startGrpcServer({
@@ -175,6 +210,7 @@ async function startGrpc(engine: Engine, appConfig: AppConfig, host: string, por
     manifest: () => buildManifest(engine, appConfig),
     conformanceLevel: DECLARED_CONFORMANCE_LEVEL,
     serverVersion: appConfig.implementationVersion,
+    tls,
   });
   appConfig.grpc = { port: server.port };
   return server;
@@ -207,6 +243,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       `Binding ${host} exposes the server beyond this machine: set OJS_API_KEYS (e.g. "admin:<key>,worker:<key>") or pass --allow-insecure.`,
     );
   }
+  // Read before anything opens, so a bad path leaves nothing behind.
+  const tls = grpcTls(options);
   const storeSpec = options.store ?? DEFAULT_STORE;
   const store = await createStore(storeSpec, {
     sqliteSynchronous: options.sqliteSynchronous,
@@ -231,9 +269,28 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   };
   // gRPC binds first so the manifest both bindings serve can list it.
   let grpc: Awaited<ReturnType<typeof startGrpc>> | undefined;
-  if (options.grpc !== false) {
+  // API keys travel in call metadata: beyond loopback they need TLS
+  // (features §11). Asked for explicitly, that is an error; by default the
+  // binding stays off and the log says why.
+  const grpcExposed = !isLoopback(host) && tls === undefined && !options.allowInsecure;
+  if (grpcExposed && options.grpc !== false) {
+    if (options.grpcPort !== undefined || options.grpc === true) {
+      await store.close();
+      throw new Error(
+        `gRPC on ${host} needs TLS (--grpc-tls-cert and --grpc-tls-key) or --allow-insecure; or pass --no-grpc.`,
+      );
+    }
+    log(`gRPC not served on ${host}: no TLS (--grpc-tls-cert/--grpc-tls-key); HTTP only`);
+  }
+  if (options.grpc !== false && !grpcExposed) {
     try {
-      grpc = await startGrpc(engine, appConfig, host, options.grpcPort ?? (port === 0 ? 0 : 9090));
+      grpc = await startGrpc(
+        engine,
+        appConfig,
+        host,
+        options.grpcPort ?? (port === 0 ? 0 : 9090),
+        tls,
+      );
     } catch (error) {
       // Port taken, say: nothing is left open behind the error.
       await store.close();
