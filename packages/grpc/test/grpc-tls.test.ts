@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { GrpcTransport } from '@ojs/sdk/grpc';
 import { startServer } from '@ojs/server';
 import { startLiveServer } from '../../server/test/stores.ts';
 import { ojsClientConstructor } from '../src/proto.ts';
@@ -97,6 +98,13 @@ describe('gRPC over TLS', { skip: opensslProblem }, () => {
       const without = client(address, grpc.credentials.createSsl(readFileSync(cert)));
       try {
         assert.equal((await unary(withCert, 'Health')).status, 'HEALTH_STATUS_OK');
+        // The SDK's transport, with its tls option.
+        const transport = new GrpcTransport({
+          address,
+          tls: { ca: readFileSync(cert), cert: readFileSync(cert), key: readFileSync(key) },
+        });
+        assert.equal((await transport.health()).status, 'ok');
+        await transport.close();
         await assert.rejects(unary(without, 'Health', {}, {}, 3000), (e: grpc.ServiceError) =>
           [grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED].includes(e.code),
         );

@@ -79,15 +79,20 @@ export interface GrpcTransportOptions {
   /** Deadline of one call (default 30 s); long-poll fetches get their wait added. */
   timeoutMs?: number;
   /**
-   * Channel credentials from @grpc/grpc-js (`credentials.createSsl(...)`);
-   * default insecure (plaintext), for loopback and private networks.
+   * TLS (PEM): `ca` to trust the server's certificate (default: the system
+   * roots), `cert` and `key` for mutual TLS. Absent: plaintext.
    */
+  tls?: { ca?: Uint8Array | string; cert?: Uint8Array | string; key?: Uint8Array | string };
+  /** Channel credentials from @grpc/grpc-js, instead of `tls`. */
   credentials?: unknown;
 }
 
 /** The @grpc/grpc-js surface this module uses (typed here: the package is optional). */
 interface GrpcModule {
-  credentials: { createInsecure(): unknown };
+  credentials: {
+    createInsecure(): unknown;
+    createSsl(ca?: Buffer | null, key?: Buffer | null, cert?: Buffer | null): unknown;
+  };
   Metadata: new () => { set(key: string, value: string): void };
   loadPackageDefinition(definition: unknown): unknown;
   status: Record<string, number>;
@@ -167,11 +172,17 @@ export class GrpcTransport implements Transport {
           };
         }
       ).ojs.v1.OJSService;
-      const client = new Service(
-        this.#options.address,
-        this.#options.credentials ?? grpc.credentials.createInsecure(),
-        { 'grpc.max_receive_message_length': 64 * 1024 * 1024 },
-      );
+      const tls = this.#options.tls;
+      const pem = (v: Uint8Array | string | undefined) =>
+        v === undefined ? null : Buffer.from(v as Uint8Array);
+      const credentials =
+        this.#options.credentials ??
+        (tls === undefined
+          ? grpc.credentials.createInsecure()
+          : grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert)));
+      const client = new Service(this.#options.address, credentials, {
+        'grpc.max_receive_message_length': 64 * 1024 * 1024,
+      });
       return { grpc, client };
     })();
     return this.#loading;
