@@ -37,6 +37,15 @@ import {
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** A Duration of a request in ms; a negative one is refused (proto allows it, OJS does not). */
+function requestDuration(value: unknown, field: string): number | undefined {
+  const ms = fromDuration(value as PbDuration | undefined);
+  if (ms !== undefined && (!Number.isFinite(ms) || ms < 0)) {
+    throw invalidRequest(`${field} must not be negative.`, { field });
+  }
+  return ms;
+}
+
 /** ISO 8601 duration text (as the engine stores retry intervals) -> Duration. */
 function isoToDuration(text: string | undefined): PbDuration | undefined {
   if (text === undefined) return undefined;
@@ -142,9 +151,9 @@ function retryFromProto(policy: Obj): Obj {
   if (typeof policy.max_attempts === 'number' && policy.max_attempts !== 0) {
     out.max_attempts = policy.max_attempts;
   }
-  const initial = fromDuration(policy.initial_interval as PbDuration);
+  const initial = requestDuration(policy.initial_interval, 'retry.initial_interval');
   if (initial !== undefined) out.initial_interval = formatIsoDuration(initial);
-  const max = fromDuration(policy.max_interval as PbDuration);
+  const max = requestDuration(policy.max_interval, 'retry.max_interval');
   if (max !== undefined) out.max_interval = formatIsoDuration(max);
   if (typeof policy.backoff_coefficient === 'number' && policy.backoff_coefficient !== 0) {
     out.backoff_coefficient = policy.backoff_coefficient;
@@ -162,7 +171,7 @@ function retryFromProto(policy: Obj): Obj {
 function uniqueFromProto(policy: Obj): Obj {
   const out: Obj = {};
   if (Array.isArray(policy.key) && policy.key.length > 0) out.keys = policy.key;
-  const period = fromDuration(policy.period as PbDuration);
+  const period = requestDuration(policy.period, 'unique.period');
   if (period !== undefined) out.period = formatIsoDuration(period);
   const conflict = CONFLICT_FROM_PROTO[String(policy.on_conflict)];
   if (conflict !== undefined) out.on_conflict = conflict;
@@ -200,12 +209,13 @@ function optionsFromProto(
   if (typeof o.priority === 'number' && o.priority !== 0) options.priority = o.priority;
   const delay = fromTimestamp(o.delay_until as PbTimestamp);
   if (delay !== undefined) options.scheduled_at = toIso(delay);
-  const timeout = fromDuration(o.timeout as PbDuration);
+  const timeout = requestDuration(o.timeout, 'options.timeout');
   if (timeout !== undefined) options.timeout_ms = timeout;
-  const visibility = fromDuration(o.visibility_timeout as PbDuration);
+  const visibility = requestDuration(o.visibility_timeout, 'options.visibility_timeout');
   if (visibility !== undefined) options.visibility_timeout_ms = visibility;
-  const ttl = fromDuration(o.ttl as PbDuration);
-  if (ttl !== undefined) options.expires_at = toIso(context.now + ttl);
+  const ttl = requestDuration(o.ttl, 'options.ttl');
+  // Relative, so a cron template's ttl counts from each firing.
+  if (ttl !== undefined) options.expires_at = `+${formatIsoDuration(ttl)}`;
   if (Array.isArray(o.tags) && o.tags.length > 0) options.tags = o.tags;
   const retry = isObject(o.retry) ? retryFromProto(o.retry) : {};
   // max_attempts is a shorthand; retry.max_attempts wins when both are set.

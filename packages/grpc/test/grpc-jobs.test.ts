@@ -56,10 +56,13 @@ for (const kind of kinds) {
           meta: v.struct({ tenant: v.str('acme') }),
           trace_id: 'trace-1',
           timeout: { seconds: 60 },
+          ttl: { seconds: 3600 },
           retry: { max_attempts: 7, initial_interval: { seconds: 2 } },
         },
       });
       const job = enq.job;
+      const expires = Number(job.expires_at.seconds) - Number(job.created_at.seconds);
+      assert.ok(expires >= 3599 && expires <= 3601, `ttl became ${expires} s`);
       assert.match(job.id, /^[0-9a-f-]{36}$/);
       assert.equal(job.state, 'JOB_STATE_AVAILABLE');
       assert.equal(job.queue, 'grpc-q');
@@ -253,6 +256,14 @@ for (const kind of kinds) {
       const missing = await ctx.fail('GetJob', { job_id: '019a0000-0000-7000-8000-000000000000' });
       assert.equal(missing.code, grpc.status.NOT_FOUND);
       assert.equal(missing.errorInfo?.reason, 'not_found');
+
+      const negative = await ctx.fail('Enqueue', {
+        type: 'a.b',
+        args: [],
+        options: { timeout: { seconds: -5 } },
+      });
+      assert.equal(negative.code, grpc.status.INVALID_ARGUMENT);
+      assert.equal(negative.errorInfo?.metadata.field, 'options.timeout');
 
       const none = await ctx.fail('GetJob', {});
       assert.equal(none.code, grpc.status.INVALID_ARGUMENT);
