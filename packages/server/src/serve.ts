@@ -3,14 +3,13 @@
  * background services, and a graceful shutdown on SIGTERM/SIGINT that stops
  * accepting requests, lets in-flight ones finish and closes the store.
  */
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseRetention, type RetentionPolicy, type Store } from '@ojs/core';
 import { Engine, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { type AppConfig, buildApp } from './app.ts';
 import { parseApiKeys } from './auth.ts';
-import { buildManifest, DECLARED_CONFORMANCE_LEVEL } from './manifest.ts';
+import { type GrpcServer, readGrpcTls, startGrpcBinding } from './grpc-binding.ts';
 import { createStore, DEFAULT_STORE, describeStore } from './stores.ts';
 
 export interface ServeOptions {
@@ -168,54 +167,6 @@ function parseSwitch(name: string, text: string): boolean {
 
 const log = (line: string) => process.stderr.write(`ojs: ${line}\n`);
 
-/**
- * The gRPC binding over the same engine, keys and manifest. @ojs/grpc is
- * imported only when served, so an HTTP-only server never loads grpc-js.
- */
-/** The gRPC TLS files, read now so a bad path fails at start; cert and key go together. */
-function grpcTls(options: ServeOptions): { cert: Buffer; key: Buffer; ca?: Buffer } | undefined {
-  const { grpcTlsCert: cert, grpcTlsKey: key, grpcTlsCa: ca } = options;
-  if (cert === undefined && key === undefined && ca === undefined) return undefined;
-  if (cert === undefined || key === undefined) {
-    throw new Error('gRPC TLS needs both --grpc-tls-cert and --grpc-tls-key.');
-  }
-  const read = (path: string, what: string) => {
-    try {
-      return readFileSync(path);
-    } catch (error) {
-      throw new Error(`Cannot read the gRPC TLS ${what} '${path}': ${(error as Error).message}`);
-    }
-  };
-  return {
-    cert: read(cert, 'certificate'),
-    key: read(key, 'key'),
-    ...(ca === undefined ? {} : { ca: read(ca, 'CA') }),
-  };
-}
-
-async function startGrpc(
-  engine: Engine,
-  appConfig: AppConfig,
-  host: string,
-  port: number,
-  tls: { cert: Buffer; key: Buffer; ca?: Buffer } | undefined,
-) {
-  const name = '@ojs/grpc';
-  const { startGrpcServer } = (await import(name)) as typeof import('@ojs/grpc');
-  const server = await startGrpcServer({
-    engine,
-    host,
-    port,
-    auth: appConfig.auth,
-    manifest: () => buildManifest(engine, appConfig),
-    conformanceLevel: DECLARED_CONFORMANCE_LEVEL,
-    serverVersion: appConfig.implementationVersion,
-    tls,
-  });
-  appConfig.grpc = { port: server.port };
-  return server;
-}
-
 /** init() once; a shared store that is unreachable is reported and retried by the caller. */
 async function initStore(store: Store, spec: string): Promise<boolean> {
   try {
@@ -244,7 +195,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     );
   }
   // Read before anything opens, so a bad path leaves nothing behind.
-  const tls = grpcTls(options);
+  const tls = readGrpcTls(options);
   const storeSpec = options.store ?? DEFAULT_STORE;
   const store = await createStore(storeSpec, {
     sqliteSynchronous: options.sqliteSynchronous,
@@ -268,34 +219,13 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     logger: options.logger ?? false,
   };
   // gRPC binds first so the manifest both bindings serve can list it.
-  let grpc: Awaited<ReturnType<typeof startGrpc>> | undefined;
-  // API keys travel in call metadata: beyond loopback they need TLS
-  // (features §11). Asked for explicitly, that is an error; by default the
-  // binding stays off and the log says why.
-  const grpcExposed = !isLoopback(host) && tls === undefined && !options.allowInsecure;
-  if (grpcExposed && options.grpc !== false) {
-    if (options.grpcPort !== undefined || options.grpc === true) {
-      await store.close();
-      throw new Error(
-        `gRPC on ${host} needs TLS (--grpc-tls-cert and --grpc-tls-key) or --allow-insecure; or pass --no-grpc.`,
-      );
-    }
-    log(`gRPC not served on ${host}: no TLS (--grpc-tls-cert/--grpc-tls-key); HTTP only`);
-  }
-  if (options.grpc !== false && !grpcExposed) {
-    try {
-      grpc = await startGrpc(
-        engine,
-        appConfig,
-        host,
-        options.grpcPort ?? (port === 0 ? 0 : 9090),
-        tls,
-      );
-    } catch (error) {
-      // Port taken, say: nothing is left open behind the error.
-      await store.close();
-      throw error;
-    }
+  let grpc: GrpcServer | undefined;
+  try {
+    grpc = await startGrpcBinding(options, { engine, appConfig, host, port, tls }, log);
+  } catch (error) {
+    // Port taken, say: nothing is left open behind the error.
+    await store.close();
+    throw error;
   }
   const app = await buildApp(appConfig, engine);
   let retrying: NodeJS.Timeout | undefined;
