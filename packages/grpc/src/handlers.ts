@@ -363,6 +363,8 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         jobIds: perJob ? [id] : [],
         workerState: state,
         visibilityTimeoutMs: extendBy,
+        // A worker beating N jobs sends N + 1 beats: only its own is a registry write.
+        recordWorker: !perJob,
       });
       const out: Obj = {
         // A draining server tells its workers to finish up (features §11 S: TERMINATE first).
@@ -527,6 +529,79 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
     async CancelWorkflow(request) {
       const workflow = await engine.cancelWorkflow(requiredId(request, 'workflow_id'));
       return { workflow: workflowToProto(workflow) };
+    },
+  };
+}
+
+/** Largest number of items of one AckBatch (as POST /ojs/v1/workers/ack/batch). */
+export const MAX_ACK_BATCH = 1000;
+
+/**
+ * ojsts.v1.WorkerExtensions (decision 0047): AckBatch, the ack-batch
+ * extension of the HTTP binding over gRPC. A malformed item refuses the
+ * whole call before anything changes; each well-formed item is fenced and
+ * settled on its own.
+ */
+export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
+  const { engine, streams } = ctx;
+  const items = (request: Obj, field: 'acks' | 'nacks') =>
+    (Array.isArray(request[field]) ? (request[field] as Obj[]) : []).map((item, index) => {
+      const path = `${field}[${index}]`;
+      const jobId = item.job_id;
+      if (typeof jobId !== 'string' || jobId === '') {
+        throw invalidRequest(`${path}.job_id is required.`, { field: `${path}.job_id` });
+      }
+      const attempt =
+        typeof item.attempt === 'number' && item.attempt !== 0 ? item.attempt : undefined;
+      if (attempt !== undefined && (attempt < 1 || attempt > MAX_ATTEMPTS)) {
+        throw invalidRequest(`${path}.attempt must be between 1 and ${MAX_ATTEMPTS}.`, {
+          field: `${path}.attempt`,
+        });
+      }
+      return {
+        jobId,
+        workerId: validateWorkerId(item.worker_id || undefined),
+        attempt,
+        result: fromStruct(item.result as PbStruct | undefined),
+        error: failureFromProto(item.error),
+        requeue: item.requeue === true,
+      };
+    });
+  return {
+    async AckBatch(request) {
+      const acks = items(request, 'acks').map(({ error: _e, requeue: _r, ...ack }) => ack);
+      const nacks = items(request, 'nacks').map(({ result: _r, ...nack }) => nack);
+      const total = acks.length + nacks.length;
+      if (total === 0) {
+        throw invalidRequest('Send at least one item in acks or nacks.', { field: 'acks' });
+      }
+      if (total > MAX_ACK_BATCH) {
+        throw invalidRequest(
+          `A batched acknowledgement holds at most ${MAX_ACK_BATCH} items (got ${total}).`,
+          { field: 'acks', max: MAX_ACK_BATCH, actual: total },
+        );
+      }
+      const outcomes = await engine.settleBatch({ acks, nacks });
+      return {
+        results: outcomes.map((outcome) => {
+          if (outcome.status === 'ok') {
+            streams.settled(outcome.jobId);
+            return {
+              job_id: outcome.jobId,
+              status: 'ok',
+              state: stateToProto(outcome.job.state),
+              attempt: outcome.job.attempt,
+            };
+          }
+          return {
+            job_id: outcome.jobId,
+            status: outcome.status,
+            error_code: outcome.error.code,
+            error_message: outcome.error.message,
+            retryable: outcome.error.retryable,
+          };
+        }),
+      };
     },
   };
 }

@@ -35,12 +35,26 @@ export function ojsService(): grpc.ServiceDefinition {
   return ojsPackageDefinition()[SERVICE_NAME] as grpc.ServiceDefinition;
 }
 
+export const EXTENSIONS_SERVICE_NAME = 'ojsts.v1.WorkerExtensions';
+
+export function extensionsService(): grpc.ServiceDefinition {
+  return ojsPackageDefinition()[EXTENSIONS_SERVICE_NAME] as grpc.ServiceDefinition;
+}
+
 /** A client constructor for ojs.v1.OJSService generated from our .proto (tests, bench). */
 export function ojsClientConstructor(): grpc.ServiceClientConstructor {
   const loaded = grpc.loadPackageDefinition(ojsPackageDefinition()) as unknown as {
     ojs: { v1: { OJSService: grpc.ServiceClientConstructor } };
   };
   return loaded.ojs.v1.OJSService;
+}
+
+/** A client constructor for ojsts.v1.WorkerExtensions (AckBatch). */
+export function extensionsClientConstructor(): grpc.ServiceClientConstructor {
+  const loaded = grpc.loadPackageDefinition(ojsPackageDefinition()) as unknown as {
+    ojsts: { v1: { WorkerExtensions: grpc.ServiceClientConstructor } };
+  };
+  return loaded.ojsts.v1.WorkerExtensions;
 }
 
 let rpcRoot: protobuf.Root | undefined;

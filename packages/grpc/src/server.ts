@@ -12,13 +12,14 @@ import { HealthImplementation } from 'grpc-health-check';
 import { authorize } from './auth.ts';
 import {
   type BindingContext,
+  extensionHandlers,
   logUnexpected,
   requestIdOf,
   responseMetadata,
   unaryHandlers,
   wrapUnary,
 } from './handlers.ts';
-import { ojsPackageDefinition, ojsService, SERVICE_NAME } from './proto.ts';
+import { extensionsService, ojsPackageDefinition, ojsService, SERVICE_NAME } from './proto.ts';
 import { toServiceError } from './status.ts';
 import { EventStreams } from './stream-events.ts';
 import { JobStreams } from './stream-jobs.ts';
@@ -112,6 +113,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     eventStreams.serve(engine, call, ready),
   );
   server.addService(ojsService(), implementation);
+  // ojs-ts extensions in their own service (decision 0047).
+  const extensions: grpc.UntypedServiceImplementation = {};
+  for (const [name, handler] of Object.entries(extensionHandlers(ctx))) {
+    extensions[name] = wrapUnary(ctx, name, handler, level);
+  }
+  server.addService(extensionsService(), extensions);
 
   // grpc.health.v1: "" and the OJS service follow the store's health.
   const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE_NAME]: 'NOT_SERVING' });

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { startLiveServer } from '../../server/test/stores.ts';
+import { extensionsClientConstructor } from '../src/proto.ts';
 import { type GrpcCtx, type Msg, method, startGrpcCtx, storeKinds, unary, v } from './helpers.ts';
 
 const kinds = await storeKinds();
@@ -316,6 +317,53 @@ for (const kind of kinds) {
       assert.equal(refused.reason.code, grpc.status.FAILED_PRECONDITION);
       for (const id of ids.slice(0, 5)) {
         assert.equal((await ctx.call('GetJob', { job_id: id })).job.state, 'JOB_STATE_COMPLETED');
+      }
+    });
+
+    test('AckBatch (ojsts.v1.WorkerExtensions) settles each item on its own', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        ids.push(
+          (await ctx.call('Enqueue', { type: 'ab.job', args: [], options: { queue: 'ab-q' } })).job
+            .id,
+        );
+      }
+      const fetched = (await ctx.call('Fetch', { queues: ['ab-q'], count: 3, worker_id: 'w-ab' }))
+        .jobs;
+      assert.equal(fetched.length, 3);
+      const client = new (extensionsClientConstructor())(
+        ctx.grpcAddress,
+        grpc.credentials.createInsecure(),
+      );
+      try {
+        const answer = await unary(client, 'AckBatch', {
+          acks: [
+            { job_id: ids[0], worker_id: 'w-ab', attempt: 1, result: v.struct({ n: v.num(1) }) },
+            { job_id: ids[1], worker_id: 'w-intruder', attempt: 1 },
+          ],
+          nacks: [
+            { job_id: ids[2], worker_id: 'w-ab', attempt: 1, error: { code: 'E', message: 'x' } },
+          ],
+        });
+        assert.deepEqual(
+          answer.results.map((r: Msg) => [r.job_id, r.status, r.state ?? r.error_code]),
+          [
+            [ids[0], 'ok', 'JOB_STATE_COMPLETED'],
+            [ids[1], 'conflict', 'conflict'],
+            [ids[2], 'ok', 'JOB_STATE_RETRYABLE'],
+          ],
+        );
+        assert.equal((await ctx.call('GetJob', { job_id: ids[1] })).job.state, 'JOB_STATE_ACTIVE');
+        await assert.rejects(unary(client, 'AckBatch', {}), (e: grpc.ServiceError) => {
+          assert.equal(e.code, grpc.status.INVALID_ARGUMENT);
+          return true;
+        });
+        await assert.rejects(
+          unary(client, 'AckBatch', { acks: [{ attempt: 1 }] }),
+          /acks\[0\]\.job_id/,
+        );
+      } finally {
+        client.close();
       }
     });
 

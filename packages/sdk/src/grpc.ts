@@ -25,7 +25,7 @@ import {
   TimeoutError,
   UnsupportedFeatureError,
 } from './errors.ts';
-import { toPushBody } from './http.ts';
+import { parseAckBatchResults, toPushBody } from './http.ts';
 import {
   fromDuration,
   fromStruct,
@@ -46,6 +46,8 @@ import {
   toValue,
 } from './proto-wire.ts';
 import type {
+  AckBatchRequest,
+  AckBatchResponse,
   AckRequest,
   CronJob,
   EventPage,
@@ -135,7 +137,7 @@ const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
 export class GrpcTransport implements Transport {
   readonly kind = 'grpc';
   readonly #options: GrpcTransportOptions;
-  #loading: Promise<{ grpc: GrpcModule; client: Client }> | undefined;
+  #loading: Promise<{ grpc: GrpcModule; client: Client; extensions: Client }> | undefined;
 
   constructor(options: GrpcTransportOptions) {
     if (typeof options?.address !== 'string' || options.address === '') {
@@ -165,13 +167,11 @@ export class GrpcTransport implements Transport {
         ...LOADER_OPTIONS,
         includeDirs: [PROTO_DIR],
       });
-      const Service = (
-        grpc.loadPackageDefinition(definition) as {
-          ojs: {
-            v1: { OJSService: new (address: string, credentials: unknown, options: Obj) => Client };
-          };
-        }
-      ).ojs.v1.OJSService;
+      type Ctor = new (address: string, credentials: unknown, options: Obj) => Client;
+      const loaded = grpc.loadPackageDefinition(definition) as {
+        ojs: { v1: { OJSService: Ctor } };
+        ojsts: { v1: { WorkerExtensions: Ctor } };
+      };
       const tls = this.#options.tls;
       const pem = (v: Uint8Array | string | undefined) =>
         v === undefined ? null : Buffer.from(v as Uint8Array);
@@ -180,10 +180,19 @@ export class GrpcTransport implements Transport {
         (tls === undefined
           ? grpc.credentials.createInsecure()
           : grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert)));
-      const client = new Service(this.#options.address, credentials, {
-        'grpc.max_receive_message_length': 64 * 1024 * 1024,
-      });
-      return { grpc, client };
+      const channelOptions = { 'grpc.max_receive_message_length': 64 * 1024 * 1024 };
+      const client = new loaded.ojs.v1.OJSService(
+        this.#options.address,
+        credentials,
+        channelOptions,
+      );
+      // Same target and options: grpc-js shares one connection between the two.
+      const extensions = new loaded.ojsts.v1.WorkerExtensions(
+        this.#options.address,
+        credentials,
+        channelOptions,
+      );
+      return { grpc, client, extensions };
     })();
     return this.#loading;
   }
@@ -191,9 +200,15 @@ export class GrpcTransport implements Transport {
   async #call(
     method: string,
     request: Obj,
-    options: RequestOptions & { metadata?: Record<string, string>; extraMs?: number } = {},
+    options: RequestOptions & {
+      metadata?: Record<string, string>;
+      extraMs?: number;
+      extension?: boolean;
+    } = {},
   ): Promise<Obj> {
-    const { grpc, client } = await this.#load();
+    const loaded = await this.#load();
+    const { grpc } = loaded;
+    const client = options.extension ? loaded.extensions : loaded.client;
     const metadata = new grpc.Metadata();
     for (const [key, value] of Object.entries(this.#options.metadata ?? {})) {
       metadata.set(key, value);
@@ -237,6 +252,10 @@ export class GrpcTransport implements Transport {
         // Our server long-polls Fetch on x-ojs-wait-ms; others answer at once.
         long_poll_fetch: ours,
       },
+      // Our server serves ojsts.v1.WorkerExtensions/AckBatch (decision 0047).
+      ...(ours && (m.extensions as string[] | undefined)?.includes('ack-batch')
+        ? { endpoints: { ack_batch: 'ojsts.v1.WorkerExtensions/AckBatch' } }
+        : {}),
     };
   }
 
@@ -317,30 +336,57 @@ export class GrpcTransport implements Transport {
   }
 
   async nack(request: NackRequest, options?: RequestOptions): Promise<Obj> {
-    const error = request.error;
-    const details: Obj = { ...(error.details ?? {}) };
-    // proto3 has no "false" for JobError.retryable: say it in details (decision 0043).
-    if (error.retryable === false) details.retryable = false;
     const metadata = fencing(request);
     if (request.requeue === true) metadata['x-ojs-requeue'] = 'true';
     const response = await this.#call(
       'Nack',
-      {
-        job_id: request.job_id,
-        error: {
-          code: error.type ?? error.code,
-          message: error.message,
-          retryable: error.retryable === true,
-          backtrace: error.backtrace?.join('\n') ?? '',
-          details: toStruct(details),
-        },
-      },
+      { job_id: request.job_id, error: jobErrorToProto(request.error) },
       { ...options, metadata },
     );
     const out: Obj = { job_id: request.job_id, state: stateFromProto(response.state) };
     const next = timestampText(response.next_attempt_at as PbTimestamp);
     if (next !== undefined) out.next_attempt_at = next;
     return out;
+  }
+
+  /**
+   * Many ACKs and NACKs in one call: ojsts.v1.WorkerExtensions/AckBatch,
+   * answered per item like POST /ojs/v1/workers/ack/batch.
+   */
+  async ackBatch(request: AckBatchRequest, options?: RequestOptions): Promise<AckBatchResponse> {
+    const response = await this.#call(
+      'AckBatch',
+      {
+        acks: request.acks.map((ack) => ({
+          job_id: ack.job_id,
+          result: resultToStruct(ack.result),
+          worker_id: ack.worker_id ?? '',
+          attempt: ack.attempt ?? 0,
+        })),
+        nacks: request.nacks.map((nack) => ({
+          job_id: nack.job_id,
+          error: jobErrorToProto(nack.error),
+          worker_id: nack.worker_id ?? '',
+          attempt: nack.attempt ?? 0,
+          requeue: nack.requeue === true,
+        })),
+      },
+      { ...options, extension: true },
+    );
+    const results = ((response.results as Obj[]) ?? []).map((r) =>
+      r.status === 'ok'
+        ? { job_id: r.job_id, status: 'ok', state: stateFromProto(r.state), attempt: r.attempt }
+        : {
+            job_id: r.job_id,
+            status: r.status,
+            error: {
+              code: r.error_code,
+              message: r.error_message,
+              retryable: r.retryable === true,
+            },
+          },
+    );
+    return { results: parseAckBatchResults({ results }, request, false) };
   }
 
   /**
@@ -571,6 +617,20 @@ export class GrpcTransport implements Transport {
     const loaded = await this.#loading.catch(() => undefined);
     loaded?.client.close();
   }
+}
+
+/** A NACK's error as ojs.v1.JobError (`code` is the error class, G-4). */
+function jobErrorToProto(error: NackRequest['error']): Obj {
+  const details: Obj = { ...(error.details ?? {}) };
+  // proto3 has no "false" for JobError.retryable: say it in details (decision 0043).
+  if (error.retryable === false) details.retryable = false;
+  return {
+    code: error.type ?? error.code,
+    message: error.message,
+    retryable: error.retryable === true,
+    backtrace: error.backtrace?.join('\n') ?? '',
+    details: toStruct(details),
+  };
 }
 
 function fencing(request: { worker_id?: string; attempt?: number }): Record<string, string> {
