@@ -43,6 +43,10 @@ ojs serve options (environment variables in brackets):
   --grpc-port PORT        gRPC binding port (ojs.v1.OJSService, same host) [OJS_GRPC_PORT] (default 9090;
                           ephemeral when --port is 0)
   --no-grpc               Serve HTTP only [OJS_GRPC=off]
+  --grpc-tls-cert FILE    PEM certificate chain of the gRPC binding [OJS_GRPC_TLS_CERT]; with --grpc-tls-key
+  --grpc-tls-key FILE     PEM private key [OJS_GRPC_TLS_KEY]
+  --grpc-tls-ca FILE      PEM CA: clients must present a certificate it signed (mTLS) [OJS_GRPC_TLS_CA]
+                          Beyond loopback gRPC needs TLS (or --allow-insecure): API keys travel in metadata
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -67,6 +71,9 @@ async function serve(argv: string[]): Promise<number> {
       metrics: { type: 'string' },
       'grpc-port': { type: 'string' },
       'no-grpc': { type: 'boolean' },
+      'grpc-tls-cert': { type: 'string' },
+      'grpc-tls-key': { type: 'string' },
+      'grpc-tls-ca': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -106,6 +113,9 @@ async function serve(argv: string[]): Promise<number> {
   if (values['grpc-port'] !== undefined)
     options.grpcPort = parsePort(values['grpc-port'], '--grpc-port');
   if (values['no-grpc']) options.grpc = false;
+  if (values['grpc-tls-cert'] !== undefined) options.grpcTlsCert = values['grpc-tls-cert'];
+  if (values['grpc-tls-key'] !== undefined) options.grpcTlsKey = values['grpc-tls-key'];
+  if (values['grpc-tls-ca'] !== undefined) options.grpcTlsCa = values['grpc-tls-ca'];
   options.handleSignals = true;
   const server = await startServer(options);
   process.stdout.write(

@@ -145,6 +145,11 @@ export interface HeartbeatRequest {
   };
   handlers?: HandlerDeclaration[];
   visibilityTimeoutMs?: number;
+  /**
+   * Record the beat in the worker registry (default true). gRPC per-job
+   * beats (one job id each) say false: the worker's own beat records it.
+   */
+  recordWorker?: boolean;
 }
 
 /** One settled item of a batched acknowledgement, in request order (acks, then nacks). */
@@ -1105,7 +1110,7 @@ export class Engine {
       })),
       this.now(),
     );
-    if (request.workerId !== undefined) {
+    if (request.workerId !== undefined && request.recordWorker !== false) {
       const told = await this.workers.heartbeat({
         workerId: request.workerId,
         state: request.workerState,
