@@ -16,12 +16,23 @@ export const run = promisify(execFile);
 
 const NPM_FLAGS = ['--no-audit', '--no-fund', '--loglevel=error'];
 
-/** `npm pack -w NAME` (prepack builds dist/) into `destination`; returns the tarball's path. */
+/**
+ * The tarball of a workspace package (`@ojs/sdk` -> packages/sdk) as
+ * `npm pack` makes it for publishing, built in a staging folder under
+ * `destination` (package-build.mjs stage): the package's own folder and
+ * manifest are never changed, so tests running meanwhile are not affected.
+ */
 export async function pack(workspace: string, destination: string): Promise<string> {
+  const folder = join(ROOT, 'packages', workspace.replace(/^@ojs\//, ''));
+  const staged = join(destination, `stage-${workspace.replace(/\W+/g, '-')}`);
+  await run(process.execPath, [join(ROOT, 'scripts/package-build.mjs'), 'stage', staged], {
+    cwd: folder,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   const { stdout } = await run(
     'npm',
-    ['pack', '-w', workspace, '--pack-destination', destination, '--loglevel=error'],
-    { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 },
+    ['pack', staged, '--pack-destination', destination, '--loglevel=error'],
+    { cwd: destination, maxBuffer: 16 * 1024 * 1024 },
   );
   const file = stdout.trim().split('\n').at(-1)!;
   return join(destination, file);
@@ -64,4 +75,10 @@ export async function nodeBinary(major: number): Promise<string> {
     rmSync(staging, { recursive: true, force: true });
   }
   return binary;
+}
+
+/** TypeScript sources (not declarations) under `dir`: an installed package must have none. */
+export async function typeScriptSources(dir: string): Promise<string[]> {
+  const { stdout } = await run('find', [dir, '-name', '*.ts', '-not', '-name', '*.d.ts']);
+  return stdout.split('\n').filter(Boolean);
 }

@@ -2,18 +2,16 @@
 /**
  * The `ojs` command: serve, conformance, and the tools that grow around them.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { startServer } from '@ojs/server';
-import {
-  optionsFromEnv,
-  parseLogFormat,
-  parseLogLevel,
-  parsePort,
-  parseRetentionSpec,
-  parseValidationMode,
-} from '@ojs/server/serve';
 
-const USAGE = `Usage: ojs <command> [options]
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  }
+).version;
+
+const USAGE = `Usage: ojs <command> [options]      (ojs <command> --help for one command)
 
 Commands:
   serve         Start the OJS server (default store: SQLite file ./data/ojs.db)
@@ -21,10 +19,28 @@ Commands:
   validate      Validate job envelopes (or a state sequence) against the spec (Parser tier)
   migrate       Apply the PostgreSQL schema migrations: ojs migrate --store postgres://... [--schema NAME]
 
+Operator commands, over the HTTP API of any OJS server (--url / OJS_URL, --api-key / OJS_API_KEY, --json):
+  jobs          list | get | retry | cancel | delete (filters as the operations API; bulk with progress)
+  enqueue       Enqueue a job: ojs enqueue email.send ada@example.com
+  queues        list | stats | pause | resume
+  dlq           Dead letter queue: list | retry | delete | purge
+  cron          list | add | remove | trigger
+  workflows     get | cancel
+  workers       list | quiet | terminate
+  stats         Live statistics (refreshes on a terminal)
+  completion    Shell completion script: ojs completion bash|zsh|fish
+
+  -V, --version Print the version
+`;
+
+const SERVE_USAGE = `Usage: ojs serve [options]
+
 ojs serve options (environment variables in brackets):
   --host HOST             Address to bind [OJS_HOST] (default 127.0.0.1)
   --port PORT             Port [OJS_PORT] (default 8080)
-  --store SPEC            sqlite:PATH | PATH | :memory: [OJS_STORE] (default sqlite:./data/ojs.db)
+  --store SPEC            sqlite:PATH | PATH | :memory: | postgres://USER@HOST:PORT/DB [OJS_STORE]
+                          (default sqlite:./data/ojs.db; redis:// once the Redis store is installed;
+                          any other scheme is refused)
   --test-mode             Enable the reset endpoint and test directives [OJS_TEST_MODE=1]; loopback only
   --api-keys LIST         role:key,... with roles producer|worker|admin [OJS_API_KEYS]
   --allow-insecure        Allow a non-loopback bind without API keys
@@ -50,6 +66,20 @@ ojs serve options (environment variables in brackets):
 `;
 
 async function serve(argv: string[]): Promise<number> {
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  if (major < 22 || (major === 22 && minor < 13)) {
+    // The operator commands run on Node >= 18; the server needs node:sqlite.
+    throw new Error(`ojs serve needs Node >= 22.13 (this is ${process.version}).`);
+  }
+  const { startServer } = await import('@ojs/server');
+  const {
+    optionsFromEnv,
+    parseLogFormat,
+    parseLogLevel,
+    parsePort,
+    parseRetentionSpec,
+    parseValidationMode,
+  } = await import('@ojs/server/serve');
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -78,12 +108,12 @@ async function serve(argv: string[]): Promise<number> {
     },
   });
   if (values.help) {
-    process.stdout.write(USAGE);
+    process.stdout.write(SERVE_USAGE);
     return 0;
   }
   const options = optionsFromEnv();
   if (values.host !== undefined) options.host = values.host;
-  if (values.port !== undefined) options.port = Number(values.port);
+  if (values.port !== undefined) options.port = parsePort(values.port, '--port');
   if (values.store !== undefined) options.store = values.store;
   if (values['test-mode']) options.testMode = true;
   if (values['api-keys'] !== undefined) options.apiKeys = values['api-keys'];
@@ -137,6 +167,11 @@ async function main(argv: string[]): Promise<number> {
       return (await import('@ojs/conformance')).conformanceMain(rest);
     case 'validate':
       return (await import('@ojs/conformance')).validateMain(rest);
+    case '--version':
+    case '-V':
+    case 'version':
+      process.stdout.write(`ojs ${VERSION}\n`);
+      return 0;
     case 'migrate': {
       const moduleName = '@ojs/store-postgres';
       const { migrateMain } = (await import(moduleName)) as {
@@ -151,6 +186,14 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(USAGE);
       return command === undefined ? 2 : 0;
     default:
+      {
+        // Loaded on demand, like the toolkit: serve does not pay for them.
+        const { OPERATOR_COMMANDS, operatorMain } = await import('./operator.ts');
+        if (OPERATOR_COMMANDS.includes(command)) {
+          const { processIo } = await import('./io.ts');
+          return operatorMain(argv, processIo(), VERSION);
+        }
+      }
       process.stderr.write(`ojs: unknown command '${command}'\n\n${USAGE}`);
       return 2;
   }
@@ -161,7 +204,22 @@ main(process.argv.slice(2)).then(
     // serve keeps running; other commands exit with their code.
     if (code >= 0) process.exitCode = code;
   },
-  (error: unknown) => {
+  async (error: unknown) => {
+    if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_')) {
+      // A typo in a flag: name the likely one (from the usage text) and exit 2.
+      const flag = /'(-[^']+)'/.exec((error as Error).message)?.[1] ?? '';
+      const known =
+        process.argv[2] === 'serve'
+          ? [...SERVE_USAGE.matchAll(/ --([a-z][a-z-]*)/g)].map((m) => m[1]!)
+          : [];
+      const { closestName } = await import('@ojs/core');
+      const guess = closestName(flag.replace(/^-+/, ''), known);
+      process.stderr.write(
+        `ojs: ${(error as Error).message.split('. ')[0]}${guess ? ` (did you mean --${guess}?)` : ''}; see ojs ${process.argv[2] ?? ''} --help.\n`,
+      );
+      process.exitCode = 2;
+      return;
+    }
     process.stderr.write(`ojs: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = 1;
   },

@@ -29,18 +29,22 @@ export const ENQUEUE_OPTION_KEYS: readonly string[] = [
 
 const KNOWN = new Set(ENQUEUE_OPTION_KEYS);
 
-/** Levenshtein distance, bounded: names are short. */
+/** Edit distance with adjacent transpositions as one edit (`prot` -> `port`); names are short. */
 function distance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
-    const current = [i];
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      let best = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, d[i - 2]![j - 2]! + 1);
+      }
+      d[i]![j] = best;
     }
-    previous = current;
   }
-  return previous[b.length]!;
+  return d[a.length]![b.length]!;
 }
 
 /** The closest of `candidates` to `name`, if it is close enough to be a typo. */

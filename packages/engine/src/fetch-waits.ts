@@ -11,7 +11,10 @@ export class WaitingFetches {
   readonly #byWorker = new Map<string, Set<AbortController>>();
 
   /** Registers one waiting fetch; its signal also follows the request's own. */
-  enter(workerId: string, requestSignal: AbortSignal | undefined) {
+  enter(
+    workerId: string,
+    requestSignal: AbortSignal | undefined,
+  ): { signal: AbortSignal; leave: () => void } {
     const controller = new AbortController();
     const set = this.#byWorker.get(workerId) ?? new Set<AbortController>();
     this.#byWorker.set(workerId, set);

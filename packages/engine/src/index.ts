@@ -1,7 +1,13 @@
 export { CronScheduler, cronToWire, parseCronRequest } from './cron.ts';
 export * from './engine.ts';
 export { EventTail, type TailFilter } from './event-tail.ts';
-export { type BulkResult, JobAdmin, type JobListPage, type JobListRequest } from './job-admin.ts';
+export {
+  type BulkResult,
+  type BulkStep,
+  JobAdmin,
+  type JobListPage,
+  type JobListRequest,
+} from './job-admin.ts';
 export * from './middleware.ts';
 export { Notifier } from './notifier.ts';
 export {

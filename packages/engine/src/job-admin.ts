@@ -50,6 +50,14 @@ export interface BulkResult {
   errors: { job_id: string; error: { code: string; message: string } }[];
   /** More jobs matched than one request acts on (maxJobs); run it again for the rest. */
   truncated: boolean;
+  /** When truncated: where the next request continues (`cursor`), so no job is visited twice. */
+  next_cursor?: string;
+}
+
+/** One step of a bulk action: at most `limit` jobs, after `cursor` (a previous next_cursor). */
+export interface BulkStep {
+  limit?: number;
+  cursor?: string;
 }
 
 /** Jobs decided and committed together in one bulk step. */
@@ -119,7 +127,7 @@ export class JobAdmin {
    * Applies `action` to every job `filter` matches (up to maxBulkJobs),
    * oldest first. Jobs the action does not apply to fail with the reason.
    */
-  async bulk(action: BulkAction, filter: JobFilter): Promise<BulkResult> {
+  async bulk(action: BulkAction, filter: JobFilter, step: BulkStep = {}): Promise<BulkResult> {
     const store = this.#engine.store;
     const result: BulkResult = {
       action,
@@ -129,10 +137,12 @@ export class JobAdmin {
       errors: [],
       truncated: false,
     };
-    let afterSeq: number | undefined;
+    // Steps (a CLI's progress bar): each continues after the last job the previous one saw.
+    let afterSeq = step.cursor === undefined ? undefined : decodeCursor(step.cursor, 'asc');
+    const maxJobs = Math.min(step.limit ?? this.maxBulkJobs, this.maxBulkJobs);
     let seen = 0;
-    while (seen < this.maxBulkJobs) {
-      const limit = Math.min(BULK_PAGE, this.maxBulkJobs - seen);
+    while (seen < maxJobs) {
+      const limit = Math.min(BULK_PAGE, maxJobs - seen);
       const jobs = await store.listJobs({ filter, limit, order: 'asc', afterSeq });
       if (jobs.length === 0) break;
       seen += jobs.length;
@@ -140,9 +150,12 @@ export class JobAdmin {
       await this.#applyPage(action, jobs, result);
       if (jobs.length < limit) break;
     }
-    if (seen >= this.maxBulkJobs) {
+    if (seen >= maxJobs) {
       const more = await store.listJobs({ filter, limit: 1, order: 'asc', afterSeq });
       result.truncated = more.length > 0;
+      if (result.truncated && afterSeq !== undefined) {
+        result.next_cursor = encodeCursor(afterSeq, 'asc');
+      }
     }
     if (action === 'retry' && result.succeeded > 0) this.#engine.notifier.notify();
     return result;

@@ -51,6 +51,14 @@ export interface BulkResult {
   failed: number;
   errors: { job_id: string; error: { code: string; message: string } }[];
   truncated: boolean;
+  /** When truncated: pass it as `cursor` to continue after the jobs already visited. */
+  next_cursor?: string;
+}
+
+/** A bulk action in steps (progress): at most `limit` jobs, continuing after `cursor`. */
+export interface BulkStep {
+  limit?: number;
+  cursor?: string;
 }
 
 /** PUT .../config body: only the fields given change (null removes a limit). */
@@ -73,6 +81,13 @@ function filterQuery(filter: JobFilter): Record<string, string | undefined> {
 }
 
 const q = encodeURIComponent;
+
+function stepOf(options: BulkStep | undefined): BulkStep {
+  const step: BulkStep = {};
+  if (options?.limit !== undefined) step.limit = options.limit;
+  if (options?.cursor !== undefined) step.cursor = options.cursor;
+  return step;
+}
 
 export class OjsAdmin {
   readonly #transport: () => Transport;
@@ -150,12 +165,16 @@ export class OjsAdmin {
   }
 
   /** Retry, cancel or delete every job the filter matches (the server caps one request). */
-  async bulk(action: BulkAction, filter: JobFilter, options?: RequestOptions): Promise<BulkResult> {
+  async bulk(
+    action: BulkAction,
+    filter: JobFilter,
+    options?: RequestOptions & BulkStep,
+  ): Promise<BulkResult> {
     return (await this.#call(
       {
         method: 'POST',
         path: `/admin/jobs/bulk/${action}`,
-        body: { filter, confirm: true },
+        body: { filter, confirm: true, ...stepOf(options) },
         idempotent: action !== 'retry',
       },
       options,
@@ -230,12 +249,15 @@ export class OjsAdmin {
     );
   }
 
-  async retryDeadLetters(filter: JobFilter, options?: RequestOptions): Promise<BulkResult> {
+  async retryDeadLetters(
+    filter: JobFilter,
+    options?: RequestOptions & BulkStep,
+  ): Promise<BulkResult> {
     return (await this.#call(
       {
         method: 'POST',
         path: '/admin/dead-letter/retry',
-        body: { filter, confirm: true },
+        body: { filter, confirm: true, ...stepOf(options) },
         idempotent: false,
       },
       options,
@@ -245,9 +267,9 @@ export class OjsAdmin {
   /** Deletes dead letters (older than an ISO 8601 duration, of a queue), confirmed. */
   async purgeDeadLetters(
     scope: { olderThan?: string; queue?: string } = {},
-    options?: RequestOptions,
+    options?: RequestOptions & BulkStep,
   ): Promise<BulkResult & { purged_count: number }> {
-    const body: Obj = { confirm: true };
+    const body: Obj = { confirm: true, ...stepOf(options) };
     if (scope.olderThan !== undefined) body.older_than = scope.olderThan;
     if (scope.queue !== undefined) body.queue = scope.queue;
     return (await this.#call(

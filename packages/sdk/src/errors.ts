@@ -26,6 +26,8 @@ export interface OjsErrorOptions {
   operation?: string;
   attempt?: number;
   retryAfterMs?: number;
+  /** The server's advice on how to fix this request (`error.hint`), if it sent one. */
+  hint?: string;
   cause?: unknown;
 }
 
@@ -48,6 +50,8 @@ export class OjsError extends Error {
   attempt: number | undefined;
   /** Server-requested wait before retrying (Retry-After), if any. */
   readonly retryAfterMs: number | undefined;
+  /** The server's advice on how to fix the request (`error.hint`), if it sent one. */
+  readonly hint: string | undefined;
 
   constructor(message: string, options: OjsErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -60,6 +64,7 @@ export class OjsError extends Error {
     this.retryable = options.retryable ?? info?.retryable ?? false;
     this.details = options.details ?? {};
     this.requestId = options.requestId;
+    this.hint = options.hint;
     this.jobId = options.jobId;
     this.queue = options.queue;
     this.operation = options.operation;
@@ -291,6 +296,7 @@ export function extractErrorFields(
   retryable: boolean | undefined;
   details: Obj;
   requestId: string | undefined;
+  hint: string | undefined;
 } {
   let source: Obj = {};
   let code: string | undefined;
@@ -329,6 +335,7 @@ export function extractErrorFields(
     retryable: typeof source.retryable === 'boolean' ? source.retryable : undefined,
     details,
     requestId,
+    hint: typeof source.hint === 'string' && source.hint !== '' ? source.hint : undefined,
   };
 }
 
@@ -350,6 +357,7 @@ export function parseErrorResponse(
     retryable: fields.retryable ?? fallbackRetryable,
     details: fields.details,
     requestId: fields.requestId ?? context.requestId,
+    ...(fields.hint === undefined ? {} : { hint: fields.hint }),
   });
 }
 

@@ -15,6 +15,7 @@
 export {
   type BulkAction,
   type BulkResult,
+  type BulkStep,
   type JobFilter,
   type JobQuery,
   type JobQueryPage,

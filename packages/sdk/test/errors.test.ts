@@ -68,6 +68,19 @@ describe('parseErrorResponse', () => {
     assert.equal(error.details.resource_id, 'x');
     assert.equal(error.message, "Job 'x' not found.");
     assert.equal(error.name, 'JobNotFoundError');
+    assert.equal(error.hint, undefined);
+  });
+
+  it('keeps the server hint (how to fix this request)', () => {
+    const error = parseErrorResponse(400, {
+      error: {
+        code: 'invalid_payload',
+        message: 'args must be a JSON array, not an object: wrap it in [ ].',
+        hint: 'wrap an object in [ ]',
+      },
+    });
+    assert.equal(error.hint, 'wrap an object in [ ]');
+    assert.equal(error.details.hint, undefined, 'not repeated as a detail');
   });
 
   it('parses the flat ER body with SCREAMING codes', () => {

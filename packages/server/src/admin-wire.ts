@@ -13,7 +13,7 @@ import {
   parseJobFilter,
   toWire,
 } from '@ojs/core';
-import type { JobListPage, JobListRequest } from '@ojs/engine';
+import type { BulkStep, JobListPage, JobListRequest } from '@ojs/engine';
 
 type Obj = Record<string, unknown>;
 
@@ -97,12 +97,37 @@ export function requireConfirm(body: Obj): void {
   }
 }
 
-/** `{filter: {...}, confirm: true}` of a bulk action. */
+/**
+ * `limit` (at most this many jobs in this request) and `cursor` (the
+ * previous answer's next_cursor) of a bulk action taken in steps.
+ */
+export function bulkStep(body: Obj): BulkStep {
+  const step: BulkStep = {};
+  if (body.limit !== undefined) {
+    if (!Number.isInteger(body.limit) || (body.limit as number) < 1) {
+      throw invalidRequest('limit must be an integer >= 1.', { field: 'limit' });
+    }
+    step.limit = body.limit as number;
+  }
+  if (body.cursor !== undefined) {
+    if (typeof body.cursor !== 'string' || body.cursor === '') {
+      throw invalidRequest('cursor must be the next_cursor of a previous answer.', {
+        field: 'cursor',
+      });
+    }
+    step.cursor = body.cursor;
+  }
+  return step;
+}
+
+/** `{filter: {...}, confirm: true, limit?, cursor?}` of a bulk action. */
 export function bulkFilter(body: Obj): JobFilter {
   requireConfirm(body);
   for (const key of Object.keys(body)) {
-    if (key !== 'filter' && key !== 'confirm') {
-      throw invalidRequest(`${key} is not a bulk field; send {filter, confirm}.`, { field: key });
+    if (!['filter', 'confirm', 'limit', 'cursor'].includes(key)) {
+      throw invalidRequest(`${key} is not a bulk field; send {filter, confirm, limit, cursor}.`, {
+        field: key,
+      });
     }
   }
   const filter = body.filter ?? {};

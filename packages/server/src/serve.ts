@@ -140,7 +140,7 @@ export function parsePort(text: string, name: string): number {
 export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptions {
   const options: ServeOptions = {};
   if (env.OJS_HOST) options.host = env.OJS_HOST;
-  if (env.OJS_PORT) options.port = Number(env.OJS_PORT);
+  if (env.OJS_PORT) options.port = parsePort(env.OJS_PORT, 'OJS_PORT');
   if (env.OJS_STORE) options.store = env.OJS_STORE;
   if (env.OJS_TEST_MODE === '1' || env.OJS_TEST_MODE === 'true') options.testMode = true;
   if (env.OJS_API_KEYS) options.apiKeys = env.OJS_API_KEYS;

@@ -38,7 +38,7 @@ export function checkStoreSpec(spec: string): void {
   if (scheme === undefined || SCHEMES.includes(scheme.toLowerCase())) return;
   const guess = closestName(scheme, SCHEMES);
   throw new Error(
-    `Unknown store scheme '${scheme}:' in '${describeStore(spec)}'${guess ? ` (did you mean '${guess}:'?)` : ''}. Supported: ${SUPPORTED_STORES}. A SQLite file whose name contains ':' is written sqlite:${spec} or ./${spec}.`,
+    `Unknown store scheme '${scheme}:' in '${describeStore(spec)}'${guess ? ` (did you mean '${guess}:'?)` : ''}. Supported: ${SUPPORTED_STORES}.${spec.includes('//') ? '' : ` A SQLite file whose name contains ':' is written sqlite:${spec} or ./${spec}.`}`,
   );
 }
 

@@ -57,6 +57,26 @@ describe('unknown options keys', () => {
     assert.match(results[1].warnings[1], /did you mean options\.priority\?/);
   });
 
+  it('cron registration reports a typo in its job options too', async () => {
+    const res = await ctx.req('POST', '/ojs/v1/cron', {
+      name: 'nightly',
+      expression: '0 3 * * *',
+      job_template: { type: 'a.b', args: [], options: { queu: 'reports' } },
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    assert.deepEqual(res.json().warnings, [
+      'options.queu is not an enqueue option and was ignored; did you mean options.queue?',
+    ]);
+    const flat = await ctx.req('POST', '/ojs/v1/cron', {
+      name: 'hourly',
+      cron: '0 * * * *',
+      type: 'a.b',
+      args: [],
+      options: { queue: 'ok' },
+    });
+    assert.equal(flat.json().warnings, undefined);
+  });
+
   it('known options and unknown top-level fields give no warning; the field is preserved', async () => {
     const res = await ctx.req('POST', '/ojs/v1/jobs', {
       type: 'a.b',
@@ -248,6 +268,18 @@ describe('store specs', () => {
 
   it('refuses it before creating anything (no folder named after the scheme)', async () => {
     await assert.rejects(createStore('postgress://x/y'), /Unknown store scheme/);
+  });
+
+  it('redis:// without the Redis store package: a clear error naming it', async (t) => {
+    try {
+      await import('@ojs/store-redis' as string);
+      t.skip('@ojs/store-redis is installed: redis:// is served');
+      return;
+    } catch {}
+    await assert.rejects(
+      createStore('redis://127.0.0.1:6379'),
+      /The Redis store needs the package @ojs\/store-redis, which is not installed in this build\. Supported here: sqlite:PATH/,
+    );
   });
 
   it('accepts the supported forms and plain paths', () => {

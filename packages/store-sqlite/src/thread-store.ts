@@ -114,7 +114,9 @@ export class SqliteThreadStore implements Store {
   }
 
   async init(): Promise<void> {
-    const worker = new Worker(new URL('./store-thread.ts', import.meta.url), {
+    // The thread's module has this module's extension: .ts in the repository, .js when built.
+    const extension = import.meta.url.endsWith('.js') ? '.js' : '.ts';
+    const worker = new Worker(new URL(`./store-thread${extension}`, import.meta.url), {
       workerData: this.#options,
     });
     worker.on('message', (replies: Reply[]) => this.#receive(replies));

@@ -20,6 +20,7 @@ import type { FastifyInstance } from 'fastify';
 import {
   bulkAction,
   bulkFilter,
+  bulkStep,
   jobDetail,
   listRequest,
   pagination,
@@ -223,8 +224,8 @@ export async function adminRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<{ Params: { action: string } }>('/ojs/v1/admin/jobs/bulk/:action', async (request) => {
     const action = bulkAction(request.params.action);
-    const filter = bulkFilter(objectBody(request.body));
-    return engine.jobs.bulk(action, filter);
+    const body = objectBody(request.body);
+    return engine.jobs.bulk(action, bulkFilter(body), bulkStep(body));
   });
 
   // ------------------------------------------------------------ workers

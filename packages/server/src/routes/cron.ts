@@ -3,7 +3,7 @@
  * carry both the OA/suite wrapper (`cron`, `crons`) and the cron spec's
  * (`cron_job`, `cron_jobs`) (X-16).
  */
-import { invalidRequest, toWire } from '@ojs/core';
+import { invalidRequest, optionWarnings, toWire } from '@ojs/core';
 import { cronToWire } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { objectBody } from '../wire.ts';
@@ -12,10 +12,19 @@ export async function cronRoutes(app: FastifyInstance): Promise<void> {
   const { engine } = app;
 
   app.post('/ojs/v1/cron', async (request, reply) => {
-    const { created, cron } = await engine.cron.register(objectBody(request.body));
+    const body = objectBody(request.body);
+    const { created, cron } = await engine.cron.register(body);
     const entry = cronToWire(cron);
     reply.code(created ? 201 : 200);
-    return { cron: entry, cron_job: entry };
+    // A typo in the job's options is reported as PUSH reports it (flat or job_template body).
+    const warnings = optionWarnings(
+      typeof body.job_template === 'object' && body.job_template !== null
+        ? body.job_template
+        : body,
+    );
+    return warnings.length > 0
+      ? { cron: entry, cron_job: entry, warnings }
+      : { cron: entry, cron_job: entry };
   });
 
   app.get('/ojs/v1/cron', async () => {

@@ -15,7 +15,7 @@ import {
   toWire,
 } from '@ojs/core';
 import type { FastifyInstance } from 'fastify';
-import { bulkFilter, listRequest, pagination, requireConfirm } from '../admin-wire.ts';
+import { bulkFilter, bulkStep, listRequest, pagination, requireConfirm } from '../admin-wire.ts';
 import { objectBody, pageParams } from '../wire.ts';
 
 type Obj = Record<string, unknown>;
@@ -25,7 +25,7 @@ const DEAD: JobFilter = { states: ['discarded'], deadLetter: true };
 /** `{older_than?, queue?, filter?, confirm: true}` of a purge. */
 function purgeFilter(body: Obj, now: number): JobFilter {
   requireConfirm(body);
-  const { older_than, confirm: _confirm, filter, ...rest } = body;
+  const { older_than, confirm: _confirm, filter, limit: _limit, cursor: _cursor, ...rest } = body;
   const base = parseJobFilter(
     { ...(typeof filter === 'object' && filter !== null ? (filter as Obj) : {}), ...rest },
     true,
@@ -81,12 +81,20 @@ export async function deadLetterRoutes(app: FastifyInstance): Promise<void> {
   };
 
   const bulkRetry = async (body: Obj) => {
-    const result = await engine.jobs.bulk('retry', { ...bulkFilter(body), ...DEAD });
+    const result = await engine.jobs.bulk(
+      'retry',
+      { ...bulkFilter(body), ...DEAD },
+      bulkStep(body),
+    );
     return { retried: result.succeeded, ...result };
   };
 
   const purge = async (body: Obj) => {
-    const result = await engine.jobs.bulk('delete', purgeFilter(body, engine.now()));
+    const result = await engine.jobs.bulk(
+      'delete',
+      purgeFilter(body, engine.now()),
+      bulkStep(body),
+    );
     return { purged_count: result.succeeded, ...result };
   };
 

@@ -1,0 +1,224 @@
+/**
+ * `ojs queues|dlq|cron|workflows|workers|stats|completion` against a live
+ * server: each command's table or JSON and its effect on the server.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { OjsClient, OjsWorker } from '@ojs/sdk';
+import { type CliServer, failedJobs, startCliServer } from './helpers.ts';
+
+type Json = Record<string, unknown>;
+
+describe('ojs operator commands', () => {
+  let cli: CliServer;
+  before(async () => {
+    cli = await startCliServer();
+  });
+  after(() => cli.close());
+
+  it('queues list, stats, pause, resume', async () => {
+    await cli.ojs(['enqueue', 'a.b', '--queue', 'alpha']);
+    await cli.ojs(['enqueue', 'a.b', '--queue', 'alpha']);
+    const list = await cli.ojs(['queues', 'list']);
+    assert.match(list.stdout, /^QUEUE +STATE +AVAILABLE +ACTIVE .*\nalpha +active +2 +0 /);
+    const paused = await cli.ojs(['queues', 'pause', 'alpha']);
+    assert.equal(paused.stdout, 'queue alpha paused\n');
+    const { queues } = await cli.json<{ queues: Json[] }>(['queues', 'list']);
+    assert.equal(queues.find((q) => q.name === 'alpha')?.paused, true);
+    const fetched = await cli.http('POST', '/ojs/v1/workers/fetch', { queues: ['alpha'] });
+    assert.deepEqual(fetched.jobs, [], 'a paused queue hands out nothing');
+    assert.equal((await cli.ojs(['queues', 'resume', 'alpha'])).stdout, 'queue alpha resumed\n');
+    const stats = await cli.json(['queues', 'stats', 'alpha']);
+    assert.equal((stats.counts as Json).available, 2);
+    const text = await cli.ojs(['queues', 'stats', 'alpha']);
+    assert.match(text.stdout, /^name: +alpha$/m);
+  });
+
+  it('dlq list, retry by id, delete, retry --all --yes, purge', async () => {
+    const ids = await failedJobs(cli, 'dead', 4, true);
+    const list = await cli.ojs(['dlq', 'list']);
+    assert.match(list.stdout, /4 of 4 dead letter jobs\n$/);
+    assert.match(list.stdout, /flaky\.run +dead +discarded +1 .* smtp timed out/);
+    const one = await cli.ojs(['dlq', 'retry', ids[0]!]);
+    assert.equal(one.stdout, `${ids[0]} retried (now available)\n`);
+    assert.equal((await cli.ojs(['dlq', 'delete', ids[1]!])).stdout, `${ids[1]} deleted\n`);
+    const refused = await cli.ojs(['dlq', 'retry', '--all']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /Retry 2 dead letter jobs \(every job\)\? Pass --yes/);
+    const all = await cli.ojs(['dlq', 'retry', '--all', '--yes']);
+    assert.equal(all.stdout, 'retried 2 of 2 matched jobs\n');
+    assert.equal((await cli.ojs(['dlq', 'list'])).stdout, 'the dead letter queue is empty\n');
+    await failedJobs(cli, 'dead2', 3, true);
+    const purged = await cli.ojs(
+      ['dlq', 'purge', '--queue', 'dead2', '--yes', '--batch-size', '2'],
+      {
+        tty: true,
+      },
+    );
+    assert.equal(purged.stdout, 'purged 3 of 3 matched jobs\n');
+    assert.match(purged.stderr, /purged .* 3\/3 \(100%\)\n$/);
+    const empty = await cli.json<{ jobs: Json[] }>(['dlq', 'list']);
+    assert.deepEqual(empty.jobs, []);
+  });
+
+  it('cron add, list, trigger, remove', async () => {
+    const added = await cli.ojs([
+      'cron',
+      'add',
+      'nightly',
+      '0 3 * * *',
+      'report.build',
+      '7',
+      '--queue',
+      'reports',
+      '--timezone',
+      'Europe/Paris',
+    ]);
+    assert.match(added.stdout, /^cron nightly registered: 0 3 \* \* \*, next run 20\d\d-/);
+    const list = await cli.ojs(['cron', 'list']);
+    assert.match(list.stdout, /nightly +0 3 \* \* \* +Europe\/Paris +report\.build +enabled/);
+    const job = await cli.json(['cron', 'trigger', 'nightly']);
+    assert.equal(job.type, 'report.build');
+    assert.equal(job.queue, 'reports');
+    assert.deepEqual(job.args, [7]);
+    assert.equal((await cli.ojs(['cron', 'remove', 'nightly'])).stdout, 'cron nightly removed\n');
+    assert.equal((await cli.ojs(['cron', 'list'])).stdout, 'no cron jobs\n');
+    const bad = await cli.ojs(['cron', 'add', 'x', 'not a cron', 'a.b']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /cron expression/i);
+  });
+
+  it('workflows get and cancel', async () => {
+    const client = new OjsClient({ url: cli.url });
+    const workflow = await client.chain([
+      { type: 'step.one', args: [] },
+      { type: 'step.two', args: [] },
+    ]);
+    await client.close();
+    const shown = await cli.ojs(['workflows', 'get', workflow.id]);
+    assert.match(shown.stdout, new RegExp(`^id: +${workflow.id}$`, 'm'));
+    assert.match(shown.stdout, /STEP +TYPE +STATE +JOB +DEPENDS ON\n.*step\.one/);
+    const cancelled = await cli.ojs(['workflows', 'cancel', workflow.id]);
+    assert.equal(cancelled.stdout, `workflow ${workflow.id} cancelled\n`);
+    const missing = await cli.ojs(['workflows', 'get', '019a0000-0000-7000-8000-000000000009']);
+    assert.equal(missing.code, 1);
+  });
+
+  it('workers list, quiet, terminate', async () => {
+    const worker = new OjsWorker({
+      url: cli.url,
+      queues: ['w'],
+      handleSignals: false,
+      heartbeatIntervalMs: 50,
+    });
+    worker.register('noop.run', async () => null);
+    await worker.start();
+    try {
+      let listed: { workers: Json[] } = { workers: [] };
+      for (let i = 0; i < 200 && listed.workers.length === 0; i++) {
+        listed = await cli.json<{ workers: Json[] }>(['workers']);
+        if (listed.workers.length === 0) await new Promise((r) => setTimeout(r, 25));
+      }
+      assert.equal(listed.workers[0]?.id, worker.workerId);
+      const table = await cli.ojs(['workers', 'list']);
+      assert.match(
+        table.stdout,
+        new RegExp(`^${worker.workerId} +running +\\S+ +${process.pid} +w `, 'm'),
+      );
+      assert.match(table.stdout, /1 workers: 1 running, 0 quiet, 0 stale\n$/);
+      const quiet = await cli.ojs(['workers', 'quiet', worker.workerId]);
+      assert.equal(
+        quiet.stdout,
+        `worker ${worker.workerId} told to quiet (at its next heartbeat)\n`,
+      );
+      const terminate = await cli.ojs(['workers', 'terminate', worker.workerId]);
+      assert.equal(
+        terminate.stdout,
+        `worker ${worker.workerId} told to terminate (at its next heartbeat)\n`,
+      );
+      // The worker obeys at its next heartbeat: it stops by itself.
+      await worker.wait();
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('stats: once in a pipe; refreshing on a terminal until --count', async () => {
+    const once = await cli.ojs(['stats']);
+    assert.match(once.stdout, /^OJS server http:\/\/127\.0\.0\.1:\d+ /);
+    assert.match(once.stdout, /AVAILABLE +ACTIVE +SCHEDULED/);
+    assert.equal(once.stdout.match(/OJS server/g)?.length, 1);
+    const live = await cli.ojs(['stats', '--count', '3', '--interval', '1'], { tty: true });
+    assert.equal(live.stdout.split('\x1b[2J\x1b[H').length - 1, 3, 'redrawn three times');
+    const json = await cli.ojs(['stats', '--watch', '--count', '2', '--json']);
+    const lines = json.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Json);
+    assert.equal(lines.length, 2);
+    assert.equal(typeof (lines[0]!.jobs as Json).available, 'number');
+    const stop = new AbortController();
+    stop.abort();
+    const interrupted = await cli.ojs(['stats', '--watch'], { signal: stop.signal });
+    assert.equal(interrupted.code, 0, 'Ctrl-C ends a live view cleanly');
+  });
+
+  it('completion: bash (checked by bash itself), zsh, fish', async () => {
+    const bash = await cli.ojs(['completion', 'bash']);
+    assert.match(bash.stdout, /complete -F _ojs ojs/);
+    assert.match(bash.stdout, /"jobs"\) words="list get retry cancel delete /);
+    assert.match(bash.stdout, /"jobs list"\) words="--limit .*--state .*--json --help"/);
+    const dir = mkdtempSync(join(tmpdir(), 'ojs-completion-'));
+    try {
+      const script = join(dir, 'ojs.bash');
+      writeFileSync(script, bash.stdout);
+      // What bash completes for `ojs jobs l` and `ojs dlq re`.
+      const probe = `source ${script}; for line in "ojs jobs l" "ojs dlq re" "ojs jobs list --sta"; do COMP_WORDS=($line); COMP_CWORD=$(( \${#COMP_WORDS[@]} - 1 )); _ojs; echo "\${COMPREPLY[*]}"; done`;
+      const { stdout } = await promisify(execFile)('bash', ['-c', probe]);
+      assert.deepEqual(stdout.trim().split('\n'), ['list', 'retry', '--state']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    assert.match((await cli.ojs(['completion', 'zsh'])).stdout, /^#compdef ojs/);
+    assert.match(
+      (await cli.ojs(['completion', 'fish'])).stdout,
+      /complete -c ojs -n '__fish_use_subcommand' -a jobs/,
+    );
+    assert.equal((await cli.ojs(['completion', 'tcsh'])).code, 2);
+  });
+});
+
+describe('ojs against a server with API keys', () => {
+  let cli: CliServer;
+  before(async () => {
+    cli = await startCliServer({
+      apiKeys: 'admin:admin-key-0123456789,producer:producer-key-0123456789',
+    });
+  });
+  after(() => cli.close());
+
+  it('--api-key or OJS_API_KEY authenticates; none or a weaker role is refused, exit 1', async () => {
+    assert.equal((await cli.ojs(['jobs', 'list', '--api-key', 'admin-key-0123456789'])).code, 0);
+    const fromEnv = await cli.ojs(['queues', 'list'], {
+      env: { OJS_API_KEY: 'admin-key-0123456789' },
+    });
+    assert.equal(fromEnv.code, 0, fromEnv.stderr);
+    const none = await cli.ojs(['jobs', 'list']);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /\[unauthenticated\]/);
+    const producer = await cli.ojs([
+      'dlq',
+      'purge',
+      '--yes',
+      '--api-key',
+      'producer-key-0123456789',
+    ]);
+    assert.equal(producer.code, 1);
+    assert.match(producer.stderr, /\[permission_denied\]/);
+  });
+});
