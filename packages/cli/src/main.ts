@@ -19,7 +19,7 @@ ojs serve options (environment variables in brackets):
   --port PORT             Port [OJS_PORT] (default 8080)
   --store SPEC            sqlite:PATH | PATH | :memory: [OJS_STORE] (default sqlite:./data/ojs.db)
   --test-mode             Enable the reset endpoint and test directives [OJS_TEST_MODE=1]; loopback only
-  --api-keys LIST         role:key,... with roles producer|worker|admin [OJS_API_KEYS]
+  --api-keys LIST         role:key,... with roles producer|worker|viewer|admin [OJS_API_KEYS]
   --allow-insecure        Allow a non-loopback bind without API keys
   --visibility-timeout-ms N  Default lease of a fetched job [OJS_VISIBILITY_TIMEOUT_MS] (default 300000)
   --schema-validation MODE  strict | warn | off: args checked against registered schemas [OJS_SCHEMA_VALIDATION] (default warn)
@@ -29,6 +29,7 @@ ojs serve options (environment variables in brackets):
   --drain-ms N            On SIGTERM, stay up draining this long (health 503 draining, no new jobs
                           handed out) before stopping [OJS_SHUTDOWN_DRAIN_MS] (default 0)
   --log                   Log requests (JSON lines on stdout)
+  --no-dashboard          Do not serve the web dashboard at /ojs/admin/ [OJS_DASHBOARD=off]
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -47,6 +48,7 @@ async function serve(argv: string[]): Promise<number> {
       retention: { type: 'string' },
       'drain-ms': { type: 'string' },
       log: { type: 'boolean' },
+      'no-dashboard': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -74,12 +76,14 @@ async function serve(argv: string[]): Promise<number> {
     if (!Number.isInteger(ms) || ms < 0) throw new Error(`--drain-ms must be an integer >= 0.`);
     options.drainMs = ms;
   }
+  if (values['no-dashboard']) options.dashboard = false;
   options.logger = values.log ?? false;
   options.handleSignals = true;
   const server = await startServer(options);
   process.stdout.write(
     `OJS server listening on ${server.url} (manifest: ${server.url}/ojs/manifest)\n`,
   );
+  if (options.dashboard !== false) process.stdout.write(`Dashboard: ${server.url}/ojs/admin/\n`);
   return -1;
 }
 

@@ -35,6 +35,10 @@ export interface EventFilter {
   jobTypes?: string[];
   /** Return events after this event id (ids sort by time). */
   after?: string;
+  /** Only events about this subject (a job id, a workflow id, a cron name); not indexed. */
+  subject?: string;
+  /** Newest first (the dashboard's recent activity and the live tail's start). */
+  newest?: boolean;
   limit: number;
 }
 

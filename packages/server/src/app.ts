@@ -7,11 +7,13 @@
 import { checkRequestText, MAX_PATH_PARAM_BYTES, OjsError } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
-import { type AuthConfig, authenticate, registerAuth } from './auth.ts';
+import { type AuthConfig, authenticate, isDashboardAsset, registerAuth } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminVersioningRoutes } from './routes/admin-versioning.ts';
 import { cronRoutes } from './routes/cron.ts';
+import { dashboardRoutes } from './routes/dashboard.ts';
+import { dashboardApiRoutes } from './routes/dashboard-api.ts';
 import { deadLetterRoutes } from './routes/dead-letter.ts';
 import { eventRoutes } from './routes/events.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -40,6 +42,8 @@ export interface AppConfig {
   /** Fastify logger; false in tests. */
   logger?: boolean | Record<string, unknown>;
   implementationVersion?: string;
+  /** Serve the web dashboard at /ojs/admin/ (packages/dashboard); its API routes are always on. */
+  dashboard?: boolean;
 }
 
 declare module 'fastify' {
@@ -172,10 +176,12 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
     // Exactly this media type, no charset (the suite compares it byte for byte).
+    // The dashboard's files keep their own types (HTML, JS, CSS).
     if (
       payload !== null &&
       payload !== undefined &&
-      reply.getHeader('content-type') !== 'text/plain'
+      reply.getHeader('content-type') !== 'text/plain' &&
+      !isDashboardAsset(_request.url)
     ) {
       reply.header('Content-Type', OJS_MEDIA_TYPE);
     }
@@ -212,5 +218,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(adminRoutes);
   await app.register(progressRoutes);
   await app.register(rateLimitRoutes);
+  await app.register(dashboardApiRoutes);
+  if (config.dashboard) await app.register(dashboardRoutes);
   return app;
 }

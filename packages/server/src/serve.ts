@@ -37,6 +37,8 @@ export interface ServeOptions {
    * before it stops accepting requests. Default 0.
    */
   drainMs?: number;
+  /** Serve the web dashboard at /ojs/admin/ (default true; --no-dashboard, OJS_DASHBOARD=off). */
+  dashboard?: boolean;
 }
 
 /**
@@ -119,6 +121,9 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
     }
     options.sqliteSynchronous = env.OJS_SQLITE_SYNCHRONOUS;
   }
+  if (env.OJS_DASHBOARD !== undefined && env.OJS_DASHBOARD !== '') {
+    options.dashboard = parseSwitch('OJS_DASHBOARD', env.OJS_DASHBOARD);
+  }
   if (env.OJS_SQLITE_THREAD !== undefined && env.OJS_SQLITE_THREAD !== '') {
     options.sqliteThread = parseSwitch('OJS_SQLITE_THREAD', env.OJS_SQLITE_THREAD);
   }
@@ -181,7 +186,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     retention: options.retention,
   });
   const app = await buildApp(
-    { testMode: options.testMode, auth, logger: options.logger ?? false },
+    {
+      testMode: options.testMode,
+      auth,
+      logger: options.logger ?? false,
+      dashboard: options.dashboard ?? true,
+    },
     engine,
   );
   let retrying: NodeJS.Timeout | undefined;

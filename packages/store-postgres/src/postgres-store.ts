@@ -549,10 +549,15 @@ export class PostgresStore implements Store {
         `seq > coalesce((SELECT seq FROM ${this.#sql.eventsTable} WHERE id = $${params.length}), 0)`,
       );
     }
+    if (filter.subject !== undefined) {
+      params.push(filter.subject);
+      clauses.push(`doc->>'subject' = $${params.length}`);
+    }
     params.push(filter.limit);
     const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
+    const order = filter.newest ? 'DESC' : '';
     const { rows } = await this.#db.query<{ doc: OjsEvent }>(
-      `SELECT doc FROM ${this.#sql.eventsTable} ${where} ORDER BY seq LIMIT $${params.length}`,
+      `SELECT doc FROM ${this.#sql.eventsTable} ${where} ORDER BY seq ${order} LIMIT $${params.length}`,
       params,
     );
     return rows.map((row) => row.doc);

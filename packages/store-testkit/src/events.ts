@@ -75,6 +75,18 @@ export function eventTests(ctx: SuiteContext): void {
       assert.deepEqual(indexes(await list({ queues: ['q1'], limit: 2 })), [0, 2]);
     });
 
+    it('newest lists newest first; subject selects one subject; both combine with types', async () => {
+      await ctx.store.appendEvents(sampleEvents());
+      assert.deepEqual(indexes(await list({ newest: true, limit: 3 })), [9, 8, 7]);
+      assert.deepEqual(indexes(await list({ subject: 'job-4' })), [4]);
+      assert.deepEqual(indexes(await list({ subject: 'q2' })), [3]);
+      assert.deepEqual(
+        indexes(await list({ types: ['job.started'], newest: true, limit: 2 })),
+        [9, 5],
+      );
+      assert.deepEqual(await list({ subject: 'job-404' }), []);
+    });
+
     it('after returns the events that follow a given event id', async () => {
       const events = sampleEvents();
       await ctx.store.appendEvents(events);
