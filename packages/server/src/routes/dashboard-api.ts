@@ -16,8 +16,10 @@
  */
 import {
   invalidRequest,
+  JOB_STATES,
   nextFireTime,
   parseCronSchedule,
+  type StateCounts,
   toIso,
   toWire,
   workflowToWire,
@@ -126,26 +128,44 @@ export async function dashboardApiRoutes(app: FastifyInstance): Promise<void> {
     return { events, cursor: latest?.id ?? null };
   });
 
+  // Counts from the counters (decision 0036); the visible state (limits in
+  // use, what blocks FETCH) only for queues with limits, since it also counts
+  // the queue's last hour.
   app.get(`${base}/queues`, async (request) => {
     knownParams(request.query as Obj, []);
     const [queues, counts] = await Promise.all([
       engine.listQueues(),
       engine.store.countJobsByQueue(),
     ]);
-    const names = new Set([...queues.map((q) => q.name), ...counts.map((c) => c.queue)]);
+    const byName = new Map(queues.map((q) => [q.name, q]));
+    const countsOf = new Map<string, StateCounts>();
+    for (const { queue, state, count } of counts) {
+      let entry = countsOf.get(queue);
+      if (entry === undefined) {
+        entry = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
+        countsOf.set(queue, entry);
+      }
+      entry[state] = count;
+    }
+    const names = [...new Set([...byName.keys(), ...countsOf.keys()])].sort();
     const items = await Promise.all(
-      [...names].sort().map(async (name) => {
-        const [stats, state] = await Promise.all([
-          engine.queueStats(name),
-          engine.queueSettings.state(name),
-        ]);
+      names.map(async (name) => {
+        const info = byName.get(name);
+        const queueCounts =
+          countsOf.get(name) ?? (Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts);
+        const limited = info?.concurrency !== undefined || info?.rate_limit !== undefined;
+        const state = limited ? await engine.queueSettings.state(name) : undefined;
+        const blocked = state?.blocked_by ?? [
+          ...(info?.paused ? ['paused'] : []),
+          ...(queueCounts.available === 0 ? ['empty'] : []),
+        ];
         return {
           name,
-          paused: stats.paused,
-          counts: stats.counts,
-          concurrency: state.concurrency,
-          rate_limit: state.rate_limit,
-          blocked_by: state.blocked_by,
+          paused: info?.paused ?? false,
+          counts: queueCounts,
+          concurrency: state?.concurrency ?? null,
+          rate_limit: state?.rate_limit ?? null,
+          blocked_by: blocked,
         };
       }),
     );
