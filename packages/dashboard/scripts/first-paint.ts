@@ -1,8 +1,8 @@
 /**
  * First paint of every dashboard view with 1,000,000 jobs in the store
  * (issue 14 acceptance: under 1 s each). Seeds a temporary SQLite file
- * through the store's bulk insert (10 queues, 20 types, the states of a
- * busy system, the newest hour full of finished jobs), starts `ojs serve`
+ * through the store's bulk insert (bulk-jobs.ts: 10 queues, 20 types, the
+ * states of a busy system, one job every 20 ms up to now), starts `ojs serve`
  * on it, and loads each view in headless Chromium `--runs` times:
  *
  *   - fcp: the browser's first-contentful-paint (the shell),
@@ -18,10 +18,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { type JobRecord, type JobState, parseEnqueueRequest, toIso } from '@ojs/core';
 import { startServer } from '@ojs/server';
 import { SqliteStore } from '@ojs/store-sqlite';
 import { ADMIN_KEY, launchBrowser, seedEveryState, signIn } from '../test/harness.ts';
+import { bulkJob } from './bulk-jobs.ts';
 
 const { values } = parseArgs({
   options: {
@@ -40,45 +40,13 @@ const BATCH = 5000;
 const END = Date.now();
 const STEP_MS = 20;
 
-function seeded(i: number): JobRecord {
-  const created = END - (JOBS - i) * STEP_MS;
-  const job = parseEnqueueRequest(
-    { type: `app.type${i % 20}`, args: [{ n: i }], options: { queue: `queue-${i % 10}` } },
-    created,
-    { visibilityTimeoutMs: 300_000 },
-  );
-  const r = i % 100;
-  const state: JobState =
-    r < 70
-      ? 'completed'
-      : r < 85
-        ? 'available'
-        : r < 92
-          ? 'discarded'
-          : r < 96
-            ? 'retryable'
-            : 'scheduled';
-  job.state = state;
-  if (state === 'completed') {
-    job.attempt = 1;
-    job.completed_at = toIso(created + 5);
-  }
-  if (state === 'discarded') {
-    job.attempt = 3;
-    job.discarded_at = toIso(created + 5);
-    job.dead_letter = true;
-    job.error = {
-      code: 'handler_error',
-      type: r % 2 ? 'Timeout' : 'SmtpError',
-      message: 'upstream did not answer',
-      attempt: 3,
-      occurred_at: toIso(created + 5),
-    };
-    job.errors = [job.error];
-  }
-  if (state === 'retryable' || state === 'scheduled') job.run_at = created + 86_400_000;
-  return job;
-}
+const SHAPE = {
+  total: JOBS,
+  end: END,
+  stepMs: STEP_MS,
+  queues: Array.from({ length: 10 }, (_, q) => `queue-${q}`),
+  types: Array.from({ length: 20 }, (_, t) => `app.type${t}`),
+};
 
 const dir = mkdtempSync(join(tmpdir(), 'ojs-first-paint-'));
 const path = join(dir, 'ojs.db');
@@ -87,7 +55,7 @@ try {
   const store = new SqliteStore({ path, synchronous: 'NORMAL' });
   await store.init();
   for (let i = 0; i < JOBS; i += BATCH) {
-    const jobs = Array.from({ length: Math.min(BATCH, JOBS - i) }, (_, k) => seeded(i + k));
+    const jobs = Array.from({ length: Math.min(BATCH, JOBS - i) }, (_, k) => bulkJob(i + k, SHAPE));
     await store.insertJobs(jobs, [], END);
   }
   await store.close();

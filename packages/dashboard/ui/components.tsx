@@ -168,17 +168,18 @@ export function BarChart(props: {
           ))}
         </span>
       </figcaption>
+      <span class="tick top">
+        {fmt(top)}
+        {props.unit ?? ''}
+      </span>
       <svg
-        viewBox={`0 0 ${width} ${height + 16}`}
+        viewBox={`0 0 ${width} ${height}`}
         preserveAspectRatio="none"
         role="img"
         aria-label={`${props.title}; the figures follow in a table`}
       >
         <line x1="0" y1={height} x2={width} y2={height} class="axis" />
-        <text x="2" y="10" class="tick">
-          {fmt(top)}
-          {props.unit ?? ''}
-        </text>
+
         {bars.map((bar, i) => {
           let y = height;
           return (
@@ -201,40 +202,38 @@ export function BarChart(props: {
             </g>
           );
         })}
-        {bars.length > 0 ? (
-          <>
-            <text x="0" y={height + 14} class="tick">
-              {bars[0]!.label}
-            </text>
-            <text x={width} y={height + 14} class="tick" text-anchor="end">
-              {bars[bars.length - 1]!.label}
-            </text>
-          </>
-        ) : null}
       </svg>
-      <table class="sr-only">
-        <caption>{props.title}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Time</th>
-            {series.map((s) => (
-              <th key={s.name} scope="col">
-                {s.name}
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {bars.map((bar) => (
-            <tr key={bar.label}>
-              <th scope="row">{bar.title}</th>
-              {bar.values.map((v, s) => (
-                <td key={series[s]!.name}>{v}</td>
+      {bars.length > 0 ? (
+        <span class="ticks" aria-hidden="true">
+          <span>{bars[0]!.label}</span>
+          <span>{bars[bars.length - 1]!.label}</span>
+        </span>
+      ) : null}
+      <div class="sr-only">
+        <table>
+          <caption>{props.title}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Time</th>
+              {series.map((s) => (
+                <th key={s.name} scope="col">
+                  {s.name}
+                </th>
               ))}
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {bars.map((bar) => (
+              <tr key={bar.label}>
+                <th scope="row">{bar.title}</th>
+                {bar.values.map((v, s) => (
+                  <td key={series[s]!.name}>{v}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
     </figure>
   );
 }
@@ -287,7 +286,7 @@ export function Pager(props: {
       </button>
       <span class="muted">
         page {cursors.length + 1}
-        {props.total !== undefined ? ` · ${fmt(props.total)} matching` : ''}
+        {props.total !== undefined ? ` · ${fmt(props.total)} matching` : ' · counting…'}
       </span>
       <button type="button" disabled={next === undefined} onClick={() => go([...cursors, next!])}>
         Older →

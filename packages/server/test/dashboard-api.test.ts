@@ -177,6 +177,17 @@ describe('dashboard API', () => {
     assert.equal(await snapshot(ctx.engine), before);
   });
 
+  it('job listings: total=false skips the count; another value is a 400', async () => {
+    await ctx.enqueue({ type: 't', args: [] });
+    const page = await get('/ojs/v1/admin/jobs?total=false');
+    assert.equal(page.items.length, 1);
+    assert.equal(page.pagination.total, null);
+    assert.equal((await get('/ojs/v1/admin/jobs?total=true')).pagination.total, 1);
+    const bad = await ctx.req('GET', '/ojs/v1/admin/jobs?total=no');
+    assert.equal(bad.statusCode, 400);
+    assert.equal(bad.json().error.details.field, 'total');
+  });
+
   it('session: admin when auth is off', async () => {
     const session = await get('/ojs/v1/admin/dashboard/session');
     assert.equal(session.role, 'admin');

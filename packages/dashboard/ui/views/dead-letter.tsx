@@ -7,7 +7,7 @@ import { api, enc, withQuery } from '../api.ts';
 import { Action, ErrorBox, Header, Loading, Notice, Pager } from '../components.tsx';
 import { useApi } from '../hooks.ts';
 import { navigate } from '../router.ts';
-import { type JobPage, JobTable } from './jobs.tsx';
+import { type JobPage, JobTable, useTotal } from './jobs.tsx';
 
 const deadEvents = (e: { type: string }) =>
   e.type === 'job.discarded' || e.type === 'job.retried' || e.type.startsWith('job.');
@@ -21,8 +21,10 @@ export function DeadLetterView({ query }: { query: URLSearchParams }) {
     type,
     per_page: 50,
     cursor: cursors.at(-1),
+    total: false,
   });
   const page = useApi<JobPage>(path, cursors.length === 0 ? deadEvents : undefined);
+  const total = useTotal('/ojs/v1/admin/dead-letter', { queue, type });
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [outcome, setOutcome] = useState<string>();
   const toggle = (id: string) => {
@@ -125,7 +127,7 @@ export function DeadLetterView({ query }: { query: URLSearchParams }) {
           <Pager
             cursors={cursors}
             next={page.data.pagination.next_cursor}
-            total={page.data.pagination.total}
+            total={total}
             shown={page.data.items.length}
             go={(next) =>
               navigate('dead-letter', { queue, type, cursors: next.join(' ') || undefined })

@@ -34,7 +34,21 @@ export interface WireJob {
 
 export interface JobPage {
   items: WireJob[];
-  pagination: { total: number; next_cursor?: string; has_more: boolean };
+  pagination: { total: number | null; next_cursor?: string; has_more: boolean };
+}
+
+/**
+ * The number of jobs a filter matches, asked apart from the rows: a filter
+ * no index serves (error type alone) counts by reading every job, and the
+ * rows should not wait for that. Not live: a count per event would keep
+ * the store busy.
+ */
+export function useTotal(
+  path: string,
+  filters: Record<string, string | undefined>,
+): number | undefined {
+  const count = useApi<JobPage>(withQuery(path, { ...filters, per_page: 1 }));
+  return count.data?.pagination.total ?? undefined;
 }
 
 /** The filters the URL may carry, as the admin API names them. */
@@ -55,9 +69,11 @@ export function JobsView({ query }: { query: URLSearchParams }) {
     ...filters,
     per_page: 50,
     cursor: cursors.at(-1),
+    total: false,
   });
   // Live only on the first page: later pages would shift under the reader.
   const jobs = useApi<JobPage>(path, cursors.length === 0 ? jobEvents : undefined);
+  const total = useTotal('/ojs/v1/admin/jobs', filters);
   const go = (next: Record<string, string | undefined>) => navigate('jobs', next);
   return (
     <section>
@@ -74,7 +90,7 @@ export function JobsView({ query }: { query: URLSearchParams }) {
           <Pager
             cursors={cursors}
             next={jobs.data.pagination.next_cursor}
-            total={jobs.data.pagination.total}
+            total={total}
             shown={jobs.data.items.length}
             go={(next) => go({ ...filters, cursors: next.join(' ') || undefined })}
           />

@@ -87,31 +87,33 @@ export function OverviewView() {
         <h2>Queues</h2>
         <ErrorBox error={queues.error} />
         {queues.data ? (
-          <table class="table">
-            <Head cols={['Queue', 'Depth by state', ['Waiting', 'num'], ['Active', 'num']]} />
-            <tbody>
-              {queues.data.items.map((q) => (
-                <tr key={q.name}>
-                  <th scope="row">
-                    <a href={href('jobs', { queue: q.name })}>{q.name}</a>
-                    {q.paused ? <span class="badge paused">paused</span> : null}
-                  </th>
-                  <td>
-                    <DepthBar counts={q.counts} label={`Queue ${q.name}`} />
-                  </td>
-                  <td class="num">
-                    {fmt(
-                      q.counts.available +
-                        q.counts.scheduled +
-                        q.counts.retryable +
-                        q.counts.pending,
-                    )}
-                  </td>
-                  <td class="num">{fmt(q.counts.active)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <div class="scroll">
+            <table class="table">
+              <Head cols={['Queue', 'Depth by state', ['Waiting', 'num'], ['Active', 'num']]} />
+              <tbody>
+                {queues.data.items.map((q) => (
+                  <tr key={q.name}>
+                    <th scope="row">
+                      <a href={href('jobs', { queue: q.name })}>{q.name}</a>
+                      {q.paused ? <span class="badge paused">paused</span> : null}
+                    </th>
+                    <td>
+                      <DepthBar counts={q.counts} label={`Queue ${q.name}`} />
+                    </td>
+                    <td class="num">
+                      {fmt(
+                        q.counts.available +
+                          q.counts.scheduled +
+                          q.counts.retryable +
+                          q.counts.pending,
+                      )}
+                    </td>
+                    <td class="num">{fmt(q.counts.active)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         ) : (
           <Loading what="queues" />
         )}

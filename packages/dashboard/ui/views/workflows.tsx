@@ -54,27 +54,29 @@ export function WorkflowsView() {
       ) : list.data.items.length === 0 ? (
         <p class="muted">No workflows started recently.</p>
       ) : (
-        <table class="table">
-          <Head cols={['Workflow', 'Kind', 'State', ['Steps', 'num'], 'Created']} />
-          <tbody>
-            {list.data.items.map((w) => (
-              <tr key={w.id}>
-                <th scope="row">
-                  <a href={`#/workflows/${enc(w.id)}`}>{w.name ?? w.id}</a>
-                  <div class="muted small mono">{w.id}</div>
-                </th>
-                <td>{w.type ?? 'graph'}</td>
-                <td>
-                  <StateBadge state={w.state} />
-                </td>
-                <td class="num">{w.steps_total}</td>
-                <td>
-                  <Time at={w.created_at} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <div class="scroll">
+          <table class="table">
+            <Head cols={['Workflow', 'Kind', 'State', ['Steps', 'num'], 'Created']} />
+            <tbody>
+              {list.data.items.map((w) => (
+                <tr key={w.id}>
+                  <th scope="row">
+                    <a href={`#/workflows/${enc(w.id)}`}>{w.name ?? w.id}</a>
+                    <div class="muted small mono">{w.id}</div>
+                  </th>
+                  <td>{w.type ?? 'graph'}</td>
+                  <td>
+                    <StateBadge state={w.state} />
+                  </td>
+                  <td class="num">{w.steps_total}</td>
+                  <td>
+                    <Time at={w.created_at} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );
