@@ -6,18 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
-import {
-  ADMIN_KEY,
-  type DashboardServer,
-  launchBrowser,
-  openPage,
-  type Seeded,
-  seedEveryState,
-  signIn,
-  skipReason,
-  startDashboardServer,
-} from './harness.ts';
+import { ADMIN_KEY, browserFixture, openPage, signIn, skipReason } from './harness.ts';
 
 const skip = skipReason();
 
@@ -36,42 +25,28 @@ const UNNAMED = `(() => {
 })()`;
 
 describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () => {
-  let ctx: DashboardServer;
-  let browser: Browser;
-  let closeBrowser: () => Promise<void>;
-  let seeded: Seeded;
-  const errors: string[] = [];
-
-  before(async () => {
-    ctx = await startDashboardServer();
-    seeded = await seedEveryState(ctx.engine);
-    ({ browser, close: closeBrowser } = await launchBrowser());
-  });
-  after(async () => {
-    await closeBrowser?.();
-    await ctx?.close();
-    assert.deepEqual(errors, [], 'no script errors in the page');
-  });
+  const fixture = browserFixture({ before, after });
+  const { errors } = fixture;
 
   it('every control of every view has an accessible name', async () => {
-    const page = await openPage(browser, errors);
-    await page.goto(`${ctx.url}/ojs/admin/`);
+    const page = await openPage(fixture.browser, errors);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/`);
     await page.getByLabel('API key').waitFor();
     assert.deepEqual(await page.evaluate(UNNAMED), [], 'sign-in');
-    await signIn(page, ctx.url, ADMIN_KEY);
+    await signIn(page, fixture.ctx.url, ADMIN_KEY);
     const views: [string, string][] = [
       ['#/overview', 'figure.chart'],
       ['#/queues', 'tr[data-queue]'],
       ['#/jobs', 'tr[data-job]'],
-      [`#/jobs/${seeded.ids.discarded}`, '.timeline li'],
+      [`#/jobs/${fixture.seeded.ids.discarded}`, '.timeline li'],
       ['#/dead-letter', 'tr[data-job]'],
       ['#/cron', 'article[data-cron]'],
       ['#/workflows', 'tbody tr'],
-      [`#/workflows/${seeded.workflowId}`, '.graph .node'],
+      [`#/workflows/${fixture.seeded.workflowId}`, '.graph .node'],
       ['#/workers', 'tr[data-worker]'],
     ];
     for (const [hash, ready] of views) {
-      await page.goto(`${ctx.url}/ojs/admin/${hash}`);
+      await page.goto(`${fixture.ctx.url}/ojs/admin/${hash}`);
       await page.locator(ready).first().waitFor();
       assert.deepEqual(await page.evaluate(UNNAMED), [], hash);
       assert.equal(await page.locator('h1').count(), 1, `${hash}: one h1`);
@@ -80,8 +55,8 @@ describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () =>
   });
 
   it('the keyboard alone reaches a view: skip link, then the navigation', async () => {
-    const page = await openPage(browser, errors);
-    await signIn(page, ctx.url, ADMIN_KEY);
+    const page = await openPage(fixture.browser, errors);
+    await signIn(page, fixture.ctx.url, ADMIN_KEY);
     await page.keyboard.press('Tab');
     const skipLink = page.getByRole('link', { name: 'Skip to content' });
     assert.ok(await skipLink.evaluate((el) => el === el.ownerDocument.activeElement));
@@ -100,9 +75,9 @@ describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () =>
   });
 
   it('the theme toggle switches light and dark, and remembers it', async () => {
-    const page = await browser.newPage({ colorScheme: 'light' });
+    const page = await fixture.browser.newPage({ colorScheme: 'light' });
     page.on('pageerror', (e) => errors.push(e.message));
-    await signIn(page, ctx.url, ADMIN_KEY);
+    await signIn(page, fixture.ctx.url, ADMIN_KEY);
     const background = () => page.evaluate('getComputedStyle(document.body).backgroundColor');
     const light = await background();
     await page.getByRole('button', { name: /Switch to light/ }).click(); // system -> light
@@ -117,18 +92,18 @@ describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () =>
   });
 
   it('at phone width nothing scrolls sideways; wide tables scroll inside their box', async () => {
-    const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    const page = await fixture.browser.newPage({ viewport: { width: 390, height: 844 } });
     page.on('pageerror', (e) => errors.push(e.message));
-    await signIn(page, ctx.url, ADMIN_KEY);
+    await signIn(page, fixture.ctx.url, ADMIN_KEY);
     for (const [hash, ready] of [
       ['#/overview', 'figure.chart'],
       ['#/queues', 'tr[data-queue]'],
       ['#/jobs', 'tr[data-job]'],
-      [`#/jobs/${seeded.ids.discarded}`, '.timeline li'],
+      [`#/jobs/${fixture.seeded.ids.discarded}`, '.timeline li'],
       ['#/cron', 'article[data-cron]'],
       ['#/workers', 'tr[data-worker]'],
     ] as const) {
-      await page.goto(`${ctx.url}/ojs/admin/${hash}`);
+      await page.goto(`${fixture.ctx.url}/ojs/admin/${hash}`);
       await page.locator(ready).first().waitFor();
       const [scroll, width] = (await page.evaluate(
         '[document.documentElement.scrollWidth, window.innerWidth]',

@@ -6,16 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { JOB_STATES } from '../ui/states.ts';
 import {
   ADMIN_KEY,
-  type DashboardServer,
-  launchBrowser,
+  browserFixture,
   openPage,
   PRODUCER_KEY,
-  type Seeded,
-  seedEveryState,
   signIn,
   skipReason,
   startDashboardServer,
@@ -27,46 +24,32 @@ const STATES = JOB_STATES;
 const skip = skipReason();
 
 describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
-  let ctx: DashboardServer;
-  let browser: Browser;
-  let closeBrowser: () => Promise<void>;
-  let seeded: Seeded;
-  const errors: string[] = [];
-
-  before(async () => {
-    ctx = await startDashboardServer();
-    seeded = await seedEveryState(ctx.engine);
-    ({ browser, close: closeBrowser } = await launchBrowser());
-  });
-  after(async () => {
-    await closeBrowser?.();
-    await ctx?.close();
-    assert.deepEqual(errors, [], 'no script errors in the page');
-  });
+  const fixture = browserFixture({ before, after });
+  const { errors } = fixture;
 
   const adminPage = async (): Promise<Page> => {
-    const page = await openPage(browser, errors);
-    await signIn(page, ctx.url, ADMIN_KEY);
+    const page = await openPage(fixture.browser, errors);
+    await signIn(page, fixture.ctx.url, ADMIN_KEY);
     return page;
   };
 
   it('loads every file from the server itself, with a CSP, and asks for a key', async () => {
-    const page = await openPage(browser, errors);
+    const page = await openPage(fixture.browser, errors);
     const origins = new Set<string>();
     page.on('request', (request) => origins.add(new URL(request.url()).origin));
-    const response = await page.goto(`${ctx.url}/ojs/admin/`);
+    const response = await page.goto(`${fixture.ctx.url}/ojs/admin/`);
     assert.equal(response?.status(), 200);
     assert.match(response!.headers()['content-type']!, /^text\/html/);
     assert.match(response!.headers()['content-security-policy']!, /default-src 'none'/);
     await page.getByLabel('API key').waitFor();
-    const others = [...origins].filter((o) => o !== ctx.url && o !== 'null');
+    const others = [...origins].filter((o) => o !== fixture.ctx.url && o !== 'null');
     assert.deepEqual(others, [], 'requests outside the server');
     await page.close();
   });
 
   it('refuses a wrong key and a producer key, and admits a viewer as read-only', async () => {
-    const page = await openPage(browser, errors);
-    await page.goto(`${ctx.url}/ojs/admin/`);
+    const page = await openPage(fixture.browser, errors);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/`);
     await page.getByLabel('API key').fill('not-a-key-of-this-server');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByText('That API key is not valid.').waitFor();
@@ -74,9 +57,9 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByText('use a viewer or admin key').waitFor();
 
-    await signIn(page, ctx.url, VIEWER_KEY);
+    await signIn(page, fixture.ctx.url, VIEWER_KEY);
     await page.getByText('read-only').waitFor();
-    await page.goto(`${ctx.url}/ojs/admin/#/queues`);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/queues`);
     await page.locator('tr[data-queue="mail"]').waitFor();
     assert.equal(await page.getByRole('button', { name: /pause queue mail/i }).count(), 0);
     // The server refuses the viewer's key whatever the page shows.
@@ -88,7 +71,7 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
       return res.status;
     }, VIEWER_KEY);
     assert.equal(status, 403);
-    assert.equal((await ctx.engine.queueStats('mail')).paused, false);
+    assert.equal((await fixture.ctx.engine.queueStats('mail')).paused, false);
     await page.close();
   });
 
@@ -117,30 +100,32 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
   it('jobs browser: each state filter, type filter, id search, cursor pages', async () => {
     const page = await adminPage();
     // First, while no other job list is on the page to be mistaken for this one.
-    await page.goto(`${ctx.url}/ojs/admin/#/jobs?error_type=SmtpTimeout`);
-    await page.locator(`tr[data-job="${seeded.ids.discarded}"]`).waitFor();
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs?error_type=SmtpTimeout`);
+    await page.locator(`tr[data-job="${fixture.seeded.ids.discarded}"]`).waitFor();
     assert.equal(await page.locator('tbody tr').count(), 1);
     for (const state of STATES) {
-      await page.goto(`${ctx.url}/ojs/admin/#/jobs?state=${state}`);
-      await page.locator(`tr[data-job="${seeded.ids[state]}"]`).waitFor();
+      await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs?state=${state}`);
+      await page.locator(`tr[data-job="${fixture.seeded.ids[state]}"]`).waitFor();
       const badges = await page.locator('tbody .badge').allTextContents();
       assert.ok(badges.length > 0 && badges.every((b) => b === state), `${state}: ${badges}`);
     }
 
-    await page.goto(`${ctx.url}/ojs/admin/#/jobs`);
-    await page.getByRole('textbox', { name: 'Find a job by id' }).fill(seeded.ids.retryable!);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs`);
+    await page
+      .getByRole('textbox', { name: 'Find a job by id' })
+      .fill(fixture.seeded.ids.retryable!);
     await page.getByRole('button', { name: 'Find' }).click();
     await page.getByRole('heading', { name: 'image.resize' }).waitFor();
 
     // 60 more jobs: page 2 by cursor holds what page 1 did not.
-    await ctx.engine.enqueueMany(
+    await fixture.ctx.engine.enqueueMany(
       Array.from({ length: 60 }, (_, i) => ({
         type: 'bulk.item',
         args: [i],
         options: { queue: 'bulk' },
       })),
     );
-    await page.goto(`${ctx.url}/ojs/admin/#/jobs?queue=bulk`);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs?queue=bulk`);
     await page.getByText('60 matching').waitFor();
     const first = await page
       .locator('tbody tr')
@@ -159,7 +144,7 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
 
   it('job detail: args, attempts with error and backtrace, result, events', async () => {
     const page = await adminPage();
-    await page.goto(`${ctx.url}/ojs/admin/#/jobs/${seeded.ids.discarded}`);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs/${fixture.seeded.ids.discarded}`);
     await page.getByRole('heading', { name: 'report.build' }).waitFor();
     const attempt = page.locator('.timeline li', { hasText: 'Attempt 1' });
     await attempt.getByText('upstream timed out after 30 s').waitFor();
@@ -167,52 +152,64 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     await page.locator('pre[title="Arguments"]', { hasText: '"to": "ada@example.com"' }).waitFor();
     await page.locator('.events code', { hasText: 'job.discarded' }).waitFor();
 
-    await page.goto(`${ctx.url}/ojs/admin/#/jobs/${seeded.ids.completed}`);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs/${fixture.seeded.ids.completed}`);
     await page.getByRole('heading', { name: 'Result' }).waitFor();
     await page.locator('pre[title="Result"]', { hasText: '"delivered": true' }).waitFor();
-    await page.goto(`${ctx.url}/ojs/admin/#/jobs/no-such-job`);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs/no-such-job`);
     await page.getByRole('alert').filter({ hasText: 'not_found' }).waitFor();
     await page.close();
   });
 
   it('dead letter: retrying a selected job re-enqueues it end to end', async () => {
     const page = await adminPage();
-    await page.goto(`${ctx.url}/ojs/admin/#/dead-letter`);
-    const row = page.locator(`tr[data-job="${seeded.ids.discarded}"]`);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/dead-letter`);
+    const row = page.locator(`tr[data-job="${fixture.seeded.ids.discarded}"]`);
     await row.waitFor();
-    await page.getByLabel(`Select job ${seeded.ids.discarded}`).check();
+    await page.getByLabel(`Select job ${fixture.seeded.ids.discarded}`).check();
     await page.getByRole('button', { name: 'Retry selected (1)' }).click();
     await page.getByRole('status').filter({ hasText: 'Retried 1 job(s).' }).waitFor();
     await row.waitFor({ state: 'detached' });
-    const job = await ctx.engine.getJob(seeded.ids.discarded!);
+    const job = await fixture.ctx.engine.getJob(fixture.seeded.ids.discarded!);
     assert.equal(job.state, 'available');
-    const [claimed] = await ctx.engine.fetch({ queues: ['reports'], count: 1, workerId: 'w-dl' });
-    assert.equal(claimed?.id, seeded.ids.discarded);
+    const [claimed] = await fixture.ctx.engine.fetch({
+      queues: ['reports'],
+      count: 1,
+      workerId: 'w-dl',
+    });
+    assert.equal(claimed?.id, fixture.seeded.ids.discarded);
     await page.close();
   });
 
   it('queues: pausing a queue stops delivery, resuming restarts it', async () => {
     const page = await adminPage();
-    await ctx.engine.enqueue({ type: 'pause.probe', args: [], options: { queue: 'pausable' } });
-    await page.goto(`${ctx.url}/ojs/admin/#/queues`);
+    await fixture.ctx.engine.enqueue({
+      type: 'pause.probe',
+      args: [],
+      options: { queue: 'pausable' },
+    });
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/queues`);
     const row = page.locator('tr[data-queue="pausable"]');
     await row.getByRole('button', { name: 'Pause queue pausable' }).click();
     await row.getByText('paused', { exact: true }).waitFor();
     assert.deepEqual(
-      await ctx.engine.fetch({ queues: ['pausable'], count: 1, workerId: 'w-p' }),
+      await fixture.ctx.engine.fetch({ queues: ['pausable'], count: 1, workerId: 'w-p' }),
       [],
     );
-    assert.equal((await ctx.engine.queueStats('pausable')).counts.available, 1);
+    assert.equal((await fixture.ctx.engine.queueStats('pausable')).counts.available, 1);
     await row.getByRole('button', { name: 'Resume queue pausable' }).click();
     await row.getByText('active', { exact: true }).waitFor();
-    const resumed = await ctx.engine.fetch({ queues: ['pausable'], count: 1, workerId: 'w-p' });
+    const resumed = await fixture.ctx.engine.fetch({
+      queues: ['pausable'],
+      count: 1,
+      workerId: 'w-p',
+    });
     assert.equal(resumed.length, 1);
     await page.close();
   });
 
   it('queues: limits are set from the form and shown in use', async () => {
     const page = await adminPage();
-    await page.goto(`${ctx.url}/ojs/admin/#/queues`);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/queues`);
     await page.getByRole('button', { name: 'Edit limits of queue media' }).click();
     await page.getByLabel(/Concurrency/).fill('3');
     await page.getByRole('button', { name: 'Save limits' }).click();
@@ -222,7 +219,7 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
 
   it('cron: next fire times in the cron zone, disable / enable, run now', async () => {
     const page = await adminPage();
-    await page.goto(`${ctx.url}/ojs/admin/#/cron`);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/cron`);
     const card = page.locator('article[data-cron="nightly-report"]');
     await card.getByText('Next fire times (Europe/Paris)').waitFor();
     assert.equal(await card.locator('.fires li').count(), 5);
@@ -234,14 +231,14 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     );
     await card.getByRole('button', { name: 'Disable cron nightly-report' }).click();
     await card.getByText('None while disabled.').waitFor();
-    assert.equal((await ctx.engine.cron.get('nightly-report')).enabled, false);
+    assert.equal((await fixture.ctx.engine.cron.get('nightly-report')).enabled, false);
     await card.getByRole('button', { name: 'Enable cron nightly-report' }).click();
     await card.locator('.fires li').first().waitFor();
     await card.getByRole('button', { name: 'Run cron nightly-report now' }).click();
     const notice = page.getByRole('status').filter({ hasText: 'Enqueued job' });
     await notice.waitFor();
     const jobId = /Enqueued job (\S+) from/.exec((await notice.textContent())!)![1]!;
-    const job = await ctx.engine.getJob(jobId);
+    const job = await fixture.ctx.engine.getJob(jobId);
     assert.equal(job.type, 'report.build');
     assert.equal(job.meta?.cron_name, 'nightly-report');
     await page.close();
@@ -249,7 +246,7 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
 
   it('workflows: the graph shows each step with its state and dependencies', async () => {
     const page = await adminPage();
-    await page.goto(`${ctx.url}/ojs/admin/#/workflows`);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/workflows`);
     await page.getByRole('link', { name: 'onboarding' }).click();
     await page.getByRole('heading', { name: 'onboarding' }).waitFor();
     const nodes = page.locator('.graph .node');
@@ -262,11 +259,11 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
 
   it('workers: heartbeat, active job, quiet directive', async () => {
     const page = await adminPage();
-    await page.goto(`${ctx.url}/ojs/admin/#/workers`);
-    const row = page.locator(`tr[data-worker="${seeded.worker}"]`);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/workers`);
+    const row = page.locator(`tr[data-worker="${fixture.seeded.worker}"]`);
     await row.waitFor();
-    await row.getByRole('link', { name: `${seeded.ids.active!.slice(0, 13)}…` }).waitFor();
-    await row.getByRole('button', { name: `Quiet worker ${seeded.worker}` }).click();
+    await row.getByRole('link', { name: `${fixture.seeded.ids.active!.slice(0, 13)}…` }).waitFor();
+    await row.getByRole('button', { name: `Quiet worker ${fixture.seeded.worker}` }).click();
     await row.getByText('→ quiet').waitFor();
     await page.close();
   });
@@ -277,10 +274,18 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     await total.waitFor();
     const before = Number(await total.textContent());
     await page.locator('.live.ok').waitFor();
-    await ctx.engine.enqueue({ type: 'live.probe', args: [], options: { queue: 'live' } });
-    const [claimed] = await ctx.engine.fetch({ queues: ['live'], count: 1, workerId: 'w-live' });
+    await fixture.ctx.engine.enqueue({ type: 'live.probe', args: [], options: { queue: 'live' } });
+    const [claimed] = await fixture.ctx.engine.fetch({
+      queues: ['live'],
+      count: 1,
+      workerId: 'w-live',
+    });
     const started = Date.now();
-    await ctx.engine.ack({ jobId: claimed!.id, workerId: 'w-live', attempt: claimed!.attempt });
+    await fixture.ctx.engine.ack({
+      jobId: claimed!.id,
+      workerId: 'w-live',
+      attempt: claimed!.attempt,
+    });
     await page
       .locator('[data-testid="total-completed"]', { hasText: new RegExp(`^${before + 1}$`) })
       .waitFor();
@@ -290,7 +295,7 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
   });
 });
 
-describe('dashboard switched off', { skip: undefined, timeout: 30_000 }, () => {
+describe('dashboard switched off', { timeout: 30_000 }, () => {
   it('--no-dashboard: /ojs/admin/ is a 404 and the API still answers', async () => {
     const ctx = await startDashboardServer({ dashboard: false, apiKeys: null });
     try {

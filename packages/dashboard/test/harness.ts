@@ -109,10 +109,11 @@ export interface Seeded {
   worker: string;
 }
 
+/** A seed job; priority 100 so FETCH claims it before any other job of its queue. */
 const job = (type: string, queue: string, options: Record<string, unknown> = {}) => ({
   type,
   args: [{ to: 'ada@example.com', n: 1 }],
-  options: { queue, ...options },
+  options: { queue, priority: 100, ...options },
 });
 
 /**
@@ -207,4 +208,39 @@ export async function seedEveryState(engine: Engine): Promise<Seeded> {
     ],
   });
   return { ids, workflowId: workflow.id, worker };
+}
+
+/**
+ * The fixture of a browser test file: in before(), a server with jobs in
+ * every state and a browser; in after(), both closed and no script error
+ * seen by any page (pages opened through openPage(browser, errors)).
+ */
+export interface BrowserFixture {
+  ctx: DashboardServer;
+  browser: Browser;
+  seeded: Seeded;
+  errors: string[];
+}
+
+export function browserFixture(hooks: {
+  before: (fn: () => Promise<void>) => void;
+  after: (fn: () => Promise<void>) => void;
+}): BrowserFixture {
+  const fixture = { errors: [] as string[] } as BrowserFixture;
+  let closeBrowser: (() => Promise<void>) | undefined;
+  hooks.before(async () => {
+    fixture.ctx = await startDashboardServer();
+    fixture.seeded = await seedEveryState(fixture.ctx.engine);
+    const launched = await launchBrowser();
+    fixture.browser = launched.browser;
+    closeBrowser = launched.close;
+  });
+  hooks.after(async () => {
+    await closeBrowser?.();
+    await fixture.ctx?.close();
+    if (fixture.errors.length > 0) {
+      throw new Error(`script errors in the page: ${fixture.errors.join('; ')}`);
+    }
+  });
+  return fixture;
 }

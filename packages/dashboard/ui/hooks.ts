@@ -29,7 +29,7 @@ export interface Loaded<T> {
 }
 
 /** Coalesces bursts of events into one refresh. */
-const REFRESH_DELAY_MS = 100;
+const REFRESH_DELAY_MS = 30;
 
 /**
  * GETs `path` (null: nothing to load) and again whenever it changes, and,

@@ -1,6 +1,6 @@
 /**
  * The live tail of the event log. Today it polls GET /ojs/v1/events with
- * the `after` cursor every 500 ms; subscribers only see "events arrived",
+ * the `after` cursor every 400 ms; subscribers only see "events arrived",
  * so switching to a server-sent event stream changes this module alone.
  */
 import { api } from './api.ts';
@@ -15,7 +15,7 @@ export interface OjsEvent {
 
 type Listener = (events: OjsEvent[]) => void;
 
-const POLL_MS = 500;
+const POLL_MS = 400;
 const PAGE = 500;
 
 export class EventTail {

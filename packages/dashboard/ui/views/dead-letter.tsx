@@ -24,7 +24,7 @@ export function DeadLetterView({ query }: { query: URLSearchParams }) {
     total: false,
   });
   const page = useApi<JobPage>(path, cursors.length === 0 ? deadEvents : undefined);
-  const total = useTotal('/ojs/v1/admin/dead-letter', { queue, type });
+  const total = useTotal('/ojs/v1/admin/dead-letter', { queue, type }, page.data !== undefined);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [outcome, setOutcome] = useState<string>();
   const toggle = (id: string) => {

@@ -38,16 +38,17 @@ export interface JobPage {
 }
 
 /**
- * The number of jobs a filter matches, asked apart from the rows: a filter
- * no index serves (error type alone) counts by reading every job, and the
- * rows should not wait for that. Not live: a count per event would keep
- * the store busy.
+ * The number of jobs a filter matches, asked once the rows are on screen: a
+ * filter no index serves (error type alone) counts by reading every job,
+ * and the rows must not queue behind that on the store. Not live: a count
+ * per event would keep the store busy.
  */
 export function useTotal(
   path: string,
   filters: Record<string, string | undefined>,
+  rowsShown: boolean,
 ): number | undefined {
-  const count = useApi<JobPage>(withQuery(path, { ...filters, per_page: 1 }));
+  const count = useApi<JobPage>(rowsShown ? withQuery(path, { ...filters, per_page: 1 }) : null);
   return count.data?.pagination.total ?? undefined;
 }
 
@@ -73,7 +74,7 @@ export function JobsView({ query }: { query: URLSearchParams }) {
   });
   // Live only on the first page: later pages would shift under the reader.
   const jobs = useApi<JobPage>(path, cursors.length === 0 ? jobEvents : undefined);
-  const total = useTotal('/ojs/v1/admin/jobs', filters);
+  const total = useTotal('/ojs/v1/admin/jobs', filters, jobs.data !== undefined);
   const go = (next: Record<string, string | undefined>) => navigate('jobs', next);
   return (
     <section>
