@@ -88,7 +88,10 @@ try {
       await signIn(page, server.url, ADMIN_KEY);
       await page.goto(`${server.url}/ojs/admin/${hash}`);
       await page.waitForSelector(ready);
-      await page.waitForLoadState('networkidle');
+      // Everything loaded: no loading placeholder, no total still counting.
+      await page.waitForFunction(
+        "!document.querySelector('[aria-busy=true]') && !document.body.textContent.includes('counting…')",
+      );
       await page.screenshot({ path: join(OUT, `${name}.png`), fullPage: options.full ?? false });
       await page.close();
       process.stderr.write(`${name}.png\n`);
