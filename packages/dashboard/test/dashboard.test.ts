@@ -42,6 +42,11 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     assert.match(response!.headers()['content-type']!, /^text\/html/);
     assert.match(response!.headers()['content-security-policy']!, /default-src 'none'/);
     await page.getByLabel('API key').waitFor();
+    // A missing file is an OJS 404 like any other path.
+    const missing = await fetch(`${fixture.ctx.url}/ojs/admin/no-such-file.js`);
+    assert.equal(missing.status, 404);
+    assert.equal(missing.headers.get('content-type'), 'application/openjobspec+json');
+    assert.equal(((await missing.json()) as { error: { code: string } }).error.code, 'not_found');
     const others = [...origins].filter((o) => o !== fixture.ctx.url && o !== 'null');
     assert.deepEqual(others, [], 'requests outside the server');
     await page.close();
@@ -103,6 +108,9 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs?error_type=SmtpTimeout`);
     await page.locator(`tr[data-job="${fixture.seeded.ids.discarded}"]`).waitFor();
     assert.equal(await page.locator('tbody tr').count(), 1);
+    // No index serves an error-type filter: its total is counted on request.
+    await page.getByRole('button', { name: 'Count matches' }).click();
+    await page.getByText('1 matching').waitFor();
     for (const state of STATES) {
       await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs?state=${state}`);
       await page.locator(`tr[data-job="${fixture.seeded.ids[state]}"]`).waitFor();
@@ -151,6 +159,14 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     await attempt.locator('pre.backtrace', { hasText: 'at send (mailer.ts:42)' }).waitFor();
     await page.locator('pre[title="Arguments"]', { hasText: '"to": "ada@example.com"' }).waitFor();
     await page.locator('.events code', { hasText: 'job.discarded' }).waitFor();
+
+    // Progress of the running job, as its worker reports it.
+    await fixture.ctx.engine.progress(fixture.seeded.ids.active!, {
+      progress: 0.5,
+      message: 'half way',
+    });
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs/${fixture.seeded.ids.active}`);
+    await page.getByTestId('progress-text').filter({ hasText: '50% – half way' }).waitFor();
 
     await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs/${fixture.seeded.ids.completed}`);
     await page.getByRole('heading', { name: 'Result' }).waitFor();

@@ -272,7 +272,7 @@ export function Pager(props: {
   next: string | undefined;
   go: (cursors: string[]) => void;
   shown: number;
-  total?: number;
+  total: { value: number | undefined; onDemand: boolean; count(): void };
 }) {
   const { cursors, next, go } = props;
   return (
@@ -286,8 +286,21 @@ export function Pager(props: {
       </button>
       <span class="muted">
         page {cursors.length + 1}
-        {props.total !== undefined ? ` · ${fmt(props.total)} matching` : ' · counting…'}
+        {props.total.value !== undefined
+          ? ` · ${fmt(props.total.value)} matching`
+          : props.total.onDemand
+            ? null
+            : ' · counting…'}
       </span>
+      {props.total.onDemand ? (
+        <button
+          type="button"
+          onClick={props.total.count}
+          title="Reads every job: slow on a large store"
+        >
+          Count matches
+        </button>
+      ) : null}
       <button type="button" disabled={next === undefined} onClick={() => go([...cursors, next!])}>
         Older →
       </button>

@@ -176,12 +176,14 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
     // Exactly this media type, no charset (the suite compares it byte for byte).
-    // The dashboard's files keep their own types (HTML, JS, CSS).
+    // The dashboard's files keep their own types (HTML, JS, CSS); its 404s
+    // and errors are JSON and get the OJS media type like any other.
+    const type = reply.getHeader('content-type');
     if (
       payload !== null &&
       payload !== undefined &&
-      reply.getHeader('content-type') !== 'text/plain' &&
-      !isDashboardAsset(_request.url)
+      type !== 'text/plain' &&
+      !(isDashboardAsset(_request.url) && !String(type ?? '').startsWith('application/json'))
     ) {
       reply.header('Content-Type', OJS_MEDIA_TYPE);
     }

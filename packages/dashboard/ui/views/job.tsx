@@ -23,7 +23,7 @@ interface JobDetail extends WireJob {
   args?: unknown;
   meta?: Record<string, unknown>;
   result?: unknown;
-  progress?: { percent?: number; message?: string; data?: unknown; updated_at?: string };
+  progress?: { value: number | null; message?: string; data?: unknown; updated_at?: string };
   attempts: { attempt: number; outcome: string; error?: JobError }[];
   started_at?: string;
   scheduled_at?: string;
@@ -142,14 +142,20 @@ export function JobView({ id }: { id: string }) {
 }
 
 function Progress({ progress }: { progress: NonNullable<JobDetail['progress']> }) {
-  const pct = progress.percent ?? 0;
+  // value is 0..1, or null when the worker reported a message only.
+  const pct = progress.value === null ? null : Math.round(progress.value * 1000) / 10;
   return (
     <div class="card">
       <h2>Progress</h2>
-      <progress max={100} value={pct} aria-label="Progress">
-        {pct}%
-      </progress>{' '}
-      {pct}% {progress.message ? `– ${progress.message}` : ''}{' '}
+      {pct === null ? null : (
+        <progress max={100} value={pct} aria-label="Progress">
+          {pct}%
+        </progress>
+      )}{' '}
+      <span data-testid="progress-text">
+        {pct === null ? '' : `${pct}%`}
+        {progress.message ? ` – ${progress.message}` : ''}
+      </span>{' '}
       {progress.updated_at ? <Time at={progress.updated_at} /> : null}
       {progress.data !== undefined ? <Json value={progress.data} label="Progress data" /> : null}
     </div>

@@ -37,19 +37,40 @@ export interface JobPage {
   pagination: { total: number | null; next_cursor?: string; has_more: boolean };
 }
 
+/** Filters the store counts by reading every job (no index serves them). */
+const UNINDEXED = ['error_type', 'since', 'until'] as const;
+
+export interface Total {
+  /** The count, once known. */
+  value: number | undefined;
+  /** Counting is on demand for this filter (it reads every job). */
+  onDemand: boolean;
+  /** Starts the count of an on-demand filter. */
+  count(): void;
+}
+
 /**
- * The number of jobs a filter matches, asked once the rows are on screen: a
- * filter no index serves (error type alone) counts by reading every job,
- * and the rows must not queue behind that on the store. Not live: a count
- * per event would keep the store busy.
+ * The number of jobs a filter matches, asked once the rows are on screen so
+ * the rows never queue behind a count on the store. A filter no index
+ * serves (error type, creation time) is counted on request only: at
+ * 1,000,000 jobs that reads them all. Not live: a count per event would
+ * keep the store busy.
  */
 export function useTotal(
   path: string,
   filters: Record<string, string | undefined>,
   rowsShown: boolean,
-): number | undefined {
-  const count = useApi<JobPage>(rowsShown ? withQuery(path, { ...filters, per_page: 1 }) : null);
-  return count.data?.pagination.total ?? undefined;
+): Total {
+  const onDemand = UNINDEXED.some((f) => (filters[f] ?? '') !== '');
+  const [asked, setAsked] = useState<string>();
+  const countPath = withQuery(path, { ...filters, per_page: 1 });
+  const wanted = rowsShown && (!onDemand || asked === countPath);
+  const count = useApi<JobPage>(wanted ? countPath : null);
+  return {
+    value: wanted ? (count.data?.pagination.total ?? undefined) : undefined,
+    onDemand: onDemand && asked !== countPath,
+    count: () => setAsked(countPath),
+  };
 }
 
 /** The filters the URL may carry, as the admin API names them. */
