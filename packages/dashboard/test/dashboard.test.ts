@@ -42,6 +42,12 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     assert.match(response!.headers()['content-type']!, /^text\/html/);
     assert.match(response!.headers()['content-security-policy']!, /default-src 'none'/);
     await page.getByLabel('API key').waitFor();
+    const bare = await fetch(`${fixture.ctx.url}/ojs/admin`, { redirect: 'manual' });
+    assert.equal(bare.status, 302);
+    assert.equal(
+      new URL(bare.headers.get('location')!, `${fixture.ctx.url}/ojs/admin`).pathname,
+      '/ojs/admin/',
+    );
     // A missing file is an OJS 404 like any other path.
     const missing = await fetch(`${fixture.ctx.url}/ojs/admin/no-such-file.js`);
     assert.equal(missing.status, 404);
@@ -193,6 +199,43 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
       workerId: 'w-dl',
     });
     assert.equal(claimed?.id, fixture.seeded.ids.discarded);
+    await page.close();
+  });
+
+  it('dead letter: bulk retry and delete of everything matching a queue filter', async () => {
+    const engine = fixture.ctx.engine;
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const result = await engine.enqueue({
+        type: 'bulk.dead',
+        args: [i],
+        options: { queue: 'dlq-bulk', retry: { max_attempts: 1, on_exhaustion: 'dead_letter' } },
+      });
+      if (!('job' in result)) throw new Error('not enqueued');
+      ids.push(result.job.id);
+    }
+    for (const claimed of await engine.fetch({ queues: ['dlq-bulk'], count: 4, workerId: 'w-b' })) {
+      await engine.nack({
+        jobId: claimed.id,
+        workerId: 'w-b',
+        attempt: claimed.attempt,
+        error: { type: 'Boom', message: 'no' },
+      });
+    }
+    const page = await adminPage();
+    page.on('dialog', (dialog) => void dialog.accept());
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/dead-letter?queue=dlq-bulk`);
+    await page.getByText('4 matching').waitFor();
+    // Two selected and deleted, then the other two retried by filter.
+    await page.getByLabel(`Select job ${ids[0]}`).check();
+    await page.getByLabel(`Select job ${ids[1]}`).check();
+    await page.getByRole('button', { name: 'Delete selected (2)' }).click();
+    await page.getByRole('status').filter({ hasText: 'Deleted 2 job(s).' }).waitFor();
+    await page.getByRole('button', { name: 'Retry all matching' }).click();
+    await page.getByRole('status').filter({ hasText: 'Retried 2 job(s).' }).waitFor();
+    await page.getByText('No jobs match.').waitFor();
+    await assert.rejects(engine.getJob(ids[0]!), /not_found|not found/i);
+    for (const id of ids.slice(2)) assert.equal((await engine.getJob(id)).state, 'available');
     await page.close();
   });
 

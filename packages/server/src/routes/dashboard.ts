@@ -21,10 +21,11 @@ export async function dashboardRoutes(app: FastifyInstance): Promise<void> {
         '`npm run build -w @ojs/dashboard`, or start with --no-dashboard.',
     );
   }
+  // Relative, so the redirect holds behind a proxy that mounts the server under a prefix.
+  app.get(DASHBOARD_PREFIX, (_request, reply) => reply.redirect('admin/'));
   await app.register(fastifyStatic, {
     root: DASHBOARD_DIST,
     prefix: `${DASHBOARD_PREFIX}/`,
-    redirect: true,
     index: ['index.html'],
     cacheControl: false,
     setHeaders(reply, path) {
