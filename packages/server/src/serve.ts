@@ -68,6 +68,8 @@ export interface ServeOptions {
   grpcTlsCert?: string;
   grpcTlsKey?: string;
   grpcTlsCa?: string;
+  /** Serve the web dashboard at /ojs/admin/ (default true; --no-dashboard, OJS_DASHBOARD=off). */
+  dashboard?: boolean;
 }
 
 /**
@@ -174,6 +176,9 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   if (env.OJS_LOG_REQUESTS)
     options.logRequests = parseSwitch('OJS_LOG_REQUESTS', env.OJS_LOG_REQUESTS);
   if (env.OJS_METRICS) options.metrics = parseSwitch('OJS_METRICS', env.OJS_METRICS);
+  if (env.OJS_DASHBOARD !== undefined && env.OJS_DASHBOARD !== '') {
+    options.dashboard = parseSwitch('OJS_DASHBOARD', env.OJS_DASHBOARD);
+  }
   if (env.OJS_SQLITE_THREAD !== undefined && env.OJS_SQLITE_THREAD !== '') {
     options.sqliteThread = parseSwitch('OJS_SQLITE_THREAD', env.OJS_SQLITE_THREAD);
   }
@@ -255,6 +260,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     logger: options.logger ?? false,
     logRequests: options.logRequests,
     metrics,
+    dashboard: options.dashboard ?? true,
   };
   // gRPC binds first so the manifest both bindings serve can list it.
   let grpc: GrpcServer | undefined;
