@@ -21,7 +21,7 @@ type Jobs = {
 
 const TOTAL = 100;
 const dir = mkdtempSync(join(tmpdir(), 'ojs-quickstart-'));
-// An embedded server logs each job's lifecycle at info (as `ojs serve` does): warnings only here.
+// The embedded server logs at info by default (as `ojs serve` does): warnings only here.
 const server = await startServer({
   port: 0,
   store: `sqlite:${join(dir, 'ojs.db')}`,

@@ -24,6 +24,8 @@ export function freePort(): Promise<number> {
 
 export interface ServerProcess {
   url: string;
+  /** `127.0.0.1:PORT` of the gRPC binding, when started with `grpc`. */
+  grpcAddress?: string;
   child: ChildProcess;
   /** What the server wrote to stderr (shown when a run fails). */
   logs(): string;
@@ -32,14 +34,20 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
+/**
+ * `ojs serve --test-mode` on a free port. HTTP only unless `grpc` is set:
+ * concurrent servers would all want the default gRPC port 9090, so the
+ * gRPC binding gets a free port of its own too (`grpcAddress`).
+ */
 export async function startServerProcess(
   store: string,
   extraEnv: Record<string, string> = {},
+  options: { grpc?: boolean } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
+  const grpcPort = options.grpc ? await freePort() : undefined;
   const child = spawn(
     process.execPath,
-    // HTTP only: concurrent servers would all want the default gRPC port 9090.
     [
       'packages/cli/src/main.ts',
       'serve',
@@ -48,7 +56,7 @@ export async function startServerProcess(
       String(port),
       '--store',
       store,
-      '--no-grpc',
+      ...(grpcPort === undefined ? ['--no-grpc'] : ['--grpc-port', String(grpcPort)]),
     ],
     { cwd: ROOT, env: { ...process.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -74,6 +82,8 @@ export async function startServerProcess(
   let stopping = false;
   return {
     url,
+    // Bound before the listening line is printed (ojs serve starts gRPC first).
+    ...(grpcPort === undefined ? {} : { grpcAddress: `127.0.0.1:${grpcPort}` }),
     child,
     logs: () => stderr,
     crashed: () => !stopping && child.exitCode !== null,

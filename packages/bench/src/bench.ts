@@ -132,12 +132,13 @@ function freshStore(store: StoreName, tmp: string, tag: string) {
 async function withServer<T>(
   spec: string,
   env: Record<string, string>,
-  fn: (server: { url: string; pid: number }) => Promise<T>,
+  fn: (server: { url: string; pid: number; grpcAddress?: string }) => Promise<T>,
+  options: { grpc?: boolean } = {},
 ): Promise<T> {
-  const server = await startServerProcess(spec, env);
+  const server = await startServerProcess(spec, env, options);
   track(server.child.pid);
   try {
-    return await fn({ url: server.url, pid: server.child.pid! });
+    return await fn({ url: server.url, pid: server.child.pid!, grpcAddress: server.grpcAddress });
   } finally {
     if (server.crashed()) log(`server crashed: ${server.logs().slice(-2000)}`);
     const stopped = server.stop();
@@ -220,7 +221,16 @@ async function runOurs(
         ...(db.sync ? { OJS_BENCH_SQLITE_SYNC: db.sync } : {}),
       });
     } else {
-      await withServer(db.spec, db.serverEnv, (server) => child({ OJS_BENCH_URL: server.url }));
+      await withServer(
+        db.spec,
+        db.serverEnv,
+        (server) =>
+          child({
+            OJS_BENCH_URL: server.url,
+            ...(server.grpcAddress === undefined ? {} : { OJS_BENCH_GRPC: server.grpcAddress }),
+          }),
+        { grpc: mode === 'grpc' },
+      );
     }
   } catch (error) {
     run.error = (error as Error).message;

@@ -7,7 +7,8 @@
  *
  * Started by bench.ts, configured by environment:
  *   OJS_BENCH_MODE         http | in-process | raw
- *   OJS_BENCH_URL          server URL (http, raw)
+ *   OJS_BENCH_URL          server URL (http, raw, grpc)
+ *   OJS_BENCH_GRPC         host:port of the server's gRPC binding (grpc)
  *   OJS_BENCH_STORE        store spec (in-process): sqlite:PATH or postgres://...?schema=NAME
  *   OJS_BENCH_SQLITE_SYNC  FULL | NORMAL (in-process SQLite; the server's default is FULL)
  *   OJS_BENCH_LABEL        name printed in the result
@@ -20,6 +21,9 @@
  *   in-process  the same client and worker over InProcessTransport: the producer
  *               process and the worker process each run an Engine on the same store
  *               (SQLite: the same file; PostgreSQL: the same schema). No server.
+ *   grpc        the same client and worker over GrpcTransport (@ojs/sdk/grpc) to the
+ *               server's gRPC binding: unary Enqueue/EnqueueBatch, Fetch (long poll on
+ *               x-ojs-wait-ms), one Ack per job.
  *   raw         enqueue through OjsClient over HTTP; the worker is a plain loop:
  *               POST fetch (count 50, wait_ms 1000), then one POST ack per job, all in flight.
  */
@@ -40,6 +44,7 @@ interface Common {
 
 const MODE = process.env.OJS_BENCH_MODE ?? 'http';
 const URL_ = process.env.OJS_BENCH_URL ?? '';
+const GRPC = process.env.OJS_BENCH_GRPC ?? '';
 const STORE = process.env.OJS_BENCH_STORE ?? '';
 const SYNC = process.env.OJS_BENCH_SQLITE_SYNC === 'NORMAL' ? 'NORMAL' : 'FULL';
 const LABEL = process.env.OJS_BENCH_LABEL ?? `ojs (${MODE})`;
@@ -48,7 +53,10 @@ const QUEUE = 'bench';
 const TYPE = 'bench.noop';
 const HEADERS = { 'content-type': 'application/openjobspec+json' };
 
-if (!['http', 'in-process', 'raw'].includes(MODE)) throw new Error(`bad OJS_BENCH_MODE ${MODE}`);
+if (!['http', 'in-process', 'raw', 'grpc'].includes(MODE)) {
+  throw new Error(`bad OJS_BENCH_MODE ${MODE}`);
+}
+if (MODE === 'grpc' && GRPC === '') throw new Error('OJS_BENCH_GRPC is required');
 if (MODE !== 'in-process' && URL_ === '') throw new Error('OJS_BENCH_URL is required');
 if (MODE === 'in-process' && STORE === '') throw new Error('OJS_BENCH_STORE is required');
 
@@ -83,6 +91,11 @@ async function openEngine(): Promise<{ engine: Engine; close(): Promise<void> }>
 }
 
 async function transportFor(): Promise<{ transport?: Transport; close(): Promise<void> }> {
+  if (MODE === 'grpc') {
+    const { GrpcTransport } = await import('@ojs/sdk/grpc');
+    const transport = new GrpcTransport({ address: GRPC });
+    return { transport, close: () => transport.close() };
+  }
   if (MODE !== 'in-process') return { close: async () => {} };
   const { InProcessTransport } = await import('@ojs/sdk/in-process');
   const { engine, close } = await openEngine();
@@ -158,6 +171,7 @@ const adapter = {
     queue: QUEUE,
     store: STORE === '' ? undefined : STORE.replace(/\/\/[^@/]*@/, '//'),
     url: URL_ === '' ? undefined : URL_,
+    grpc: GRPC === '' ? undefined : GRPC,
     sqlite_synchronous: MODE === 'in-process' && !STORE.startsWith('postgres') ? SYNC : undefined,
   }),
 

@@ -24,9 +24,10 @@ export type StoreName = (typeof STORES)[number];
 /**
  * http: SDK client and SDK worker over HTTP to a server process;
  * in-process: SDK client and worker each on their own engine over the store (no server);
- * raw: plain HTTP fetch (count 50) + one ACK per job, drain_bulk only.
+ * raw: plain HTTP fetch (count 50) + one ACK per job, drain_bulk only;
+ * grpc: SDK client and SDK worker over the server's gRPC binding (GrpcTransport).
  */
-export const MODES = ['http', 'in-process', 'raw'] as const;
+export const MODES = ['http', 'in-process', 'raw', 'grpc'] as const;
 export type Mode = (typeof MODES)[number];
 
 export const ANCHORS = ['bullmq', 'graphile'] as const;
@@ -50,7 +51,7 @@ export const USAGE = `Usage: npm run bench -- [flags]
 
   --stores LIST     sqlite (synchronous=FULL, the default), sqlite-normal, postgres
                     (default sqlite,postgres)
-  --modes LIST      http, in-process, raw (default all three)
+  --modes LIST      http, in-process, raw, grpc (default all four)
   --n N             jobs per enqueue/drain/steady phase (default 20000)
   --seq N           jobs of enqueue_seq (default 1000)
   --lat N           jobs of latency_idle (default 500)

@@ -8,7 +8,7 @@ describe('bench flags', () => {
   it('defaults: SQLite and PostgreSQL, every mode and phase, both anchors', () => {
     const o = parseOptions([]);
     assert.deepEqual(o.stores, ['sqlite', 'postgres']);
-    assert.deepEqual(o.modes, ['http', 'in-process', 'raw']);
+    assert.deepEqual(o.modes, ['http', 'in-process', 'raw', 'grpc']);
     assert.deepEqual(o.phases, [...PHASES]);
     assert.deepEqual(o.anchors, ['bullmq', 'graphile']);
     assert.equal(o.n, 20_000);

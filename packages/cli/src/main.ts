@@ -42,7 +42,7 @@ ojs serve options (environment variables in brackets):
                           (default sqlite:./data/ojs.db; redis:// once the Redis store is installed;
                           any other scheme is refused)
   --test-mode             Enable the reset endpoint and test directives [OJS_TEST_MODE=1]; loopback only
-  --api-keys LIST         role:key,... with roles producer|worker|admin [OJS_API_KEYS]
+  --api-keys LIST         role:key,... with roles producer|worker|viewer|admin [OJS_API_KEYS]
   --allow-insecure        Allow a non-loopback bind without API keys
   --visibility-timeout-ms N  Default lease of a fetched job [OJS_VISIBILITY_TIMEOUT_MS] (default 300000)
   --schema-validation MODE  strict | warn | off: args checked against registered schemas [OJS_SCHEMA_VALIDATION] (default warn)
@@ -59,6 +59,11 @@ ojs serve options (environment variables in brackets):
   --grpc-port PORT        gRPC binding port (ojs.v1.OJSService, same host) [OJS_GRPC_PORT] (default 9090;
                           ephemeral when --port is 0)
   --no-grpc               Serve HTTP only [OJS_GRPC=off]
+  --grpc-tls-cert FILE    PEM certificate chain of the gRPC binding [OJS_GRPC_TLS_CERT]; with --grpc-tls-key
+  --grpc-tls-key FILE     PEM private key [OJS_GRPC_TLS_KEY]
+  --grpc-tls-ca FILE      PEM CA: clients must present a certificate it signed (mTLS) [OJS_GRPC_TLS_CA]
+                          Beyond loopback gRPC needs TLS (or --allow-insecure): API keys travel in metadata
+  --no-dashboard          Do not serve the web dashboard at /ojs/admin/ [OJS_DASHBOARD=off]
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -97,6 +102,10 @@ async function serve(argv: string[]): Promise<number> {
       metrics: { type: 'string' },
       'grpc-port': { type: 'string' },
       'no-grpc': { type: 'boolean' },
+      'grpc-tls-cert': { type: 'string' },
+      'grpc-tls-key': { type: 'string' },
+      'grpc-tls-ca': { type: 'string' },
+      'no-dashboard': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -136,6 +145,10 @@ async function serve(argv: string[]): Promise<number> {
   if (values['grpc-port'] !== undefined)
     options.grpcPort = parsePort(values['grpc-port'], '--grpc-port');
   if (values['no-grpc']) options.grpc = false;
+  if (values['grpc-tls-cert'] !== undefined) options.grpcTlsCert = values['grpc-tls-cert'];
+  if (values['grpc-tls-key'] !== undefined) options.grpcTlsKey = values['grpc-tls-key'];
+  if (values['grpc-tls-ca'] !== undefined) options.grpcTlsCa = values['grpc-tls-ca'];
+  if (values['no-dashboard']) options.dashboard = false;
   options.handleSignals = true;
   const server = await startServer(options);
   process.stdout.write(
@@ -144,6 +157,7 @@ async function serve(argv: string[]): Promise<number> {
   if (server.grpcAddress !== undefined) {
     process.stdout.write(`OJS gRPC listening on ${server.grpcAddress}\n`);
   }
+  if (options.dashboard !== false) process.stdout.write(`Dashboard: ${server.url}/ojs/admin/\n`);
   return -1;
 }
 

@@ -18,6 +18,7 @@ export * from './states.ts';
 export * from './store.ts';
 export * from './store-columns.ts';
 export * from './time.ts';
+export * from './trace-context.ts';
 export * from './unique.ts';
 export * from './uuid.ts';
 export * from './version.ts';

@@ -35,8 +35,10 @@ export interface EventFilter {
   jobTypes?: string[];
   /** Return events after this event id (ids sort by time). */
   after?: string;
+  /** Only events about this subject (a job id, a workflow id, a cron name); not indexed. */
+  subject?: string;
   limit: number;
-  /** The newest `limit` events, newest first (where a live stream starts). */
+  /** The newest `limit` events, newest first (a live stream's start, the dashboard's recent activity). */
   newestFirst?: boolean;
 }
 

@@ -9,6 +9,7 @@
 import {
   type CronRecord,
   cancel,
+  conflict,
   dueOccurrence,
   enqueueEvents,
   invalidRequest,
@@ -164,33 +165,54 @@ export class CronScheduler {
   }
 
   /**
-   * Runs a cron's job now (an operator's `ojs cron trigger`): one job from
-   * its template, marked `meta.cron_manual`, the schedule left as it is.
+   * Runs a cron's job now (an operator's `ojs cron trigger`, the
+   * dashboard's "run now"): one job from its template, marked
+   * `meta.cron_manual`, whether the cron is enabled or not, recorded as the
+   * cron's last run. The schedule is untouched: the next fire time stays.
+   * Guarded on the cron's rev like a scheduled firing.
    */
   async trigger(name: string): Promise<JobRecord> {
     const engine = this.#engine;
-    const cron = await this.get(name);
-    const now = engine.now();
-    const job = this.#jobFor(cron, now, now);
-    job.meta = { ...job.meta, cron_manual: true };
-    await engine.routing.route(job);
-    const event = makeEvent(
-      'cron.triggered',
-      cron.name,
-      {
-        cron_name: cron.name,
-        cron_expression: cron.expression,
-        timezone: cron.timezone,
-        job_id: job.id,
-        job_type: job.type,
-        manual: true,
-        actual_time: toIso(now),
-      },
-      now,
-    );
-    await engine.store.commit({ now, inserts: [job], events: [event, ...enqueueEvents(job, now)] });
-    if (job.state === 'available') engine.notifier.notify();
-    return job;
+    for (let tries = 0; tries < 20; tries++) {
+      const cron = await this.get(name);
+      const now = engine.now();
+      const job = this.#jobFor(cron, now, now);
+      job.meta = { ...job.meta, cron_manual: true };
+      await engine.routing.route(job);
+      const advanced: CronRecord = {
+        ...cron,
+        rev: cron.rev + 1,
+        last_run_at: toIso(now),
+        last_job_id: job.id,
+        run_count: cron.run_count + 1,
+      };
+      const event = makeEvent(
+        'cron.triggered',
+        cron.name,
+        {
+          cron_name: cron.name,
+          cron_expression: cron.expression,
+          timezone: cron.timezone,
+          manual: true,
+          job_id: job.id,
+          job_type: job.type,
+          run_count: advanced.run_count,
+          actual_time: toIso(now),
+        },
+        now,
+      );
+      const committed = await engine.store.commit({
+        now,
+        cronUpdates: [{ cron: advanced, expectRev: cron.rev }],
+        inserts: [job],
+        events: [event, ...enqueueEvents(job, now)],
+      });
+      if (committed) {
+        if (job.state === 'available') engine.notifier.notify();
+        return job;
+      }
+    }
+    throw conflict(`Cron '${name}' kept changing while it was triggered; retry.`);
   }
 
   /** One scheduler tick: fires every due cron once. Returns how many jobs it enqueued. */

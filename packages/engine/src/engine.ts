@@ -145,6 +145,11 @@ export interface HeartbeatRequest {
   };
   handlers?: HandlerDeclaration[];
   visibilityTimeoutMs?: number;
+  /**
+   * Record the beat in the worker registry (default true). gRPC per-job
+   * beats (one job id each) say false: the worker's own beat records it.
+   */
+  recordWorker?: boolean;
 }
 
 /** One settled item of a batched acknowledgement, in request order (acks, then nacks). */
@@ -312,6 +317,7 @@ export class Engine {
       new Set(setsRetry(body) ? [job.id] : []),
     );
     const warnings = [...optionWarnings(body), ...(await this.#prepareVersioned(job))];
+    this.observers.enqueuing(job);
     const inserted = this.store.insertJobs([job], enqueueEvents(job, now), now);
     // The waiting fetch's claim joins the insert's group commit (pipelinedWrites).
     if (this.store.pipelinedWrites && job.state === 'available') this.notifier.notify();
@@ -387,6 +393,7 @@ export class Engine {
         }
         ids.add(job.id);
         if (setsRetry(body)) explicitRetry.add(job.id);
+        this.observers.enqueuing(job);
         pending.push({ index, job, warnings });
       } catch (error) {
         if (!(error instanceof OjsError)) throw error;
@@ -498,6 +505,7 @@ export class Engine {
             report.warnings ??= [];
             report.warnings.push({ index, warnings });
           }
+          this.observers.enqueuing(job);
           jobs.push(job);
         }
       } catch (error) {
@@ -1102,7 +1110,7 @@ export class Engine {
       })),
       this.now(),
     );
-    if (request.workerId !== undefined) {
+    if (request.workerId !== undefined && request.recordWorker !== false) {
       const told = await this.workers.heartbeat({
         workerId: request.workerId,
         state: request.workerState,

@@ -25,6 +25,12 @@ export {
   registerQueueDepth,
 } from './observability/metrics.ts';
 export {
+  JobTracing,
+  jobAttributes,
+  spanContextOf,
+  tracingEnabled,
+} from './observability/tracing.ts';
+export {
   type QueueConfiguration,
   type QueuePressure,
   QueueSettingsRegistry,

@@ -32,11 +32,17 @@ export interface JobListRequest {
   cursor?: string;
   /** 1-based page (page/per_page listings); ignored when a cursor is given. */
   page?: number;
+  /**
+   * false: no total (a filter no index serves, such as error_type alone,
+   * counts by reading every job; the page itself stops at limit + 1).
+   */
+  countTotal?: boolean;
 }
 
 export interface JobListPage {
   jobs: JobRecord[];
-  total: number;
+  /** null when the request asked for no total (countTotal: false). */
+  total: number | null;
   hasMore: boolean;
   nextCursor?: string;
   page: number;
@@ -84,7 +90,7 @@ export class JobAdmin {
     const [rows, total] = await Promise.all([
       // One more than asked: whether another page exists, without a second count.
       store.listJobs({ filter: request.filter, limit: request.limit + 1, order, afterSeq, offset }),
-      store.countJobs(request.filter),
+      request.countTotal === false ? null : store.countJobs(request.filter),
     ]);
     const jobs = rows.slice(0, request.limit);
     const hasMore = rows.length > request.limit;

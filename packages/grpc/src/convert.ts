@@ -16,43 +16,34 @@ import {
   type WorkflowRecord,
   type WorkflowStepState,
 } from '@ojs/core';
+import {
+  fromDuration,
+  fromStruct,
+  fromTimestamp,
+  fromValue,
+  type PbDuration,
+  type PbStruct,
+  type PbTimestamp,
+  type PbValue,
+  resultToStruct,
+  stateFromProto,
+  stateToProto,
+  toDuration,
+  toStruct,
+  toTimestamp,
+  toValue,
+} from '@ojs/sdk/proto-wire';
 
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-// ------------------------------------------------------------ well-known types
-
-export interface PbTimestamp {
-  seconds?: number | string;
-  nanos?: number;
-}
-export type PbDuration = PbTimestamp;
-
-export function toTimestamp(value: string | number | undefined): PbTimestamp | undefined {
-  if (value === undefined) return undefined;
-  const ms = typeof value === 'number' ? value : Date.parse(value);
-  if (!Number.isFinite(ms)) return undefined;
-  const seconds = Math.floor(ms / 1000);
-  return { seconds, nanos: Math.round(ms - seconds * 1000) * 1_000_000 };
-}
-
-/** Epoch ms of a Timestamp; an unset or zero Timestamp is "not given" (protobuf-format §12). */
-export function fromTimestamp(ts: PbTimestamp | null | undefined): number | undefined {
-  if (ts === undefined || ts === null) return undefined;
-  const ms = Number(ts.seconds ?? 0) * 1000 + Math.floor((ts.nanos ?? 0) / 1_000_000);
-  return ms === 0 ? undefined : ms;
-}
-
-export function toDuration(ms: number | undefined): PbDuration | undefined {
-  if (ms === undefined) return undefined;
-  const seconds = Math.floor(ms / 1000);
-  return { seconds, nanos: (ms - seconds * 1000) * 1_000_000 };
-}
-
-/** Milliseconds of a Duration; undefined when unset. */
-export function fromDuration(d: PbDuration | null | undefined): number | undefined {
-  if (d === undefined || d === null) return undefined;
-  return Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1_000_000);
+/** A Duration of a request in ms; a negative one is refused (proto allows it, OJS does not). */
+function requestDuration(value: unknown, field: string): number | undefined {
+  const ms = fromDuration(value as PbDuration | undefined);
+  if (ms !== undefined && (!Number.isFinite(ms) || ms < 0)) {
+    throw invalidRequest(`${field} must not be negative.`, { field });
+  }
+  return ms;
 }
 
 /** ISO 8601 duration text (as the engine stores retry intervals) -> Duration. */
@@ -60,91 +51,6 @@ function isoToDuration(text: string | undefined): PbDuration | undefined {
   if (text === undefined) return undefined;
   const ms = parseIsoDuration(text);
   return ms === null ? undefined : toDuration(ms);
-}
-
-/** google.protobuf.Value: protobufjs's bundled well-known types use camelCase field names. */
-export type PbValue = Obj;
-
-export function toValue(value: unknown): PbValue {
-  if (value === null || value === undefined) return { nullValue: 'NULL_VALUE' };
-  switch (typeof value) {
-    case 'number':
-      return { numberValue: value };
-    case 'string':
-      return { stringValue: value };
-    case 'boolean':
-      return { boolValue: value };
-  }
-  if (Array.isArray(value)) return { listValue: { values: value.map(toValue) } };
-  if (isObject(value)) return { structValue: toStruct(value) };
-  return { stringValue: String(value) };
-}
-
-export function fromValue(value: PbValue | null | undefined): unknown {
-  if (value === null || value === undefined) return null;
-  const kind = typeof value.kind === 'string' ? value.kind : Object.keys(value)[0];
-  switch (kind) {
-    case 'numberValue':
-      return Number(value.numberValue ?? 0);
-    case 'stringValue':
-      return String(value.stringValue ?? '');
-    case 'boolValue':
-      return Boolean(value.boolValue);
-    case 'listValue':
-      return ((value.listValue as { values?: PbValue[] } | undefined)?.values ?? []).map(fromValue);
-    case 'structValue':
-      return fromStruct(value.structValue as PbStruct | undefined) ?? {};
-    default:
-      return null;
-  }
-}
-
-export interface PbStruct {
-  fields?: Record<string, PbValue>;
-}
-
-export function toStruct(value: Obj): PbStruct {
-  const fields: Record<string, PbValue> = {};
-  for (const [key, item] of Object.entries(value)) {
-    if (item !== undefined) fields[key] = toValue(item);
-  }
-  return { fields };
-}
-
-export function fromStruct(struct: PbStruct | null | undefined): Obj | undefined {
-  if (struct === null || struct === undefined) return undefined;
-  const out: Obj = {};
-  for (const [key, item] of Object.entries(struct.fields ?? {})) {
-    Object.defineProperty(out, key, {
-      value: fromValue(item),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  }
-  return out;
-}
-
-/**
- * `Job.result` and `AckRequest.result` are Structs (grpc-proto G-9): an
- * object result goes as it is; any other JSON value is carried as
- * `{"value": <result>}` (decision 0043).
- */
-export function resultToStruct(result: unknown): PbStruct | undefined {
-  if (result === undefined) return undefined;
-  return toStruct(isObject(result) ? result : { value: result });
-}
-
-// ------------------------------------------------------------ enums
-
-export function stateToProto(state: string): string {
-  return `JOB_STATE_${state.toUpperCase()}`;
-}
-
-export function stateFromProto(state: unknown): string | undefined {
-  if (typeof state !== 'string' || !state.startsWith('JOB_STATE_')) return undefined;
-  const name = state.slice('JOB_STATE_'.length).toLowerCase();
-  return name === 'unspecified' ? undefined : name;
 }
 
 const CONFLICT_TO_PROTO: Record<UniquePolicy['on_conflict'], string> = {
@@ -245,9 +151,9 @@ function retryFromProto(policy: Obj): Obj {
   if (typeof policy.max_attempts === 'number' && policy.max_attempts !== 0) {
     out.max_attempts = policy.max_attempts;
   }
-  const initial = fromDuration(policy.initial_interval as PbDuration);
+  const initial = requestDuration(policy.initial_interval, 'retry.initial_interval');
   if (initial !== undefined) out.initial_interval = formatIsoDuration(initial);
-  const max = fromDuration(policy.max_interval as PbDuration);
+  const max = requestDuration(policy.max_interval, 'retry.max_interval');
   if (max !== undefined) out.max_interval = formatIsoDuration(max);
   if (typeof policy.backoff_coefficient === 'number' && policy.backoff_coefficient !== 0) {
     out.backoff_coefficient = policy.backoff_coefficient;
@@ -265,7 +171,7 @@ function retryFromProto(policy: Obj): Obj {
 function uniqueFromProto(policy: Obj): Obj {
   const out: Obj = {};
   if (Array.isArray(policy.key) && policy.key.length > 0) out.keys = policy.key;
-  const period = fromDuration(policy.period as PbDuration);
+  const period = requestDuration(policy.period, 'unique.period');
   if (period !== undefined) out.period = formatIsoDuration(period);
   const conflict = CONFLICT_FROM_PROTO[String(policy.on_conflict)];
   if (conflict !== undefined) out.on_conflict = conflict;
@@ -303,12 +209,13 @@ function optionsFromProto(
   if (typeof o.priority === 'number' && o.priority !== 0) options.priority = o.priority;
   const delay = fromTimestamp(o.delay_until as PbTimestamp);
   if (delay !== undefined) options.scheduled_at = toIso(delay);
-  const timeout = fromDuration(o.timeout as PbDuration);
+  const timeout = requestDuration(o.timeout, 'options.timeout');
   if (timeout !== undefined) options.timeout_ms = timeout;
-  const visibility = fromDuration(o.visibility_timeout as PbDuration);
+  const visibility = requestDuration(o.visibility_timeout, 'options.visibility_timeout');
   if (visibility !== undefined) options.visibility_timeout_ms = visibility;
-  const ttl = fromDuration(o.ttl as PbDuration);
-  if (ttl !== undefined) options.expires_at = toIso(context.now + ttl);
+  const ttl = requestDuration(o.ttl, 'options.ttl');
+  // Relative, so a cron template's ttl counts from each firing.
+  if (ttl !== undefined) options.expires_at = `+${formatIsoDuration(ttl)}`;
   if (Array.isArray(o.tags) && o.tags.length > 0) options.tags = o.tags;
   const retry = isObject(o.retry) ? retryFromProto(o.retry) : {};
   // max_attempts is a shorthand; retry.max_attempts wins when both are set.

@@ -4,12 +4,13 @@
  * body that route would pass (convert.ts). Where the protocol has no field
  * for something the HTTP binding carries, call metadata does
  * (`x-ojs-wait-ms`, `x-ojs-visibility-timeout-ms`, `x-ojs-worker-id`,
- * `x-ojs-attempt`, `x-ojs-requeue`; decision 0043).
+ * `x-ojs-attempt`, `x-ojs-requeue`; decision 0042).
  */
 import * as grpc from '@grpc/grpc-js';
 import {
   type FailureReport,
   invalidRequest,
+  isUuidv7,
   type JobRecord,
   MAX_ATTEMPTS,
   MAX_VISIBILITY_TIMEOUT_MS,
@@ -18,22 +19,25 @@ import {
   uuidv7,
   validateWorkerId,
 } from '@ojs/core';
-import type { Engine } from '@ojs/engine';
-import type { AuthConfig } from '@ojs/server';
-import { authorize } from './auth.ts';
+import type { AckRequest, Engine, EnqueueResult, NackRequest } from '@ojs/engine';
 import {
-  type EnqueueContext,
-  enqueueBody,
   fromDuration,
   fromStruct,
-  jobToProto,
-  optionsToProto,
   type PbDuration,
   type PbStruct,
   stateToProto,
   toStruct,
   toTimestamp,
   toValue,
+} from '@ojs/sdk/proto-wire';
+import type { AuthConfig } from '@ojs/server';
+import { authorize } from './auth.ts';
+import { Coalescer } from './coalesce.ts';
+import {
+  type EnqueueContext,
+  enqueueBody,
+  jobToProto,
+  optionsToProto,
   workflowBody,
   workflowToProto,
 } from './convert.ts';
@@ -193,6 +197,23 @@ export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj>;
 export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
   const { engine, streams } = ctx;
   const job = (record: JobRecord) => ({ job: jobToProto(record) });
+  const pushes = new Coalescer<Obj, EnqueueResult>(async (bodies) =>
+    (await engine.enqueueMany(bodies)).map((outcome) =>
+      outcome.status === 'error' ? { error: outcome.error } : { ok: outcome },
+    ),
+  );
+  const settle = (kind: 'acks' | 'nacks') =>
+    new Coalescer<AckRequest & NackRequest, JobRecord>(async (items) =>
+      (await engine.settleBatch({ [kind]: items })).map((outcome) =>
+        outcome.status === 'ok' ? { ok: outcome.job } : { error: outcome.error },
+      ),
+    );
+  const acks = settle('acks');
+  const nacks = settle('nacks');
+  // Unfenced calls on a server that requires fencing are refused one by one
+  // (settleBatch would refuse the whole batch for one of them).
+  const fenced = (r: { workerId?: string; attempt?: number }) =>
+    !engine.requireFencing || (r.workerId !== undefined && r.attempt !== undefined);
 
   return {
     async Manifest() {
@@ -219,7 +240,20 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
     },
 
     async Enqueue(request, call) {
-      const result = await engine.enqueue(enqueueBody(request, enqueueContext(engine, call)));
+      const body = enqueueBody(request, enqueueContext(engine, call));
+      // The protocol has no job id: an x-ojs-idempotency-key that is a UUIDv7
+      // becomes the id, so a repeated call is refused as a duplicate instead
+      // of enqueued twice (decision 0042).
+      const key = meta(call, 'x-ojs-idempotency-key');
+      if (key !== undefined) {
+        if (!isUuidv7(key)) {
+          throw invalidRequest('x-ojs-idempotency-key must be a lowercase UUIDv7.', {
+            field: 'x-ojs-idempotency-key',
+          });
+        }
+        body.id = key;
+      }
+      const result = await pushes.submit(body);
       // An enqueue middleware dropped the job: nothing stored, no job to show.
       if (result.status === 'dropped') return {};
       return job(result.job);
@@ -276,25 +310,29 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
 
     async Ack(request, call) {
       const jobId = requiredId(request, 'job_id');
-      await engine.ack({
+      const ack: AckRequest = {
         jobId,
         result: fromStruct(request.result as PbStruct | undefined),
         workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
         attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
-      });
+      };
+      await (fenced(ack) ? acks.submit(ack as AckRequest & NackRequest) : engine.ack(ack));
       streams.settled(jobId);
       return { acknowledged: true };
     },
 
     async Nack(request, call) {
       const jobId = requiredId(request, 'job_id');
-      const record = await engine.nack({
+      const nack: NackRequest = {
         jobId,
         error: failureFromProto(request.error),
         requeue: meta(call, 'x-ojs-requeue') === 'true',
         workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
         attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
-      });
+      };
+      const record = await (fenced(nack)
+        ? nacks.submit(nack as AckRequest & NackRequest)
+        : engine.nack(nack));
       streams.settled(jobId);
       const out: Obj = { state: stateToProto(record.state) };
       if (record.state === 'retryable' && record.next_attempt_at !== undefined) {
@@ -325,6 +363,8 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         jobIds: perJob ? [id] : [],
         workerState: state,
         visibilityTimeoutMs: extendBy,
+        // A worker beating N jobs sends N + 1 beats: only its own is a registry write.
+        recordWorker: !perJob,
       });
       const out: Obj = {
         // A draining server tells its workers to finish up (features §11 S: TERMINATE first).
@@ -493,6 +533,79 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
   };
 }
 
+/** Largest number of items of one AckBatch (as POST /ojs/v1/workers/ack/batch). */
+export const MAX_ACK_BATCH = 1000;
+
+/**
+ * ojsts.v1.WorkerExtensions (decision 0047): AckBatch, the ack-batch
+ * extension of the HTTP binding over gRPC. A malformed item refuses the
+ * whole call before anything changes; each well-formed item is fenced and
+ * settled on its own.
+ */
+export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
+  const { engine, streams } = ctx;
+  const items = (request: Obj, field: 'acks' | 'nacks') =>
+    (Array.isArray(request[field]) ? (request[field] as Obj[]) : []).map((item, index) => {
+      const path = `${field}[${index}]`;
+      const jobId = item.job_id;
+      if (typeof jobId !== 'string' || jobId === '') {
+        throw invalidRequest(`${path}.job_id is required.`, { field: `${path}.job_id` });
+      }
+      const attempt =
+        typeof item.attempt === 'number' && item.attempt !== 0 ? item.attempt : undefined;
+      if (attempt !== undefined && (attempt < 1 || attempt > MAX_ATTEMPTS)) {
+        throw invalidRequest(`${path}.attempt must be between 1 and ${MAX_ATTEMPTS}.`, {
+          field: `${path}.attempt`,
+        });
+      }
+      return {
+        jobId,
+        workerId: validateWorkerId(item.worker_id || undefined),
+        attempt,
+        result: fromStruct(item.result as PbStruct | undefined),
+        error: failureFromProto(item.error),
+        requeue: item.requeue === true,
+      };
+    });
+  return {
+    async AckBatch(request) {
+      const acks = items(request, 'acks').map(({ error: _e, requeue: _r, ...ack }) => ack);
+      const nacks = items(request, 'nacks').map(({ result: _r, ...nack }) => nack);
+      const total = acks.length + nacks.length;
+      if (total === 0) {
+        throw invalidRequest('Send at least one item in acks or nacks.', { field: 'acks' });
+      }
+      if (total > MAX_ACK_BATCH) {
+        throw invalidRequest(
+          `A batched acknowledgement holds at most ${MAX_ACK_BATCH} items (got ${total}).`,
+          { field: 'acks', max: MAX_ACK_BATCH, actual: total },
+        );
+      }
+      const outcomes = await engine.settleBatch({ acks, nacks });
+      return {
+        results: outcomes.map((outcome) => {
+          if (outcome.status === 'ok') {
+            streams.settled(outcome.jobId);
+            return {
+              job_id: outcome.jobId,
+              status: 'ok',
+              state: stateToProto(outcome.job.state),
+              attempt: outcome.job.attempt,
+            };
+          }
+          return {
+            job_id: outcome.jobId,
+            status: outcome.status,
+            error_code: outcome.error.code,
+            error_message: outcome.error.message,
+            retryable: outcome.error.retryable,
+          };
+        }),
+      };
+    },
+  };
+}
+
 /** Wraps a handler: request id, authentication, response metadata, errors as statuses. */
 export function wrapUnary(
   ctx: BindingContext,
@@ -516,7 +629,18 @@ export function wrapUnary(
       return handler(call.request, info);
     })().then(
       (response) => callback(null, response),
-      (error: unknown) => callback(toServiceError(error, requestId)),
+      (error: unknown) => {
+        logUnexpected(name, error);
+        callback(toServiceError(error, requestId));
+      },
     );
   };
+}
+
+/** A failure that is not an OJS error is a bug or an outage: the client sees INTERNAL, the log the cause. */
+export function logUnexpected(method: string, error: unknown): void {
+  if (error instanceof OjsError) return;
+  process.stderr.write(
+    `ojs grpc: ${method}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
 }

@@ -1,3 +1,4 @@
+export * from '@ojs/sdk/proto-wire';
 export { authorize } from './auth.ts';
 export * from './convert.ts';
 export { manifestToProto } from './handlers.ts';

@@ -7,31 +7,18 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { PROTO_FILES, LOADER_OPTIONS as SHARED_LOADER_OPTIONS } from '@ojs/sdk/proto-wire';
 import protobuf from 'protobufjs';
 
-export const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
-export const OJS_PROTO_FILES = [
-  'ojs/v1/job.proto',
-  'ojs/v1/queue.proto',
-  'ojs/v1/worker.proto',
-  'ojs/v1/workflow.proto',
-  'ojs/v1/events.proto',
-  'ojs/v1/service.proto',
-];
+/** The .proto files ship with the SDK (one copy, read by clients and this server alike). */
+export const PROTO_DIR = join(
+  dirname(fileURLToPath(import.meta.resolve('@ojs/sdk/package.json'))),
+  'proto',
+);
+export const OJS_PROTO_FILES = PROTO_FILES;
 
-/**
- * keepCase: the proto's own field names (the HTTP binding's too); enums by
- * name; int64 as numbers (counts and seconds stay far below 2^53); scalars
- * left at zero are absent, which is what "not given" means in proto3.
- */
 export const LOADER_OPTIONS: protoLoader.Options = {
-  keepCase: true,
-  longs: Number,
-  enums: String,
-  defaults: false,
-  arrays: true,
-  objects: true,
-  oneofs: true,
+  ...SHARED_LOADER_OPTIONS,
   includeDirs: [PROTO_DIR],
 };
 
@@ -48,12 +35,26 @@ export function ojsService(): grpc.ServiceDefinition {
   return ojsPackageDefinition()[SERVICE_NAME] as grpc.ServiceDefinition;
 }
 
+export const EXTENSIONS_SERVICE_NAME = 'ojsts.v1.WorkerExtensions';
+
+export function extensionsService(): grpc.ServiceDefinition {
+  return ojsPackageDefinition()[EXTENSIONS_SERVICE_NAME] as grpc.ServiceDefinition;
+}
+
 /** A client constructor for ojs.v1.OJSService generated from our .proto (tests, bench). */
 export function ojsClientConstructor(): grpc.ServiceClientConstructor {
   const loaded = grpc.loadPackageDefinition(ojsPackageDefinition()) as unknown as {
     ojs: { v1: { OJSService: grpc.ServiceClientConstructor } };
   };
   return loaded.ojs.v1.OJSService;
+}
+
+/** A client constructor for ojsts.v1.WorkerExtensions (AckBatch). */
+export function extensionsClientConstructor(): grpc.ServiceClientConstructor {
+  const loaded = grpc.loadPackageDefinition(ojsPackageDefinition()) as unknown as {
+    ojsts: { v1: { WorkerExtensions: grpc.ServiceClientConstructor } };
+  };
+  return loaded.ojsts.v1.WorkerExtensions;
 }
 
 let rpcRoot: protobuf.Root | undefined;

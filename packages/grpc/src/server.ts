@@ -12,12 +12,14 @@ import { HealthImplementation } from 'grpc-health-check';
 import { authorize } from './auth.ts';
 import {
   type BindingContext,
+  extensionHandlers,
+  logUnexpected,
   requestIdOf,
   responseMetadata,
   unaryHandlers,
   wrapUnary,
 } from './handlers.ts';
-import { ojsPackageDefinition, ojsService, SERVICE_NAME } from './proto.ts';
+import { extensionsService, ojsPackageDefinition, ojsService, SERVICE_NAME } from './proto.ts';
 import { toServiceError } from './status.ts';
 import { EventStreams } from './stream-events.ts';
 import { JobStreams } from './stream-jobs.ts';
@@ -38,6 +40,11 @@ export interface GrpcServerOptions {
   serverVersion?: string;
   /** How long shutdown waits for unary calls in flight before cutting them (default 10 s). */
   shutdownGraceMs?: number;
+  /**
+   * TLS (PEM): the server's certificate chain and key; with `ca`, clients
+   * must present a certificate signed by it (mTLS). Absent: plaintext.
+   */
+  tls?: { cert: Buffer; key: Buffer; ca?: Buffer };
 }
 
 export interface GrpcServer {
@@ -94,6 +101,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
           if (!call.cancelled && !call.destroyed) call.end();
         },
         (error: unknown) => {
+          logUnexpected(name, error);
           if (!call.cancelled) call.emit('error', toServiceError(error, requestId));
         },
       );
@@ -105,6 +113,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     eventStreams.serve(engine, call, ready),
   );
   server.addService(ojsService(), implementation);
+  // ojs-ts extensions in their own service (decision 0047).
+  const extensions: grpc.UntypedServiceImplementation = {};
+  for (const [name, handler] of Object.entries(extensionHandlers(ctx))) {
+    extensions[name] = wrapUnary(ctx, name, handler, level);
+  }
+  server.addService(extensionsService(), extensions);
 
   // grpc.health.v1: "" and the OJS service follow the store's health.
   const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE_NAME]: 'NOT_SERVING' });
@@ -124,7 +138,13 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(
       `${host.includes(':') ? `[${host}]` : host}:${options.port ?? DEFAULT_GRPC_PORT}`,
-      grpc.ServerCredentials.createInsecure(),
+      options.tls === undefined
+        ? grpc.ServerCredentials.createInsecure()
+        : grpc.ServerCredentials.createSsl(
+            options.tls.ca ?? null,
+            [{ cert_chain: options.tls.cert, private_key: options.tls.key }],
+            options.tls.ca !== undefined,
+          ),
       (error, bound) => (error ? reject(error) : resolve(bound)),
     );
   });

@@ -11,6 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import { makeEvent, type OjsEvent } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
 import { eventToProto } from './convert.ts';
+import { Waker } from './waker.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -40,10 +41,10 @@ export class EventStreams {
         ? request.workflow_id
         : undefined;
     let closed = false;
-    let wake: (() => void) | undefined;
+    const waker = new Waker();
     const stop = () => {
       closed = true;
-      wake?.();
+      waker.wake();
     };
     call.once('cancelled', stop);
     call.once('close', stop);
@@ -81,14 +82,7 @@ export class EventStreams {
           call.write(eventToProto(makeEvent('stream.keepalive', undefined, {}, engine.now())));
           lastSent = Date.now();
         }
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, POLL_MS);
-          function done() {
-            clearTimeout(timer);
-            resolve();
-          }
-          wake = done;
-        });
+        await waker.sleep(POLL_MS);
       }
     } finally {
       this.#open.delete(stop);

@@ -14,6 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import { invalidRequest, validateQueueName, validateWorkerId } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
 import { jobToProto } from './convert.ts';
+import { Waker } from './waker.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -36,7 +37,7 @@ class JobStream {
   readonly held = new Map<string, Held>();
   readonly #abort = new AbortController();
   #closed = false;
-  #wake: (() => void) | undefined;
+  readonly #waker = new Waker();
   #lastRecheck = 0;
 
   constructor(
@@ -63,13 +64,13 @@ class JobStream {
     if (this.#closed) return;
     this.#closed = true;
     this.#abort.abort();
-    this.#wake?.();
+    this.#waker.wake();
     this.#streams.forget(this);
   }
 
   /** A held job was settled: its slot is free for the next job. */
   release(jobId: string): void {
-    if (this.held.delete(jobId)) this.#wake?.();
+    if (this.held.delete(jobId)) this.#waker.wake();
   }
 
   /** Ends the stream with a status (shutdown: UNAVAILABLE). */
@@ -77,17 +78,6 @@ class JobStream {
     if (this.#closed) return;
     this.#stop();
     this.#call.emit('error', { code, details });
-  }
-
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wake = done;
-    });
   }
 
   /** Frees the slots of held jobs that are no longer active under this worker. */
@@ -115,7 +105,7 @@ class JobStream {
       const free = Math.min(this.#max - this.held.size, engine.maxFetchCount);
       // Full, or a draining server that hands out nothing: wait for a slot or a while.
       if (free <= 0 || engine.draining) {
-        await this.#sleep(free <= 0 ? RECHECK_MS : 250);
+        await this.#waker.sleep(free <= 0 ? RECHECK_MS : 250);
         continue;
       }
       const jobs = await engine.fetch({

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { startLiveServer } from '../../server/test/stores.ts';
-import { type GrpcCtx, type Msg, method, startGrpcCtx, storeKinds, v } from './helpers.ts';
+import { extensionsClientConstructor } from '../src/proto.ts';
+import { type GrpcCtx, type Msg, method, startGrpcCtx, storeKinds, unary, v } from './helpers.ts';
 
 const kinds = await storeKinds();
 
@@ -56,10 +57,13 @@ for (const kind of kinds) {
           meta: v.struct({ tenant: v.str('acme') }),
           trace_id: 'trace-1',
           timeout: { seconds: 60 },
+          ttl: { seconds: 3600 },
           retry: { max_attempts: 7, initial_interval: { seconds: 2 } },
         },
       });
       const job = enq.job;
+      const expires = Number(job.expires_at.seconds) - Number(job.created_at.seconds);
+      assert.ok(expires >= 3599 && expires <= 3601, `ttl became ${expires} s`);
       assert.match(job.id, /^[0-9a-f-]{36}$/);
       assert.equal(job.state, 'JOB_STATE_AVAILABLE');
       assert.equal(job.queue, 'grpc-q');
@@ -116,6 +120,22 @@ for (const kind of kinds) {
       const got = await waiting;
       assert.equal(got.jobs.length, 1);
       assert.equal(got.jobs[0].id, enq.job.id);
+    });
+
+    test('a long poll answers before the call deadline instead of failing it', async () => {
+      const started = Date.now();
+      const answer = await unary(
+        ctx.client,
+        'Fetch',
+        { queues: ['deadline-q'] },
+        { 'x-ojs-wait-ms': '20000' },
+        1500,
+      );
+      assert.deepEqual(answer.jobs, []);
+      assert.ok(Date.now() - started < 1500, `${Date.now() - started} ms`);
+      const bad = await ctx.fail('Fetch', { queues: ['deadline-q'] }, { 'x-ojs-wait-ms': 'soon' });
+      assert.equal(bad.code, grpc.status.INVALID_ARGUMENT);
+      assert.equal(bad.badRequest?.field_violations[0]?.field, 'x-ojs-wait-ms');
     });
 
     test('Nack retries with next_attempt_at, then discards when attempts are spent', async () => {
@@ -238,6 +258,14 @@ for (const kind of kinds) {
       assert.equal(missing.code, grpc.status.NOT_FOUND);
       assert.equal(missing.errorInfo?.reason, 'not_found');
 
+      const negative = await ctx.fail('Enqueue', {
+        type: 'a.b',
+        args: [],
+        options: { timeout: { seconds: -5 } },
+      });
+      assert.equal(negative.code, grpc.status.INVALID_ARGUMENT);
+      assert.equal(negative.errorInfo?.metadata.field, 'options.timeout');
+
       const none = await ctx.fail('GetJob', {});
       assert.equal(none.code, grpc.status.INVALID_ARGUMENT);
 
@@ -255,6 +283,88 @@ for (const kind of kinds) {
       const dup = await ctx.fail('Enqueue', { type: 'only.once', args: [], options: { unique } });
       assert.equal(dup.code, grpc.status.ALREADY_EXISTS);
       assert.equal(dup.errorInfo?.reason, 'duplicate');
+    });
+
+    test('concurrent Enqueue and Ack calls are answered one by one (batched underneath)', async () => {
+      const calls = Array.from({ length: 40 }, (_, i) =>
+        i === 7
+          ? ctx.fail('Enqueue', { type: 'Bad Type', args: [] })
+          : ctx.call('Enqueue', {
+              type: 'many.job',
+              args: [v.num(i)],
+              options: { queue: 'many-q' },
+            }),
+      );
+      const answers = await Promise.all(calls);
+      assert.equal(answers[7].code, grpc.status.INVALID_ARGUMENT);
+      const ids = answers.filter((_, i) => i !== 7).map((a) => a.job.id);
+      assert.equal(new Set(ids).size, 39);
+      const fetched = await ctx.call('Fetch', {
+        queues: ['many-q'],
+        count: 39,
+        worker_id: 'w-many',
+      });
+      assert.equal(fetched.jobs.length, 39);
+      // One ack of a job that is not active fails alone; the others complete.
+      const acked = await Promise.allSettled([
+        ...fetched.jobs.map((j: Msg) =>
+          ctx.call('Ack', { job_id: j.id }, { 'x-ojs-worker-id': 'w-many', 'x-ojs-attempt': '1' }),
+        ),
+        ctx.call('Ack', { job_id: fetched.jobs[0].id }, { 'x-ojs-worker-id': 'w-other' }),
+      ]);
+      assert.equal(acked.filter((r) => r.status === 'fulfilled').length, 39);
+      const refused = acked.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      assert.equal(refused.reason.code, grpc.status.FAILED_PRECONDITION);
+      for (const id of ids.slice(0, 5)) {
+        assert.equal((await ctx.call('GetJob', { job_id: id })).job.state, 'JOB_STATE_COMPLETED');
+      }
+    });
+
+    test('AckBatch (ojsts.v1.WorkerExtensions) settles each item on its own', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        ids.push(
+          (await ctx.call('Enqueue', { type: 'ab.job', args: [], options: { queue: 'ab-q' } })).job
+            .id,
+        );
+      }
+      const fetched = (await ctx.call('Fetch', { queues: ['ab-q'], count: 3, worker_id: 'w-ab' }))
+        .jobs;
+      assert.equal(fetched.length, 3);
+      const client = new (extensionsClientConstructor())(
+        ctx.grpcAddress,
+        grpc.credentials.createInsecure(),
+      );
+      try {
+        const answer = await unary(client, 'AckBatch', {
+          acks: [
+            { job_id: ids[0], worker_id: 'w-ab', attempt: 1, result: v.struct({ n: v.num(1) }) },
+            { job_id: ids[1], worker_id: 'w-intruder', attempt: 1 },
+          ],
+          nacks: [
+            { job_id: ids[2], worker_id: 'w-ab', attempt: 1, error: { code: 'E', message: 'x' } },
+          ],
+        });
+        assert.deepEqual(
+          answer.results.map((r: Msg) => [r.job_id, r.status, r.state ?? r.error_code]),
+          [
+            [ids[0], 'ok', 'JOB_STATE_COMPLETED'],
+            [ids[1], 'conflict', 'conflict'],
+            [ids[2], 'ok', 'JOB_STATE_RETRYABLE'],
+          ],
+        );
+        assert.equal((await ctx.call('GetJob', { job_id: ids[1] })).job.state, 'JOB_STATE_ACTIVE');
+        await assert.rejects(unary(client, 'AckBatch', {}), (e: grpc.ServiceError) => {
+          assert.equal(e.code, grpc.status.INVALID_ARGUMENT);
+          return true;
+        });
+        await assert.rejects(
+          unary(client, 'AckBatch', { acks: [{ attempt: 1 }] }),
+          /acks\[0\]\.job_id/,
+        );
+      } finally {
+        client.close();
+      }
     });
 
     test('the request id is echoed in response metadata', async () => {

@@ -60,13 +60,14 @@ export function unary(
   name: string,
   request: Msg = {},
   metadata: Record<string, string> = {},
+  deadlineMs = 30_000,
 ): Promise<Msg> {
   return new Promise((resolve, reject) => {
     method(client, name).call(
       client,
       request,
       toMetadata(metadata),
-      { deadline: Date.now() + 30_000 },
+      { deadline: Date.now() + deadlineMs },
       (error: grpc.ServiceError | null, response: Msg) =>
         error ? reject(error) : resolve(response),
     );

@@ -10,13 +10,16 @@
  * Typed args: `new OjsClient<{ 'email.send': [to: string, subject: string] }>()`
  * makes `enqueue('email.send', [...])` check the args against the map.
  */
+
 import { OjsAdmin } from './admin.ts';
 import { DEFAULT_URL, envAuthToken, envQueues, envUrl } from './config.ts';
 import { UnsupportedFeatureError, ValidationError } from './errors.ts';
+import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
 import type { GraphDefinition } from './graph.ts';
 import { HttpTransport, type TransportRetryOptions, toPushBody } from './http.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { activeTestTransport } from './test-hook.ts';
+import { loadTracing, traceEnqueue } from './tracing.ts';
 import {
   type BatchEntry,
   type CronJob,
@@ -31,6 +34,7 @@ import {
   type JobState,
   type ListOptions,
   type Manifest,
+  type OjsEvent,
   type Page,
   type QueueInfo,
   type QueueStats,
@@ -272,8 +276,16 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
       buildEnvelope(type, args, options, this.defaultQueue),
     );
     if (envelope === null) return null;
-    const result = await this.transport.push(envelope, { signal: options.signal });
-    return result.job as Job<TMap[K]> | null;
+    await loadTracing();
+    const span = traceEnqueue(envelope);
+    try {
+      const result = await this.transport.push(envelope, { signal: options.signal });
+      span?.end();
+      return result.job as Job<TMap[K]> | null;
+    } catch (error) {
+      span?.end(error);
+      throw error;
+    }
   }
 
   /**
@@ -296,7 +308,16 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
       }
     }
     if (envelopes.length === 0) return [];
-    return this.transport.pushBatch(envelopes, options);
+    await loadTracing();
+    const spans = envelopes.map(traceEnqueue);
+    try {
+      const jobs = await this.transport.pushBatch(envelopes, options);
+      for (const span of spans) span?.end();
+      return jobs;
+    } catch (error) {
+      for (const span of spans) span?.end(error);
+      throw error;
+    }
   }
 
   // ---------------------------------------------------------------- jobs
@@ -557,6 +578,30 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
 
   events(query: EventQuery = {}, options?: RequestOptions): Promise<EventPage> {
     return this.transport.listEvents(query, options);
+  }
+
+  /**
+   * Live events as an async iterator (http-binding §9.3: Server-Sent Events
+   * over HTTP, the event log in-process): every event, a queue's
+   * (`queue`), or one job's (`jobId`: its current state first, ending once
+   * it finished), filtered by `types`, `queues`, `jobTypes`. Over HTTP it
+   * reconnects by itself and resumes after the last event it delivered.
+   * Stop it with `break` or `options.signal`.
+   *
+   *   for await (const event of client.subscribe({ jobId })) console.log(event.type);
+   */
+  subscribe(
+    query: EventStreamQuery = {},
+    options: EventStreamOptions = {},
+  ): AsyncIterable<OjsEvent> {
+    const transport = this.transport;
+    if (transport.streamEvents === undefined) {
+      throw new UnsupportedFeatureError('This transport cannot stream events.', {
+        code: 'unsupported',
+        operation: 'stream_events',
+      });
+    }
+    return transport.streamEvents(query, options);
   }
 
   health(options?: RequestOptions): Promise<Obj> {

@@ -26,6 +26,11 @@ import {
   UnsupportedFeatureError,
 } from './errors.ts';
 import {
+  type EventStreamOptions,
+  type EventStreamQuery,
+  streamEventsOverHttp,
+} from './event-stream.ts';
+import {
   abortReason,
   fetchSend,
   isNode,
@@ -53,6 +58,7 @@ import type {
   ListOptions,
   Manifest,
   NackRequest,
+  OjsEvent,
   Page,
   Pagination,
   ProgressUpdate,
@@ -244,6 +250,8 @@ export class HttpTransport implements Transport {
   /** endpoints.push_many of the server's manifest (undefined: not declared), once read. */
   #pushManyPath: Promise<string | undefined> | undefined;
   readonly #coalescePushes: boolean;
+  /** fetch for event streams (read as they arrive, so not through #send). */
+  readonly #streamFetch: typeof fetch | undefined;
   /** Pushes of this turn, sent together after it. */
   #pushQueue: QueuedPush[] = [];
 
@@ -278,6 +286,7 @@ export class HttpTransport implements Transport {
       this.#send = fetchSend(fetchImpl);
     }
     this.#random = options.random ?? Math.random;
+    this.#streamFetch = options.fetch ?? globalThis.fetch;
     this.#coalescePushes = options.coalescePushes ?? true;
   }
 
@@ -1072,6 +1081,17 @@ export class HttpTransport implements Transport {
       cursor: typeof body.cursor === 'string' ? body.cursor : (events.at(-1)?.id ?? null),
       hasMore: body.has_more === true,
     };
+  }
+
+  /** Server-Sent Events as they happen (event-stream.ts), reconnecting on its own. */
+  streamEvents(query: EventStreamQuery, options: EventStreamOptions = {}): AsyncIterable<OjsEvent> {
+    if (typeof this.#streamFetch !== 'function') {
+      throw new UnsupportedFeatureError('Event streams need a fetch implementation.', {
+        code: 'unsupported',
+        operation: 'stream_events',
+      });
+    }
+    return streamEventsOverHttp(this.#streamFetch, this.baseUrl, this.#headers, query, options);
   }
 
   // ---------------------------------------------------------------- progress, admin

@@ -17,7 +17,8 @@
  * become the same typed OjsError subclasses as HTTP error bodies.
  */
 import type { Engine } from '@ojs/engine';
-import { BackendError, OjsError, parseErrorResponse } from './errors.ts';
+import { BackendError, NotFoundError, OjsError, parseErrorResponse } from './errors.ts';
+import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
 import { toPushBody } from './http.ts';
 import type {
   AckBatchItemResult,
@@ -53,6 +54,10 @@ type WorkflowRecord = Awaited<ReturnType<Engine['getWorkflow']>>;
 type CronRecord = Awaited<ReturnType<Engine['cron']['get']>>;
 
 /** Engine records projected exactly as the server projects them (the engine exposes its wire functions). */
+/** A job stream ends once its job finished. */
+const FINISHED_STATES = new Set(['completed', 'cancelled', 'discarded']);
+const FINISHING_EVENTS = new Set(['job.completed', 'job.cancelled', 'job.discarded']);
+
 function copy<T>(value: unknown): T {
   // Records are live engine objects: hand out a copy.
   return structuredClone(value) as T;
@@ -452,6 +457,60 @@ export class InProcessTransport implements Transport {
         hasMore: events.length > limit,
       };
     });
+  }
+
+  /**
+   * Live events from the engine's event log (engine/src/event-tail.ts), as
+   * the server streams them: a job stream starts with its state and ends
+   * once the job finished.
+   */
+  async *streamEvents(
+    query: EventStreamQuery,
+    options: EventStreamOptions = {},
+  ): AsyncGenerator<OjsEvent> {
+    const filter = { types: query.types, queues: query.queues, jobTypes: query.jobTypes };
+    let subject: string | undefined;
+    if (query.jobId !== undefined) {
+      const job = await this.#do('stream_events', () => this.engine.getJob(query.jobId!));
+      const data = {
+        job_id: job.id,
+        queue: job.queue,
+        type: job.type,
+        from: null,
+        to: job.state,
+        timestamp: new Date(this.engine.now()).toISOString(),
+      };
+      yield { type: 'job.state_changed', subject: job.id, time: data.timestamp, data };
+      if (FINISHED_STATES.has(job.state)) return;
+      subject = job.id;
+      filter.queues = [job.queue];
+    } else if (query.queue !== undefined) {
+      const queues = await this.engine.listQueues();
+      if (!queues.some((q) => q.name === query.queue)) {
+        throw new NotFoundError(`Queue '${query.queue}' not found.`, {
+          code: 'not_found',
+          status: 404,
+          operation: 'stream_events',
+        });
+      }
+      filter.queues = [query.queue];
+    }
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    options.signal?.addEventListener('abort', abort, { once: true });
+    try {
+      const tail = { ...filter, subject };
+      const after = query.after ?? (await this.engine.events.latestId(tail));
+      for await (const events of this.engine.events.follow(tail, after, controller.signal)) {
+        for (const event of events) {
+          yield copy<OjsEvent>(event);
+          if (subject !== undefined && FINISHING_EVENTS.has(event.type)) return;
+        }
+      }
+    } finally {
+      options.signal?.removeEventListener('abort', abort);
+      controller.abort();
+    }
   }
 
   progress(jobId: string, update: ProgressUpdate): Promise<JobProgress> {

@@ -71,6 +71,11 @@ export {
   ValidationError,
   WorkflowNotFoundError,
 } from './errors.ts';
+export {
+  type EventStreamOptions,
+  type EventStreamQuery,
+  eventStreamPath,
+} from './event-stream.ts';
 export { GraphBuilder, type GraphDefinition, type GraphStep, graph } from './graph.ts';
 export {
   HttpTransport,

@@ -6,6 +6,7 @@
  */
 
 import type { OjsError } from './errors.ts';
+import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
 
 export type JobState =
   | 'scheduled'
@@ -512,6 +513,8 @@ export interface Transport {
   getWorkflow(id: string, options?: RequestOptions): Promise<Workflow>;
   cancelWorkflow(id: string, options?: RequestOptions): Promise<Workflow>;
   listEvents(query: EventQuery, options?: RequestOptions): Promise<EventPage>;
+  /** Live events (SSE on HTTP, the event log in-process), until the signal aborts. */
+  streamEvents?(query: EventStreamQuery, options?: EventStreamOptions): AsyncIterable<OjsEvent>;
   /** Progress of an active job (progress extension); answers the stored progress. */
   progress?(jobId: string, update: ProgressUpdate, options?: RequestOptions): Promise<JobProgress>;
   getProgress?(jobId: string, options?: RequestOptions): Promise<JobProgress>;

@@ -70,12 +70,14 @@ import {
   UnsupportedFeatureError,
 } from './errors.ts';
 import { HttpTransport, type TransportRetryOptions } from './http.ts';
+import { attachWorkerMetrics, type WorkerMetricsOptions } from './metrics.ts';
 import {
   type ExecutionMiddleware,
   type JobContext,
   MiddlewareChain,
   runExecutionChain,
 } from './middleware.ts';
+import { loadTracing, traceProcess } from './tracing.ts';
 import type {
   AckBatchResponse,
   AckRequest,
@@ -164,6 +166,11 @@ export interface WorkerOptions {
   ackBatch?: boolean;
   /** Send a batch once this many outcomes are pending (default 100, 1..1000). */
   ackBatchSize?: number;
+  /**
+   * Prometheus metrics in the application's prom-client Registry
+   * (`{ registry }`; metrics.ts). prom-client must be installed.
+   */
+  metrics?: WorkerMetricsOptions;
   /** ...or at the latest this long after the first of them (default 2 ms). */
   ackBatchDelayMs?: number;
 }
@@ -334,6 +341,8 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
   #flushImmediate: ReturnType<typeof setImmediate> | undefined;
   #state: WorkerState = 'idle';
+  /** start() is loading its optional dependencies. */
+  #starting = false;
   #longPoll: boolean | undefined;
   #loop: Promise<void> | undefined;
   #heartbeatTimer: ReturnType<typeof setInterval> | undefined;
@@ -455,8 +464,22 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
 
   /** Starts fetching and heartbeating; resolves once started. */
   async start(): Promise<void> {
-    if (this.#state !== 'idle') throw new Error(`The worker is ${this.#state}; create a new one.`);
+    if (this.#state !== 'idle' || this.#starting) {
+      throw new Error(
+        `The worker is ${this.#starting ? 'starting' : this.#state}; create a new one.`,
+      );
+    }
     if (this.#handlers.size === 0) throw new Error('Register at least one handler before start().');
+    this.#starting = true;
+    try {
+      // Optional peer dependencies, loaded before the first job runs.
+      await loadTracing();
+      if (this.#options.metrics !== undefined) {
+        await attachWorkerMetrics(this, this.#options.metrics);
+      }
+    } finally {
+      this.#starting = false;
+    }
     this.middleware.freeze('the worker has started');
     this.#execution = this.middleware.list();
     this.#state = 'running';
@@ -840,13 +863,17 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         this.logger[level](message, { 'ojs.job.id': job.id, 'ojs.job.type': job.type, ...fields }),
     };
     let outcome: Promise<unknown>;
+    const span = traceProcess(job, this.workerId);
+    const execute = () =>
+      runExecutionChain(this.#execution, job, ctx, async () => registration.handler(ctx));
     try {
-      outcome = runExecutionChain(this.#execution, job, ctx, async () => registration.handler(ctx));
+      outcome = span === undefined ? execute() : span.run(execute);
     } catch (error) {
       outcome = Promise.reject(error);
     }
     outcome.then(
       (value) => {
+        span?.end();
         if (entry.settled) return;
         void this.#settle(entry, {
           kind: 'ack',
@@ -854,6 +881,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         });
       },
       (error: unknown) => {
+        span?.end(error);
         if (entry.settled) return;
         void this.#settle(entry, {
           kind: 'nack',

@@ -25,6 +25,7 @@ export interface Child {
 /** Where a child finds the server (HTTP) or its store (in-process). */
 export interface ChildTarget {
   url: string;
+  grpcAddress?: string;
   store: string;
   schema?: string;
 }
@@ -35,6 +36,7 @@ export function spawnWorker(target: ChildTarget, mode: Mode, env: Record<string,
       ...process.env,
       CHILD_MODE: mode,
       CHILD_URL: target.url,
+      CHILD_GRPC: target.grpcAddress ?? '',
       CHILD_STORE: target.store,
       CHILD_PG_SCHEMA: target.schema ?? '',
       ...env,

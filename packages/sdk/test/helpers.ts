@@ -13,14 +13,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Store } from '@ojs/core';
-import { Engine } from '@ojs/engine';
+import { Engine, JobTracing } from '@ojs/engine';
+import { startGrpcServer } from '@ojs/grpc';
 import { OjsClient, OjsWorker, type Transport, type WorkerOptions } from '@ojs/sdk';
+import { GrpcTransport } from '@ojs/sdk/grpc';
 import { InProcessTransport } from '@ojs/sdk/in-process';
-import { buildApp, startServer } from '@ojs/server';
+import { buildApp, buildManifest, DECLARED_CONFORMANCE_LEVEL, startServer } from '@ojs/server';
 import { SqliteStore } from '@ojs/store-sqlite';
 
-export type Mode = 'http' | 'in-process';
+export type Mode = 'http' | 'in-process' | 'grpc';
 export const MODES: Mode[] = ['http', 'in-process'];
+/** The multi-process suites also run their workers over the gRPC binding. */
+export const PROCESS_MODES: Mode[] = [...MODES, 'grpc'];
 export type StoreKind = 'sqlite' | 'postgres';
 
 export const POSTGRES_URL =
@@ -34,6 +38,8 @@ export interface TestServer {
   store: string;
   /** PostgreSQL schema of this server's store. */
   schema?: string;
+  /** `host:port` of the server's gRPC binding. */
+  grpcAddress: string;
   close(): Promise<void>;
   /** A transport for `mode` (in-process talks to this server's engine directly). */
   transport(mode: Mode): Transport | undefined;
@@ -151,6 +157,7 @@ function withModes(base: Omit<TestServer, 'transport' | 'client' | 'worker'>): T
   const out: TestServer = {
     ...base,
     transport(mode) {
+      if (mode === 'grpc') return new GrpcTransport({ address: base.grpcAddress });
       return mode === 'in-process' ? new InProcessTransport(base.engine) : undefined;
     },
     client(mode = 'http') {
@@ -188,6 +195,7 @@ export async function startTestServer(options: { store?: StoreKind } = {}): Prom
       engine: server.engine,
       kind,
       store,
+      grpcAddress: server.grpcAddress!,
       async close() {
         await server.close();
         rmSync(dir, { recursive: true, force: true });
@@ -205,7 +213,17 @@ export async function startTestServer(options: { store?: StoreKind } = {}): Prom
   });
   await store.init();
   const engine = new Engine({ store, testMode: true });
-  const app = await buildApp({ testMode: true, logger: false }, engine);
+  // As `ojs serve` does: server spans once a tracer provider is registered.
+  engine.observers.add(new JobTracing());
+  const config: Parameters<typeof buildApp>[0] = { testMode: true, logger: false };
+  const grpc = await startGrpcServer({
+    engine,
+    port: 0,
+    manifest: () => buildManifest(engine, config),
+    conformanceLevel: DECLARED_CONFORMANCE_LEVEL,
+  });
+  config.grpc = { port: grpc.port };
+  const app = await buildApp(config, engine);
   engine.start();
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
@@ -216,9 +234,12 @@ export async function startTestServer(options: { store?: StoreKind } = {}): Prom
     kind,
     store: POSTGRES_URL,
     schema,
+    grpcAddress: grpc.address,
     async close() {
+      const grpcClosed = grpc.close();
       await app.close();
       await engine.stop();
+      await grpcClosed;
       await dropSchemaOf(store, schema);
     },
   });

@@ -13,16 +13,23 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { OjsClient } from '@ojs/sdk';
 import { type Child, spawnWorker } from './children.ts';
-import { MODES, type StoreKind, startTestServer, type TestServer, waitFor } from './helpers.ts';
+import {
+  PROCESS_MODES,
+  type StoreKind,
+  startTestServer,
+  type TestServer,
+  waitFor,
+} from './helpers.ts';
 
 const TOTAL = Number(process.env.OJS_SDK_E2E_JOBS ?? 10_000);
 
 /** Defines the suites for one store, over both transports. */
 export function defineProcessSuites(store: StoreKind): void {
-  for (const mode of MODES) {
+  for (const mode of PROCESS_MODES) {
     describe(`worker processes (${mode}, ${store})`, () => {
       let server: TestServer;
       let client: OjsClient;
+      let stats: OjsClient;
       const children: Child[] = [];
       const spawnChild = (env: Record<string, string>) => {
         const child = spawnWorker(server, mode, env);
@@ -32,6 +39,8 @@ export function defineProcessSuites(store: StoreKind): void {
       before(async () => {
         server = await startTestServer({ store });
         client = server.client(mode);
+        // Queue totals (completed) are not in the gRPC QueueStatistics: read them over HTTP.
+        stats = server.client('http');
       });
       after(async () => {
         for (const child of children)
@@ -155,8 +164,8 @@ export function defineProcessSuites(store: StoreKind): void {
         assert.equal(new Set(ids).size, TOTAL);
         await waitFor(
           async () => {
-            const stats = await client.queueStats(queue);
-            return stats.completed === TOTAL;
+            const counts = await stats.queueStats(queue);
+            return counts.completed === TOTAL;
           },
           { timeoutMs: 180_000, intervalMs: 250, what: `${TOTAL} completions` },
         );
@@ -165,8 +174,8 @@ export function defineProcessSuites(store: StoreKind): void {
         for (const w of workers)
           assert.equal(await w.exited, 0, `worker exit (stderr: ${w.stderr.join('')})`);
 
-        const stats = await client.queueStats(queue);
-        assert.equal(stats.completed, TOTAL);
+        const counts = await stats.queueStats(queue);
+        assert.equal(counts.completed, TOTAL);
         for (const state of [
           'available',
           'active',
@@ -174,7 +183,7 @@ export function defineProcessSuites(store: StoreKind): void {
           'scheduled',
           'discarded',
         ] as const) {
-          assert.equal(stats[state] ?? 0, 0, `${state} jobs left`);
+          assert.equal(counts[state] ?? 0, 0, `${state} jobs left`);
         }
 
         // Server side: exactly one job.completed event per job.

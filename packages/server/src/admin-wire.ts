@@ -31,10 +31,14 @@ function positiveInt(query: Obj, name: string, fallback: number, max?: number): 
  * A job listing request from query parameters: the filter, `cursor` (stable
  * keyset pages) or `page` (1-based), `per_page` (ADM; default 20, max 100)
  * or `limit` (HB; default 50, max 200), `order` asc|desc, `sort` (only
- * created_at: seq order is creation order).
+ * created_at: seq order is creation order), `total=false` to skip counting
+ * the matches (`pagination.total: null`).
  */
 export function listRequest(query: Obj, admin: boolean): JobListRequest {
-  const { cursor, page, per_page, limit, order, sort, offset, ...filterQuery } = query;
+  const { cursor, page, per_page, limit, order, sort, offset, total, ...filterQuery } = query;
+  if (total !== undefined && total !== 'true' && total !== 'false') {
+    throw invalidRequest("total must be 'true' or 'false'.", { field: 'total' });
+  }
   const max = admin ? 100 : 200;
   const size =
     per_page !== undefined
@@ -73,6 +77,7 @@ export function listRequest(query: Obj, admin: boolean): JobListRequest {
     filter: parseJobFilter(filterQuery),
     limit: size,
     order: (order as 'asc' | 'desc' | undefined) ?? 'desc',
+    ...(total === 'false' ? { countTotal: false } : {}),
     ...(cursor === undefined || cursor === '' ? { page: pageNumber } : { cursor }),
   };
 }

@@ -13,11 +13,13 @@ import Fastify, {
   type FastifyReply,
 } from 'fastify';
 import type { Registry } from 'prom-client';
-import { type AuthConfig, authenticate, registerAuth } from './auth.ts';
+import { type AuthConfig, authenticate, isDashboardAsset, registerAuth } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminVersioningRoutes } from './routes/admin-versioning.ts';
 import { cronRoutes } from './routes/cron.ts';
+import { dashboardRoutes } from './routes/dashboard.ts';
+import { dashboardApiRoutes } from './routes/dashboard-api.ts';
 import { deadLetterRoutes } from './routes/dead-letter.ts';
 import { eventStreamRoutes } from './routes/event-stream.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -28,6 +30,7 @@ import { progressRoutes } from './routes/progress.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { rateLimitRoutes } from './routes/rate-limits.ts';
 import { systemRoutes } from './routes/system.ts';
+import { websocketRoutes } from './routes/websocket.ts';
 import { workerRoutes } from './routes/workers.ts';
 import { workflowRoutes } from './routes/workflows.ts';
 import {
@@ -58,6 +61,8 @@ export interface AppConfig {
   metrics?: Registry;
   /** Set when the gRPC binding is served: the manifest lists it (protocols, endpoints.grpc). */
   grpc?: { port: number };
+  /** Serve the web dashboard at /ojs/admin/ (packages/dashboard); its API routes are always on. */
+  dashboard?: boolean;
 }
 
 declare module 'fastify' {
@@ -193,10 +198,14 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
     // Exactly this media type, no charset (the suite compares it byte for byte).
+    // The dashboard's files keep their own types (HTML, JS, CSS); its 404s
+    // and errors are JSON and get the OJS media type like any other.
+    const type = reply.getHeader('content-type');
     if (
       payload !== null &&
       payload !== undefined &&
-      reply.getHeader('content-type') !== 'text/plain'
+      type !== 'text/plain' &&
+      !(isDashboardAsset(_request.url) && !String(type ?? '').startsWith('application/json'))
     ) {
       reply.header('Content-Type', OJS_MEDIA_TYPE);
     }
@@ -234,6 +243,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(queueRoutes);
   await app.register(deadLetterRoutes);
   await app.register(eventStreamRoutes);
+  await app.register(websocketRoutes);
   await app.register(eventRoutes);
   await app.register(workflowRoutes);
   await app.register(cronRoutes);
@@ -241,5 +251,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(adminRoutes);
   await app.register(progressRoutes);
   await app.register(rateLimitRoutes);
+  await app.register(dashboardApiRoutes);
+  if (config.dashboard) await app.register(dashboardRoutes);
   return app;
 }

@@ -8,15 +8,42 @@ import { OjsError } from '@ojs/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { PUBLIC_PATHS } from './routes/health.ts';
 
-export type Role = 'producer' | 'worker' | 'admin';
+export type Role = 'producer' | 'worker' | 'viewer' | 'admin';
+
+/** Every role a key may carry. */
+export const ROLES: readonly Role[] = ['producer', 'worker', 'viewer', 'admin'];
+
+/** The dashboard's own files (HTML, JS, CSS) carry no data: they load without a key. */
+export const DASHBOARD_PREFIX = '/ojs/admin';
 
 export interface AuthConfig {
   keys: { key: string; role: Role }[];
 }
 
-/** Which roles may call a route: producers enqueue and read, workers run jobs, admin does all. */
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The role of the key that authenticated the request; admin when auth is off. */
+    ojsRole?: Role;
+  }
+}
+
+/**
+ * Which roles may call a route: producers enqueue and read, workers run
+ * jobs, viewers (the dashboard's read-only role) read everything outside
+ * the worker protocol and change nothing, admin does all.
+ */
 function rolesFor(request: FastifyRequest): Role[] {
   const path = request.url.split('?')[0]!;
+  if (
+    (request.method === 'GET' || request.method === 'HEAD') &&
+    !path.startsWith('/ojs/v1/workers/')
+  ) {
+    return [...rolesForPath(path), 'viewer'];
+  }
+  return rolesForPath(path);
+}
+
+function rolesForPath(path: string): Role[] {
   if (path === '/ojs/manifest' || path === '/ojs/v1/health') return ['producer', 'worker', 'admin'];
   if (path.startsWith('/ojs/v1/workers/') || /^\/ojs\/v1\/jobs\/[^/]+\/(ack|nack)$/.test(path)) {
     return ['worker', 'admin'];
@@ -46,8 +73,8 @@ export function parseApiKeys(spec: string): AuthConfig {
       const [role, key] = entry.includes(':')
         ? (entry.split(/:(.*)/s) as [string, string])
         : ['admin', entry];
-      if (role !== 'producer' && role !== 'worker' && role !== 'admin') {
-        throw new Error(`Unknown API key role '${role}' (use producer, worker or admin).`);
+      if (!(ROLES as readonly string[]).includes(role)) {
+        throw new Error(`Unknown API key role '${role}' (use ${ROLES.join(', ')}).`);
       }
       if (key.length < 16) throw new Error('API keys must be at least 16 characters.');
       return { role: role as Role, key };
@@ -86,9 +113,11 @@ export function registerAuth(app: FastifyInstance, config: AuthConfig): void {
   app.addHook('onRequest', async (request) => {
     // Health and readiness probes carry no key (load balancers, orchestrators).
     if (request.method === 'GET' && PUBLIC_PATHS.has(request.url.split('?')[0]!)) return;
+    if (isDashboardAsset(request.url)) return;
     const match = keyOf(request, config);
     if (match === undefined) return;
     if (match instanceof OjsError) throw match;
+    request.ojsRole = match.role;
     if (!rolesFor(request).includes(match.role)) {
       throw new OjsError(
         'permission_denied',
@@ -96,4 +125,13 @@ export function registerAuth(app: FastifyInstance, config: AuthConfig): void {
       );
     }
   });
+}
+
+/** A path under /ojs/admin (the dashboard's static files), not the admin API. */
+export function isDashboardAsset(url: string): boolean {
+  return (
+    url === DASHBOARD_PREFIX ||
+    url.startsWith(`${DASHBOARD_PREFIX}/`) ||
+    url.startsWith(`${DASHBOARD_PREFIX}?`)
+  );
 }

@@ -55,6 +55,8 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       metrics: config.metrics !== undefined,
       // Server-Sent Events at the RT paths and GET /ojs/v1/events (event-stream.ts).
       event_stream: true,
+      // RT §3 subscriptions at /ojs/v1/ws (websocket.ts).
+      websocket: true,
     },
     extensions: {
       official: [
@@ -75,7 +77,7 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
           version: '0.1.0',
         },
         { name: 'backpressure', uri: 'urn:ojs:ext:backpressure', version: '1.0.0' },
-        // RT 0.1.0 (Experimental): Server-Sent Events; no WebSocket yet.
+        // RT 0.1.0 (Experimental): Server-Sent Events and WebSocket.
         { name: 'realtime', uri: 'urn:ojs:ext:experimental:realtime', version: '0.1.0' },
         {
           // Ours: one request acknowledges many jobs (POST endpoints.ack_batch).
@@ -102,6 +104,7 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
       events_stream: '/ojs/v1/events',
       job_events_stream: '/ojs/v1/jobs/{id}/events',
       queue_events_stream: '/ojs/v1/queues/{name}/events',
+      websocket: '/ojs/v1/ws',
       live: '/ojs/v1/live',
       ...(config.metrics === undefined ? {} : { metrics: '/metrics' }),
       ...(config.grpc === undefined

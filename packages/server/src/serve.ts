@@ -9,6 +9,7 @@ import { Engine, ErrorThrottle, VALIDATION_MODES, type ValidationMode } from '@o
 import type { FastifyInstance } from 'fastify';
 import { type AppConfig, buildApp } from './app.ts';
 import { parseApiKeys } from './auth.ts';
+import { type GrpcServer, readGrpcTls, startGrpcBinding } from './grpc-binding.ts';
 import {
   createLogger,
   type LogFormat,
@@ -20,7 +21,6 @@ import { observeEngine } from './observability.ts';
 
 export { parseLogFormat, parseLogLevel };
 
-import { buildManifest, DECLARED_CONFORMANCE_LEVEL } from './manifest.ts';
 import { createStore, DEFAULT_STORE, describeStore } from './stores.ts';
 
 export interface ServeOptions {
@@ -64,6 +64,12 @@ export interface ServeOptions {
   grpc?: boolean;
   /** gRPC port: default 9090, or an ephemeral one when `port` is 0 (tests). */
   grpcPort?: number;
+  /** PEM files of the gRPC binding's TLS: certificate chain and key; a CA makes it mTLS. */
+  grpcTlsCert?: string;
+  grpcTlsKey?: string;
+  grpcTlsCa?: string;
+  /** Serve the web dashboard at /ojs/admin/ (default true; --no-dashboard, OJS_DASHBOARD=off). */
+  dashboard?: boolean;
 }
 
 /**
@@ -148,6 +154,9 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
     options.requireFencing = parseSwitch('OJS_REQUIRE_FENCING', env.OJS_REQUIRE_FENCING);
   }
   if (env.OJS_GRPC_PORT) options.grpcPort = parsePort(env.OJS_GRPC_PORT, 'OJS_GRPC_PORT');
+  if (env.OJS_GRPC_TLS_CERT) options.grpcTlsCert = env.OJS_GRPC_TLS_CERT;
+  if (env.OJS_GRPC_TLS_KEY) options.grpcTlsKey = env.OJS_GRPC_TLS_KEY;
+  if (env.OJS_GRPC_TLS_CA) options.grpcTlsCa = env.OJS_GRPC_TLS_CA;
   if (env.OJS_GRPC !== undefined && env.OJS_GRPC !== '') {
     options.grpc = parseSwitch('OJS_GRPC', env.OJS_GRPC);
   }
@@ -167,6 +176,9 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   if (env.OJS_LOG_REQUESTS)
     options.logRequests = parseSwitch('OJS_LOG_REQUESTS', env.OJS_LOG_REQUESTS);
   if (env.OJS_METRICS) options.metrics = parseSwitch('OJS_METRICS', env.OJS_METRICS);
+  if (env.OJS_DASHBOARD !== undefined && env.OJS_DASHBOARD !== '') {
+    options.dashboard = parseSwitch('OJS_DASHBOARD', env.OJS_DASHBOARD);
+  }
   if (env.OJS_SQLITE_THREAD !== undefined && env.OJS_SQLITE_THREAD !== '') {
     options.sqliteThread = parseSwitch('OJS_SQLITE_THREAD', env.OJS_SQLITE_THREAD);
   }
@@ -182,25 +194,6 @@ function parseSwitch(name: string, text: string): boolean {
   return value === '1' || value === 'true' || value === 'on';
 }
 
-/**
- * The gRPC binding over the same engine, keys and manifest. @ojs/grpc is
- * imported only when served, so an HTTP-only server never loads grpc-js.
- */
-async function startGrpc(engine: Engine, appConfig: AppConfig, host: string, port: number) {
-  const name = '@ojs/grpc';
-  const { startGrpcServer } = (await import(name)) as typeof import('@ojs/grpc');
-  const server = await startGrpcServer({
-    engine,
-    host,
-    port,
-    auth: appConfig.auth,
-    manifest: () => buildManifest(engine, appConfig),
-    conformanceLevel: DECLARED_CONFORMANCE_LEVEL,
-    serverVersion: appConfig.implementationVersion,
-  });
-  appConfig.grpc = { port: server.port };
-  return server;
-}
 /** init() once; a shared store that is unreachable is reported and retried by the caller. */
 async function initStore(
   store: Store,
@@ -232,6 +225,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       `Binding ${host} exposes the server beyond this machine: set OJS_API_KEYS (e.g. "admin:<key>,worker:<key>") or pass --allow-insecure.`,
     );
   }
+  // Read before anything opens, so a bad path leaves nothing behind.
+  const tls = readGrpcTls(options);
   const storeSpec = options.store ?? DEFAULT_STORE;
   const { logger, flush } = await createLogger({
     level: options.logLevel,
@@ -265,12 +260,17 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     logger: options.logger ?? false,
     logRequests: options.logRequests,
     metrics,
+    dashboard: options.dashboard ?? true,
   };
   // gRPC binds first so the manifest both bindings serve can list it.
-  const grpc =
-    options.grpc === false
-      ? undefined
-      : await startGrpc(engine, appConfig, host, options.grpcPort ?? (port === 0 ? 0 : 9090));
+  let grpc: GrpcServer | undefined;
+  try {
+    grpc = await startGrpcBinding(options, { engine, appConfig, host, port, tls }, log);
+  } catch (error) {
+    // Port taken, say: nothing is left open behind the error.
+    await store.close();
+    throw error;
+  }
   const app = await buildApp(appConfig, engine);
   let retrying: NodeJS.Timeout | undefined;
   let closed = false;
@@ -295,7 +295,15 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     };
     retry();
   }
-  await app.listen({ host, port });
+  try {
+    await app.listen({ host, port });
+  } catch (error) {
+    clearTimeout(retrying);
+    await grpc?.close();
+    await engine.stop();
+    await store.close();
+    throw error;
+  }
   const address = app.server.address();
   const boundPort = typeof address === 'object' && address !== null ? address.port : port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;

@@ -112,6 +112,12 @@ for (const kind of await storeKinds()) {
         assert.equal(snapshot?.event, 'job.state_changed');
         assert.equal(snapshot?.json.job_id, job.id);
         assert.equal(snapshot?.json.to, 'available');
+        // Its id is the last log event before it (the job's enqueue): resuming from it is exact.
+        const { events } = (await (
+          await fetch(`${server.url}/ojs/v1/events?queues=sse-job`)
+        ).json()) as { events: { id: string; subject: string }[] };
+        assert.equal(snapshot?.id, events.at(-1)?.id);
+        assert.equal(events.at(-1)?.subject, job.id);
         const fetched = (await post(server.url, '/ojs/v1/workers/fetch', {
           queues: ['sse-job'],
           worker_id: 'w',
@@ -126,6 +132,7 @@ for (const kind of await storeKinds()) {
           [started?.event, started?.json.subject, completed?.event, completed?.json.subject],
           ['job.started', job.id, 'job.completed', job.id],
         );
+        assert.equal(await stream.next(), undefined, 'the stream ends once the job finished');
       } finally {
         stream.close();
       }

@@ -247,6 +247,111 @@ describe('job lifecycle log', () => {
   });
 });
 
+describe('request logs', () => {
+  it('are off by default and, with logRequests, one line per request through the engine logger', async () => {
+    const { logger, lines } = memoryLogger();
+    const { SqliteStore } = await import('@ojs/store-sqlite');
+    const { Engine } = await import('@ojs/engine');
+    const { buildApp } = await import('../src/app.ts');
+    const store = new SqliteStore({ path: ':memory:' });
+    await store.init();
+    const engine = new Engine({ store, logger });
+    const quiet = await buildApp({}, engine);
+    await quiet.inject({ method: 'GET', url: '/ojs/v1/health' });
+    assert.equal(lines.length, 0);
+    await quiet.close();
+    const app = await buildApp({ logRequests: true }, engine);
+    await app.inject({
+      method: 'GET',
+      url: '/ojs/v1/queues',
+      headers: { 'x-request-id': 'req-7' },
+    });
+    const completed = lines.find((line) => line.msg === 'request completed');
+    assert.equal(completed?.reqId, 'req-7');
+    assert.equal((completed?.res as { statusCode: number } | undefined)?.statusCode, 200);
+    await app.close();
+    await store.close();
+  });
+});
+
+describe('log and metrics configuration', () => {
+  it('reads levels, formats and switches, and names a typo', async () => {
+    const { optionsFromEnv, parseLogFormat, parseLogLevel } = await import('../src/serve.ts');
+    assert.equal(parseLogLevel('debug'), 'debug');
+    assert.equal(parseLogFormat('pretty'), 'pretty');
+    assert.throws(() => parseLogLevel('verbose'), /Log level must be one of .* \(got 'verbose'\)/);
+    assert.throws(() => parseLogFormat('xml'), /Log format must be one of json, pretty/);
+    assert.deepEqual(
+      optionsFromEnv({
+        OJS_LOG_LEVEL: 'warn',
+        OJS_LOG_FORMAT: 'json',
+        OJS_LOG_REQUESTS: 'on',
+        OJS_METRICS: 'off',
+      }),
+      { logLevel: 'warn', logFormat: 'json', logRequests: true, metrics: false },
+    );
+    assert.throws(() => optionsFromEnv({ OJS_METRICS: 'maybe' }), /OJS_METRICS must be on or off/);
+  });
+
+  it('--metrics off: no /metrics route and the manifest says so', async () => {
+    const server = await startLiveServer('sqlite', { metrics: false });
+    try {
+      assert.equal((await fetch(`${server.url}/metrics`)).status, 404);
+      const manifest = (await (await fetch(`${server.url}/ojs/manifest`)).json()) as {
+        capabilities: { metrics: boolean };
+      };
+      assert.equal(manifest.capabilities.metrics, false);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('job lifecycle log levels', () => {
+  it('a logger at error still gets the discarded job; one at warn its failed attempts too', async () => {
+    for (const [level, expected] of [
+      ['error', [['job discarded', 50]]],
+      [
+        'warn',
+        [
+          ['job failed', 40],
+          ['job discarded', 50],
+        ],
+      ],
+    ] as const) {
+      const { logger, lines } = memoryLogger(level);
+      const ctx = await setup();
+      ctx.engine.observers.add(new LifecycleLog(logger));
+      try {
+        const job = await ctx.enqueue({
+          type: 'log.work',
+          args: [],
+          options: {
+            queue: 'lv',
+            retry: { max_attempts: 2, initial_interval: 'PT1S', jitter: false },
+          },
+        });
+        for (let attempt = 1; attempt <= 2; attempt++) {
+          ctx.clock.advance(5000);
+          await ctx.engine.promoteDueJobs();
+          await ctx.fetch({ queues: ['lv'] });
+          await ctx.req('POST', '/ojs/v1/workers/nack', {
+            job_id: job.id,
+            error: { message: 'x' },
+          });
+        }
+        assert.deepEqual(
+          lines.map((line) => [line.msg, line.level]),
+          expected,
+          level,
+        );
+      } finally {
+        await ctx.close();
+      }
+    }
+  });
+});
+
 describe('background failures', () => {
   it('are logged once per outage, summarised, and the recovery is logged', () => {
     const { logger, lines } = memoryLogger();

@@ -549,6 +549,10 @@ export class PostgresStore implements Store {
         `seq > coalesce((SELECT seq FROM ${this.#sql.eventsTable} WHERE id = $${params.length}), 0)`,
       );
     }
+    if (filter.subject !== undefined) {
+      params.push(filter.subject);
+      clauses.push(`doc->>'subject' = $${params.length}`);
+    }
     params.push(filter.limit);
     const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
     const { rows } = await this.#db.query<{ doc: OjsEvent }>(

@@ -352,6 +352,10 @@ export function listEvents(filter: EventFilter): { sql: string; params: (string 
     clauses.push('seq > coalesce((SELECT seq FROM ojs_events WHERE id = ?), 0)');
     params.push(filter.after);
   }
+  if (filter.subject !== undefined) {
+    clauses.push("json_extract(doc, '$.subject') = ?");
+    params.push(filter.subject);
+  }
   const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
   return {
     sql: `SELECT doc FROM ojs_events ${where} ORDER BY seq${filter.newestFirst ? ' DESC' : ''} LIMIT ?`,

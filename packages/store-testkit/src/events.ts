@@ -82,6 +82,17 @@ export function eventTests(ctx: SuiteContext): void {
       assert.deepEqual(await list({ newestFirst: true, types: ['job.nothing'] }), []);
     });
 
+    it('subject selects one subject; it combines with types and newestFirst', async () => {
+      await ctx.store.appendEvents(sampleEvents());
+      assert.deepEqual(indexes(await list({ subject: 'job-4' })), [4]);
+      assert.deepEqual(indexes(await list({ subject: 'q2' })), [3]);
+      assert.deepEqual(
+        indexes(await list({ types: ['job.started'], newestFirst: true, limit: 2 })),
+        [9, 5],
+      );
+      assert.deepEqual(await list({ subject: 'job-404' }), []);
+    });
+
     it('after returns the events that follow a given event id', async () => {
       const events = sampleEvents();
       await ctx.store.appendEvents(events);

@@ -10,6 +10,8 @@
 import type { JobRecord } from '@ojs/core';
 
 export interface JobObserver {
+  /** A job about to be stored by a PUSH, batch or push-many (after the enqueue middleware). */
+  enqueuing?(job: JobRecord): void;
   /** Jobs now stored (available, scheduled or pending). */
   enqueued?(jobs: readonly JobRecord[]): void;
   /** Jobs a FETCH claimed (state active, attempt incremented). */
@@ -24,14 +26,20 @@ export interface JobObserver {
 
 /** The engine's fan-out to its observers. */
 export class JobObservers {
+  readonly #enqueuing: ((job: JobRecord) => void)[] = [];
   readonly #enqueued: ((jobs: readonly JobRecord[]) => void)[] = [];
   readonly #started: ((jobs: readonly JobRecord[]) => void)[] = [];
   readonly #settled: ((job: JobRecord, expired: boolean) => void)[] = [];
 
   add(observer: JobObserver): void {
+    if (observer.enqueuing) this.#enqueuing.push(observer.enqueuing.bind(observer));
     if (observer.enqueued) this.#enqueued.push(observer.enqueued.bind(observer));
     if (observer.started) this.#started.push(observer.started.bind(observer));
     if (observer.settled) this.#settled.push(observer.settled.bind(observer));
+  }
+
+  enqueuing(job: JobRecord): void {
+    for (const observe of this.#enqueuing) observe(job);
   }
 
   enqueued(jobs: readonly JobRecord[]): void {

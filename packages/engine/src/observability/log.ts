@@ -13,10 +13,6 @@ export type { Logger };
 /** A logger that writes nothing: the engine's default when none is injected. */
 export const silentLogger: Logger = pino({ level: 'silent' });
 
-/** pino's numeric levels. */
-const INFO = 30;
-const WARN = 40;
-
 /** The spec's message and level for a job's new state (http-binding §16.4). */
 function lineFor(
   job: JobRecord,
@@ -47,24 +43,33 @@ function jobFields(job: JobRecord): Record<string, unknown> {
   };
 }
 
-/** Logs every lifecycle change of a job (enqueued, started, settled). */
+const LEVEL_VALUES = { debug: 20, info: 30, warn: 40, error: 50 } as const;
+type LineLevel = keyof typeof LEVEL_VALUES;
+
+/**
+ * Logs every lifecycle change of a job. The routine lines (enqueued,
+ * started, completed: three per job) are written at `routine` level; the
+ * others at the spec's level whatever `routine` is: failed (warn),
+ * discarded (error), lease expired and requeued (warn), cancelled (info).
+ * `ojs serve` writes the routine lines at debug (decision 0051: at info
+ * they cost more than 10% of the hot path's throughput).
+ */
 export class LifecycleLog implements JobObserver {
   readonly #logger: Logger;
-  readonly #level: number;
+  readonly #routine: 'info' | 'debug';
 
-  /** `level` is the level of the routine lines (enqueued, started, completed). */
-  constructor(logger: Logger, level: 'info' | 'debug' = 'info') {
+  constructor(logger: Logger, routine: 'info' | 'debug' = 'info') {
     this.#logger = logger;
-    this.#level = level === 'info' ? INFO : 20;
+    this.#routine = routine;
   }
 
   enqueued(jobs: readonly JobRecord[]): void {
-    if (this.#logger.levelVal > this.#level) return;
-    for (const job of jobs) this.#routine(jobFields(job), 'job enqueued');
+    if (this.#logger.levelVal > LEVEL_VALUES[this.#routine]) return;
+    for (const job of jobs) this.#logger[this.#routine](jobFields(job), 'job enqueued');
   }
 
   started(jobs: readonly JobRecord[]): void {
-    if (this.#logger.levelVal > this.#level) return;
+    if (this.#logger.levelVal > LEVEL_VALUES[this.#routine]) return;
     for (const job of jobs) {
       const fields = jobFields(job);
       fields['ojs.job.attempt'] = job.attempt;
@@ -72,19 +77,14 @@ export class LifecycleLog implements JobObserver {
       if (job.attempt === 1) {
         fields.queue_time_ms = elapsedMs(job.scheduled_at ?? job.enqueued_at, job.started_at);
       }
-      this.#routine(fields, 'job started');
+      this.#logger[this.#routine](fields, 'job started');
     }
   }
 
-  #routine(fields: Record<string, unknown>, msg: string): void {
-    if (this.#level === INFO) this.#logger.info(fields, msg);
-    else this.#logger.debug(fields, msg);
-  }
-
   settled(job: JobRecord, expired: boolean): void {
-    const [level, msg] = lineFor(job, expired);
-    const routine = level === 'info';
-    if (this.#logger.levelVal > (routine ? this.#level : WARN)) return;
+    const [spec, msg] = lineFor(job, expired);
+    const level: LineLevel = job.state === 'completed' ? this.#routine : spec;
+    if (this.#logger.levelVal > LEVEL_VALUES[level]) return;
     const fields = jobFields(job);
     fields['ojs.job.attempt'] = job.attempt;
     fields.duration_ms = elapsedMs(job.started_at, finishedAt(job));
@@ -93,7 +93,7 @@ export class LifecycleLog implements JobObserver {
       fields.error_code = job.error.code;
       fields.error_type = job.error.type;
     }
-    this.#logger[routine && this.#level !== INFO ? 'debug' : level](fields, msg);
+    this.#logger[level](fields, msg);
   }
 }
 

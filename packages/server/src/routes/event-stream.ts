@@ -25,6 +25,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { csv } from '../wire.ts';
 
 const HEARTBEAT_MS = 15_000;
+/** Events after which a job stream ends: its job reached a terminal state. */
+const JOB_ENDS: ReadonlySet<string> = new Set(['job.completed', 'job.cancelled', 'job.discarded']);
 const RETRY_MS = 3000;
 
 /** True when the client asked for an event stream. */
@@ -33,8 +35,14 @@ export function wantsEventStream(request: FastifyRequest): boolean {
   return typeof accept === 'string' && accept.includes('text/event-stream');
 }
 
-function frame(id: string, event: string, data: unknown): string {
-  return `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+/**
+ * One SSE frame. Frames that are not log events (the snapshot, the shutdown
+ * notice) carry the id of the last log event before them, so a client that
+ * resumes from them (browsers send the last id seen) resumes at the right
+ * place; none when the log is empty.
+ */
+function frame(id: string | undefined, event: string, data: unknown): string {
+  return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
 /** Waits until the socket took what was written (the stream's backpressure). */
@@ -73,13 +81,18 @@ export function eventStreams(app: FastifyInstance) {
     request: FastifyRequest,
     reply: FastifyReply,
     filter: TailFilter,
-    options: { first?: string; closeAfterFirst?: boolean } = {},
+    options: {
+      first?: (lastId: string | undefined) => string;
+      closeAfterFirst?: boolean;
+      /** Ends the stream after an event of one of these types (a job stream: its job finished). */
+      lastTypes?: ReadonlySet<string>;
+    } = {},
   ): Promise<void> {
     const query = request.query as Record<string, unknown>;
-    const lastId = request.headers['last-event-id'];
+    const header = request.headers['last-event-id'];
     const resumeFrom =
-      typeof lastId === 'string' && lastId !== ''
-        ? lastId
+      typeof header === 'string' && header !== ''
+        ? header
         : typeof query.after === 'string' && query.after !== ''
           ? query.after
           : undefined;
@@ -95,7 +108,7 @@ export function eventStreams(app: FastifyInstance) {
       'X-Request-Id': request.id,
     });
     raw.write(`retry: ${RETRY_MS}\n\n`);
-    if (options.first !== undefined && resumeFrom === undefined) raw.write(options.first);
+    if (options.first !== undefined && resumeFrom === undefined) raw.write(options.first(after));
     if (options.closeAfterFirst && resumeFrom === undefined) {
       raw.end();
       return;
@@ -104,12 +117,17 @@ export function eventStreams(app: FastifyInstance) {
     open.add(controller);
     const { signal } = controller;
     request.raw.on('close', () => controller.abort('client closed'));
+    let lastId = after;
     const heartbeat = setInterval(() => raw.write(':heartbeat\n\n'), HEARTBEAT_MS);
     try {
       for await (const events of engine.events.follow(filter, after, signal)) {
         let text = '';
         for (const event of events) text += frame(event.id, event.type, event);
+        lastId = events[events.length - 1]!.id;
         raw.write(text);
+        if (options.lastTypes !== undefined && events.some((e) => options.lastTypes!.has(e.type))) {
+          break;
+        }
         await drained(raw, signal);
       }
     } catch (error) {
@@ -119,7 +137,7 @@ export function eventStreams(app: FastifyInstance) {
       open.delete(controller);
       if (signal.reason === 'shutdown' && !raw.writableEnded) {
         raw.write(
-          frame(`shutdown-${Date.now()}`, 'server.shutdown', {
+          frame(lastId, 'server.shutdown', {
             reason: 'shutdown',
             grace_period_ms: 0,
           }),
@@ -152,19 +170,20 @@ export async function eventStreamRoutes(app: FastifyInstance): Promise<void> {
     const { id } = request.params as { id: string };
     const job: JobRecord = await engine.getJob(id);
     const query = request.query as Record<string, unknown>;
-    const snapshot = frame(`${id}-snapshot`, 'job.state_changed', {
-      job_id: job.id,
-      queue: job.queue,
-      type: job.type,
-      from: null,
-      to: job.state,
-      timestamp: new Date(engine.now()).toISOString(),
-    });
+    const snapshot = (lastId: string | undefined) =>
+      frame(lastId, 'job.state_changed', {
+        job_id: job.id,
+        queue: job.queue,
+        type: job.type,
+        from: null,
+        to: job.state,
+        timestamp: new Date(engine.now()).toISOString(),
+      });
     await stream(
       request,
       reply,
       { queues: [job.queue], types: csv(query.event_types ?? query.types), subject: job.id },
-      { first: snapshot, closeAfterFirst: isTerminal(job.state) },
+      { first: snapshot, closeAfterFirst: isTerminal(job.state), lastTypes: JOB_ENDS },
     );
   });
 

@@ -1,0 +1,2 @@
+/** esbuild bundles imported CSS into the app's stylesheet. */
+declare module '*.css';

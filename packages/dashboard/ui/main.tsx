@@ -1,0 +1,6 @@
+/** Entry point: styles, then the app into #app. */
+import './style.css';
+import { render } from 'preact';
+import { App } from './app.tsx';
+
+render(<App />, document.getElementById('app')!);

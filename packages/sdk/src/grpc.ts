@@ -1,0 +1,967 @@
+/**
+ * The gRPC binding as an SDK transport: the same OjsClient and OjsWorker
+ * API over ojs.v1.OJSService.
+ *
+ *   import { GrpcTransport } from '@ojs/sdk/grpc';
+ *   const transport = new GrpcTransport({ address: '127.0.0.1:9090' });
+ *   const worker = new OjsWorker({ transport, queues: ['default'] });
+ *
+ * @grpc/grpc-js and @grpc/proto-loader are optional peer dependencies,
+ * imported on the first call, so the SDK stays dependency-free for HTTP
+ * users. The .proto files ship in this package (proto/). Messages are
+ * turned into the HTTP binding's wire objects, so a job looks the same on
+ * either transport. What the protocol cannot say travels as ojs-ts call
+ * metadata the server understands (`x-ojs-wait-ms` long poll,
+ * `x-ojs-worker-id`/`x-ojs-attempt` fencing, `x-ojs-requeue`,
+ * `x-ojs-idempotency-key`); other gRPC servers ignore it.
+ */
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  BackendError,
+  ConnectionError,
+  OjsError,
+  parseErrorResponse,
+  TimeoutError,
+  UnsupportedFeatureError,
+} from './errors.ts';
+import { parseAckBatchResults, toPushBody } from './http.ts';
+import {
+  fromDuration,
+  fromStruct,
+  fromValue,
+  LOADER_OPTIONS,
+  type PbDuration,
+  type PbStruct,
+  type PbTimestamp,
+  type PbValue,
+  PROTO_FILES,
+  resultToStruct,
+  stateFromProto,
+  stateToProto,
+  timestampText,
+  toDuration,
+  toStruct,
+  toTimestamp,
+  toValue,
+} from './proto-wire.ts';
+import type {
+  AckBatchRequest,
+  AckBatchResponse,
+  AckRequest,
+  CronJob,
+  EventPage,
+  FetchRequest,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  Job,
+  JobEnvelope,
+  ListOptions,
+  Manifest,
+  NackRequest,
+  Page,
+  PushResult,
+  QueueInfo,
+  QueueStats,
+  RequestOptions,
+  Transport,
+  Workflow,
+} from './types.ts';
+
+type Obj = Record<string, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export interface GrpcTransportOptions {
+  /** `host:port` of the server's gRPC binding (default port 9090). */
+  address: string;
+  /** Sent as `authorization: Bearer <token>` metadata. */
+  authToken?: string;
+  /** Extra metadata on every call. */
+  metadata?: Record<string, string>;
+  /** Deadline of one call (default 30 s); long-poll fetches get their wait added. */
+  timeoutMs?: number;
+  /**
+   * TLS (PEM): `ca` to trust the server's certificate (default: the system
+   * roots), `cert` and `key` for mutual TLS. Absent: plaintext.
+   */
+  tls?: { ca?: Uint8Array | string; cert?: Uint8Array | string; key?: Uint8Array | string };
+  /** Channel credentials from @grpc/grpc-js, instead of `tls`. */
+  credentials?: unknown;
+}
+
+/** The @grpc/grpc-js surface this module uses (typed here: the package is optional). */
+interface GrpcModule {
+  credentials: {
+    createInsecure(): unknown;
+    createSsl(ca?: Buffer | null, key?: Buffer | null, cert?: Buffer | null): unknown;
+  };
+  Metadata: new () => { set(key: string, value: string): void };
+  loadPackageDefinition(definition: unknown): unknown;
+  status: Record<string, number>;
+}
+
+interface ServiceError extends Error {
+  code: number;
+  details: string;
+  metadata?: { get(key: string): unknown[] };
+}
+
+type UnaryMethod = (
+  request: Obj,
+  metadata: unknown,
+  options: { deadline: number },
+  callback: (error: ServiceError | null, response: Obj) => void,
+) => { cancel(): void };
+
+interface Client {
+  close(): void;
+  [method: string]: unknown;
+}
+
+const STATUS_HTTP: Record<number, number> = {
+  3: 400, // INVALID_ARGUMENT
+  4: 504, // DEADLINE_EXCEEDED
+  5: 404, // NOT_FOUND
+  6: 409, // ALREADY_EXISTS
+  7: 403, // PERMISSION_DENIED
+  8: 429, // RESOURCE_EXHAUSTED
+  9: 409, // FAILED_PRECONDITION
+  12: 501, // UNIMPLEMENTED
+  13: 500, // INTERNAL
+  14: 503, // UNAVAILABLE
+  16: 401, // UNAUTHENTICATED
+};
+
+const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
+
+export class GrpcTransport implements Transport {
+  readonly kind = 'grpc';
+  readonly #options: GrpcTransportOptions;
+  #loading: Promise<{ grpc: GrpcModule; client: Client; extensions: Client }> | undefined;
+
+  constructor(options: GrpcTransportOptions) {
+    if (typeof options?.address !== 'string' || options.address === '') {
+      throw new TypeError('GrpcTransport needs an address such as "127.0.0.1:9090".');
+    }
+    this.#options = options;
+  }
+
+  #load() {
+    this.#loading ??= (async () => {
+      let grpc: GrpcModule;
+      let loader: {
+        loadSync(files: string[], options: Obj): Obj;
+      };
+      try {
+        const grpcName = '@grpc/grpc-js';
+        const loaderName = '@grpc/proto-loader';
+        grpc = (await import(grpcName)) as GrpcModule;
+        loader = (await import(loaderName)) as typeof loader;
+      } catch (error) {
+        throw new UnsupportedFeatureError(
+          'The gRPC transport needs @grpc/grpc-js and @grpc/proto-loader: npm install @grpc/grpc-js @grpc/proto-loader',
+          { code: 'unsupported', cause: error },
+        );
+      }
+      const definition = loader.loadSync(PROTO_FILES, {
+        ...LOADER_OPTIONS,
+        includeDirs: [PROTO_DIR],
+      });
+      type Ctor = new (address: string, credentials: unknown, options: Obj) => Client;
+      const loaded = grpc.loadPackageDefinition(definition) as {
+        ojs: { v1: { OJSService: Ctor } };
+        ojsts: { v1: { WorkerExtensions: Ctor } };
+      };
+      const tls = this.#options.tls;
+      const pem = (v: Uint8Array | string | undefined) =>
+        v === undefined ? null : Buffer.from(v as Uint8Array);
+      const credentials =
+        this.#options.credentials ??
+        (tls === undefined
+          ? grpc.credentials.createInsecure()
+          : grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert)));
+      const channelOptions = { 'grpc.max_receive_message_length': 64 * 1024 * 1024 };
+      const client = new loaded.ojs.v1.OJSService(
+        this.#options.address,
+        credentials,
+        channelOptions,
+      );
+      // Same target and options: grpc-js shares one connection between the two.
+      const extensions = new loaded.ojsts.v1.WorkerExtensions(
+        this.#options.address,
+        credentials,
+        channelOptions,
+      );
+      return { grpc, client, extensions };
+    })();
+    return this.#loading;
+  }
+
+  async #call(
+    method: string,
+    request: Obj,
+    options: RequestOptions & {
+      metadata?: Record<string, string>;
+      extraMs?: number;
+      extension?: boolean;
+    } = {},
+  ): Promise<Obj> {
+    const loaded = await this.#load();
+    const { grpc } = loaded;
+    const client = options.extension ? loaded.extensions : loaded.client;
+    const metadata = new grpc.Metadata();
+    for (const [key, value] of Object.entries(this.#options.metadata ?? {})) {
+      metadata.set(key, value);
+    }
+    if (this.#options.authToken !== undefined) {
+      metadata.set('authorization', `Bearer ${this.#options.authToken}`);
+    }
+    for (const [key, value] of Object.entries(options.metadata ?? {})) metadata.set(key, value);
+    const deadline = Date.now() + (this.#options.timeoutMs ?? 30_000) + (options.extraMs ?? 0);
+    const fn = client[method] as UnaryMethod;
+    return new Promise<Obj>((resolve, reject) => {
+      if (options.signal?.aborted) {
+        reject(options.signal.reason);
+        return;
+      }
+      const call = fn.call(client, request, metadata, { deadline }, (error, response) => {
+        options.signal?.removeEventListener('abort', onAbort);
+        if (error && options.signal?.aborted) reject(options.signal.reason);
+        else if (error) reject(toSdkError(error, method));
+        else resolve(response ?? {});
+      });
+      const onAbort = () => call.cancel();
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  // ------------------------------------------------------------ system
+
+  async manifest(options?: RequestOptions): Promise<Manifest> {
+    const m = await this.#call('Manifest', {}, options);
+    const ours = (m.implementation as Obj | undefined)?.name === 'ojs-ts';
+    return {
+      ojs_version: m.ojs_version as string,
+      implementation: m.implementation as Manifest['implementation'],
+      conformance_level: m.conformance_level as number,
+      protocols: m.protocols as string[],
+      backend: m.backend as string,
+      extensions: m.extensions as string[],
+      capabilities: {
+        schema_validation: m.schema_validation === true,
+        // Our server long-polls Fetch on x-ojs-wait-ms; others answer at once.
+        long_poll_fetch: ours,
+      },
+      // Our server serves ojsts.v1.WorkerExtensions/AckBatch (decision 0047).
+      ...(ours && (m.extensions as string[] | undefined)?.includes('ack-batch')
+        ? { endpoints: { ack_batch: 'ojsts.v1.WorkerExtensions/AckBatch' } }
+        : {}),
+    };
+  }
+
+  async health(options?: RequestOptions): Promise<Obj> {
+    const h = await this.#call('Health', {}, options);
+    return {
+      status:
+        h.status === 'HEALTH_STATUS_OK'
+          ? 'ok'
+          : h.status === 'HEALTH_STATUS_DEGRADED'
+            ? 'degraded'
+            : 'error',
+      timestamp: timestampText(h.timestamp as PbTimestamp),
+      details: fromStruct(h.details as PbStruct) ?? {},
+    };
+  }
+
+  // ------------------------------------------------------------ jobs
+
+  async push(envelope: JobEnvelope, options?: RequestOptions): Promise<PushResult> {
+    const body = toPushBody(envelope);
+    const metadata: Record<string, string> = {};
+    // The protocol has no job id: our server takes it from the idempotency key.
+    if (typeof body.id === 'string') metadata['x-ojs-idempotency-key'] = body.id;
+    const response = await this.#call('Enqueue', enqueueRequest(body), { ...options, metadata });
+    if (!isObject(response.job)) return { job: null, status: 'dropped' };
+    return { job: jobFromProto(response.job), status: 'created' };
+  }
+
+  async pushBatch(envelopes: JobEnvelope[], options?: RequestOptions): Promise<Job[]> {
+    const response = await this.#call(
+      'EnqueueBatch',
+      { jobs: envelopes.map((e) => enqueueRequest(toPushBody(e))) },
+      options,
+    );
+    return ((response.jobs as Obj[]) ?? []).map(jobFromProto);
+  }
+
+  async getJob(id: string, options?: RequestOptions): Promise<Job> {
+    return jobFromProto((await this.#call('GetJob', { job_id: id }, options)).job as Obj);
+  }
+
+  async cancelJob(id: string, options?: RequestOptions): Promise<Job> {
+    return jobFromProto((await this.#call('CancelJob', { job_id: id }, options)).job as Obj);
+  }
+
+  async activateJob(id: string, options?: RequestOptions): Promise<Job> {
+    return jobFromProto((await this.#call('ActivateJob', { job_id: id }, options)).job as Obj);
+  }
+
+  // ------------------------------------------------------------ worker protocol
+
+  async fetchJobs(request: FetchRequest, options?: RequestOptions): Promise<Job[]> {
+    const metadata: Record<string, string> = {};
+    if (request.wait_ms !== undefined) metadata['x-ojs-wait-ms'] = String(request.wait_ms);
+    if (request.visibility_timeout_ms !== undefined) {
+      metadata['x-ojs-visibility-timeout-ms'] = String(request.visibility_timeout_ms);
+    }
+    const response = await this.#call(
+      'Fetch',
+      { queues: request.queues, count: request.count, worker_id: request.worker_id ?? '' },
+      { ...options, metadata, extraMs: request.wait_ms ?? 0 },
+    );
+    return ((response.jobs as Obj[]) ?? []).map(jobFromProto);
+  }
+
+  async ack(request: AckRequest, options?: RequestOptions): Promise<Obj> {
+    const response = await this.#call(
+      'Ack',
+      { job_id: request.job_id, result: resultToStruct(request.result) },
+      { ...options, metadata: fencing(request) },
+    );
+    return {
+      acknowledged: response.acknowledged === true,
+      job_id: request.job_id,
+      state: 'completed',
+    };
+  }
+
+  async nack(request: NackRequest, options?: RequestOptions): Promise<Obj> {
+    const metadata = fencing(request);
+    if (request.requeue === true) metadata['x-ojs-requeue'] = 'true';
+    const response = await this.#call(
+      'Nack',
+      { job_id: request.job_id, error: jobErrorToProto(request.error) },
+      { ...options, metadata },
+    );
+    const out: Obj = { job_id: request.job_id, state: stateFromProto(response.state) };
+    const next = timestampText(response.next_attempt_at as PbTimestamp);
+    if (next !== undefined) out.next_attempt_at = next;
+    return out;
+  }
+
+  /**
+   * Many ACKs and NACKs in one call: ojsts.v1.WorkerExtensions/AckBatch,
+   * answered per item like POST /ojs/v1/workers/ack/batch.
+   */
+  async ackBatch(request: AckBatchRequest, options?: RequestOptions): Promise<AckBatchResponse> {
+    const response = await this.#call(
+      'AckBatch',
+      {
+        acks: request.acks.map((ack) => ({
+          job_id: ack.job_id,
+          result: resultToStruct(ack.result),
+          worker_id: ack.worker_id ?? '',
+          attempt: ack.attempt ?? 0,
+        })),
+        nacks: request.nacks.map((nack) => ({
+          job_id: nack.job_id,
+          error: jobErrorToProto(nack.error),
+          worker_id: nack.worker_id ?? '',
+          attempt: nack.attempt ?? 0,
+          requeue: nack.requeue === true,
+        })),
+      },
+      { ...options, extension: true },
+    );
+    const results = ((response.results as Obj[]) ?? []).map((r) =>
+      r.status === 'ok'
+        ? { job_id: r.job_id, status: 'ok', state: stateFromProto(r.state), attempt: r.attempt }
+        : {
+            job_id: r.job_id,
+            status: r.status,
+            error: {
+              code: r.error_code,
+              message: r.error_message,
+              retryable: r.retryable === true,
+            },
+          },
+    );
+    return { results: parseAckBatchResults({ results }, request, false) };
+  }
+
+  /**
+   * The protocol beats one id at a time (grpc-proto G-6): one worker-level
+   * beat, then one per active job. A job whose beat is refused because it
+   * was cancelled is reported cancelled; one refused otherwise lost its lease.
+   */
+  async heartbeat(request: HeartbeatRequest, options?: RequestOptions): Promise<HeartbeatResponse> {
+    const state = `WORKER_STATE_${request.state.toUpperCase()}`;
+    const worker = await this.#call(
+      'Heartbeat',
+      { id: request.worker_id, worker_id: request.worker_id, current_state: state },
+      options,
+    );
+    const extendBy = toDuration(request.visibility_timeout_ms);
+    const jobsExtended: string[] = [];
+    const jobsCancelled: string[] = [];
+    await Promise.all(
+      request.active_job_ids.map(async (id) => {
+        try {
+          await this.#call(
+            'Heartbeat',
+            { id, worker_id: request.worker_id, extend_by: extendBy, current_state: state },
+            options,
+          );
+          jobsExtended.push(id);
+        } catch (error) {
+          if (error instanceof OjsError && error.details.current_state === 'cancelled') {
+            jobsCancelled.push(id);
+          } else if (error instanceof OjsError && error.status === 409) {
+            // Not ours any more: left out of jobsExtended (the worker drops it).
+          } else {
+            // A transport failure says nothing about the lease: keep the job.
+            jobsExtended.push(id);
+          }
+        }
+      }),
+    );
+    const directed = String(worker.directed_state ?? '');
+    const directive = directed.endsWith('TERMINATE')
+      ? 'terminate'
+      : directed.endsWith('QUIET')
+        ? 'quiet'
+        : 'running';
+    return { directive, jobsExtended, jobsCancelled, raw: worker };
+  }
+
+  // ------------------------------------------------------------ queues, dead letter
+
+  async listQueues(query: ListOptions, options?: RequestOptions): Promise<Page<QueueInfo>> {
+    const offset = query.offset ?? (query.cursor ? Number(query.cursor) : 0);
+    const response = await this.#call(
+      'ListQueues',
+      { limit: query.limit ?? 0, cursor: offset > 0 ? String(offset) : '' },
+      options,
+    );
+    const items = ((response.queues as Obj[]) ?? []).map((q) => ({
+      name: q.name as string,
+      paused: q.paused === true,
+      status: q.paused === true ? ('paused' as const) : ('active' as const),
+      available_count: Number(q.available_count ?? 0),
+    }));
+    const next = typeof response.next_cursor === 'string' && response.next_cursor !== '';
+    return pageOf(items, query.limit ?? items.length, offset, next);
+  }
+
+  async queueStats(name: string, options?: RequestOptions): Promise<QueueStats> {
+    const response = await this.#call('QueueStats', { queue: name }, options);
+    const stats = (response.stats ?? {}) as Obj;
+    const n = (key: string) => Number(stats[key] ?? 0);
+    return {
+      name,
+      paused: stats.paused === true,
+      available: n('available'),
+      active: n('active'),
+      scheduled: n('scheduled'),
+      retryable: n('retryable'),
+      discarded: n('dead'),
+      raw: response,
+    };
+  }
+
+  async setQueuePaused(
+    name: string,
+    paused: boolean,
+    options?: RequestOptions,
+  ): Promise<QueueInfo> {
+    await this.#call(paused ? 'PauseQueue' : 'ResumeQueue', { queue: name }, options);
+    return { name, paused, status: paused ? 'paused' : 'active' };
+  }
+
+  async listDeadLetter(
+    query: ListOptions & { queue?: string },
+    options?: RequestOptions,
+  ): Promise<Page<Job>> {
+    const offset = query.offset ?? (query.cursor ? Number(query.cursor) : 0);
+    const response = await this.#call(
+      'ListDeadLetter',
+      {
+        queue: query.queue ?? '',
+        limit: query.limit ?? 0,
+        cursor: offset > 0 ? String(offset) : '',
+      },
+      options,
+    );
+    const items = ((response.jobs as Obj[]) ?? []).map(jobFromProto);
+    const next = typeof response.next_cursor === 'string' && response.next_cursor !== '';
+    return pageOf(items, query.limit ?? 50, offset, next, Number(response.total_count ?? 0));
+  }
+
+  async retryDeadLetter(id: string, options?: RequestOptions): Promise<Job> {
+    return jobFromProto((await this.#call('RetryDeadLetter', { job_id: id }, options)).job as Obj);
+  }
+
+  async deleteDeadLetter(id: string, options?: RequestOptions): Promise<void> {
+    await this.#call('DeleteDeadLetter', { job_id: id }, options);
+  }
+
+  // ------------------------------------------------------------ cron
+
+  async registerCron(body: Obj, options?: RequestOptions): Promise<CronJob> {
+    const template = isObject(body.job_template) ? body.job_template : body;
+    const request = enqueueRequest({
+      type: template.type,
+      args: template.args,
+      meta: template.meta,
+      options: template.options,
+    });
+    const response = await this.#call(
+      'RegisterCron',
+      {
+        name: body.name,
+        cron: body.cron ?? body.expression,
+        timezone: body.timezone ?? '',
+        ...request,
+      },
+      options,
+    );
+    return (
+      (await this.listCron(options)).find((c) => c.name === response.name) ?? {
+        name: String(response.name),
+        expression: String(body.cron ?? body.expression),
+        next_run_at: timestampText(response.next_run_at as PbTimestamp) ?? null,
+      }
+    );
+  }
+
+  async listCron(options?: RequestOptions): Promise<CronJob[]> {
+    const response = await this.#call('ListCron', {}, options);
+    return ((response.entries as Obj[]) ?? []).map(cronFromProto);
+  }
+
+  async getCron(name: string, options?: RequestOptions): Promise<CronJob> {
+    const found = (await this.listCron(options)).find((c) => c.name === name);
+    if (found === undefined) {
+      throw parseErrorResponse(404, {
+        error: { code: 'not_found', message: `Cron '${name}' not found.` },
+      });
+    }
+    return found;
+  }
+
+  async unregisterCron(name: string, options?: RequestOptions): Promise<void> {
+    await this.#call('UnregisterCron', { name }, options);
+  }
+
+  // ------------------------------------------------------------ workflows
+
+  /**
+   * The protocol knows the graph form only (grpc-proto G-8): a graph is
+   * sent as it is, a chain becomes steps each depending on the one before,
+   * a group steps without dependencies; a batch (callbacks) cannot be said.
+   */
+  async createWorkflow(body: Obj, options?: RequestOptions): Promise<Workflow> {
+    const steps = Array.isArray(body.steps)
+      ? (body.steps as Obj[])
+      : Array.isArray(body.jobs)
+        ? (body.jobs as Obj[])
+        : [];
+    if (body.type === 'batch' || body.callbacks !== undefined) {
+      throw new UnsupportedFeatureError(
+        'Batch workflows (callbacks) are not in the gRPC protocol; use HTTP.',
+        {
+          code: 'unsupported',
+        },
+      );
+    }
+    const chain = body.type === 'chain';
+    const request = {
+      name: body.name ?? body.type ?? 'workflow',
+      steps: steps.map((step, i) => ({
+        id: typeof step.id === 'string' ? step.id : String(i),
+        ...enqueueRequest(step),
+        depends_on: Array.isArray(step.depends_on)
+          ? step.depends_on
+          : chain && i > 0
+            ? [String(i - 1)]
+            : [],
+      })),
+    };
+    return workflowFromProto(
+      (await this.#call('CreateWorkflow', request, options)).workflow as Obj,
+    );
+  }
+
+  async getWorkflow(id: string, options?: RequestOptions): Promise<Workflow> {
+    return workflowFromProto(
+      (await this.#call('GetWorkflow', { workflow_id: id }, options)).workflow as Obj,
+    );
+  }
+
+  async cancelWorkflow(id: string, options?: RequestOptions): Promise<Workflow> {
+    return workflowFromProto(
+      (await this.#call('CancelWorkflow', { workflow_id: id }, options)).workflow as Obj,
+    );
+  }
+
+  /** The protocol streams events (StreamEvents) but has no page of past events. */
+  async listEvents(): Promise<EventPage> {
+    throw new UnsupportedFeatureError(
+      'Listing past events is not in the gRPC protocol; use HTTP (GET /ojs/v1/events).',
+      { code: 'unsupported' },
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.#loading === undefined) return;
+    const loaded = await this.#loading.catch(() => undefined);
+    loaded?.client.close();
+  }
+}
+
+/** A NACK's error as ojs.v1.JobError (`code` is the error class, G-4). */
+function jobErrorToProto(error: NackRequest['error']): Obj {
+  const details: Obj = { ...(error.details ?? {}) };
+  // proto3 has no "false" for JobError.retryable: say it in details (decision 0043).
+  if (error.retryable === false) details.retryable = false;
+  return {
+    code: error.type ?? error.code,
+    message: error.message,
+    retryable: error.retryable === true,
+    backtrace: error.backtrace?.join('\n') ?? '',
+    details: toStruct(details),
+  };
+}
+
+function fencing(request: { worker_id?: string; attempt?: number }): Record<string, string> {
+  const metadata: Record<string, string> = {};
+  if (request.worker_id !== undefined) metadata['x-ojs-worker-id'] = request.worker_id;
+  if (request.attempt !== undefined) metadata['x-ojs-attempt'] = String(request.attempt);
+  return metadata;
+}
+
+function pageOf<T>(
+  items: T[],
+  limit: number,
+  offset: number,
+  hasMore: boolean,
+  total?: number,
+): Page<T> {
+  return {
+    items,
+    pagination: {
+      total: total ?? offset + items.length + (hasMore ? 1 : 0),
+      limit,
+      offset,
+      has_more: hasMore,
+    },
+  } as Page<T>;
+}
+
+/** A PUSH body (`toPushBody`) -> EnqueueRequest. */
+function enqueueRequest(body: Obj): Obj {
+  const o = isObject(body.options) ? body.options : {};
+  const options: Obj = {};
+  if (typeof o.queue === 'string') options.queue = o.queue;
+  if (typeof o.priority === 'number') options.priority = o.priority;
+  const at = o.delay_until ?? o.scheduled_at;
+  if (typeof at === 'string') options.delay_until = toTimestamp(at);
+  if (typeof o.timeout_ms === 'number') options.timeout = toDuration(o.timeout_ms);
+  if (typeof o.visibility_timeout_ms === 'number') {
+    options.visibility_timeout = toDuration(o.visibility_timeout_ms);
+  }
+  if (typeof o.expires_at === 'string') {
+    options.ttl = toDuration(Math.max(1, Date.parse(o.expires_at) - Date.now()));
+  }
+  if (Array.isArray(o.tags)) options.tags = o.tags;
+  if (isObject(o.retry)) options.retry = retryToProto(o.retry);
+  if (isObject(o.unique)) options.unique = uniqueToProto(o.unique);
+  if (o.pending === true) options.pending = true;
+  if (isObject(body.meta)) options.meta = toStruct(body.meta);
+  return {
+    type: body.type,
+    args: Array.isArray(body.args) ? body.args.map(toValue) : [],
+    options,
+  };
+}
+
+function isoMs(text: unknown): number | undefined {
+  if (typeof text !== 'string') return undefined;
+  const m =
+    /^P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$/.exec(
+      text,
+    );
+  if (m === null) return undefined;
+  const [, d, h, min, s] = m.map((x) => (x === undefined ? 0 : Number(x)));
+  return Math.round((((d! * 24 + h!) * 60 + min!) * 60 + s!) * 1000);
+}
+
+function isoText(ms: number | undefined): string | undefined {
+  if (ms === undefined) return undefined;
+  return `PT${ms / 1000}S`;
+}
+
+function retryToProto(retry: Obj): Obj {
+  const out: Obj = {};
+  if (typeof retry.max_attempts === 'number') out.max_attempts = retry.max_attempts;
+  const initial =
+    isoMs(retry.initial_interval) ?? (retry.initial_interval_ms as number | undefined);
+  if (initial !== undefined) out.initial_interval = toDuration(initial);
+  const max = isoMs(retry.max_interval) ?? (retry.max_interval_ms as number | undefined);
+  if (max !== undefined) out.max_interval = toDuration(max);
+  if (typeof retry.backoff_coefficient === 'number')
+    out.backoff_coefficient = retry.backoff_coefficient;
+  if (typeof retry.jitter === 'boolean') out.jitter = retry.jitter;
+  if (Array.isArray(retry.non_retryable_errors))
+    out.non_retryable_errors = retry.non_retryable_errors;
+  if (typeof retry.on_exhaustion === 'string') out.on_exhaustion = retry.on_exhaustion;
+  return out;
+}
+
+const CONFLICT: Record<string, string> = {
+  reject: 'UNIQUE_CONFLICT_ACTION_REJECT',
+  replace: 'UNIQUE_CONFLICT_ACTION_REPLACE',
+  ignore: 'UNIQUE_CONFLICT_ACTION_IGNORE',
+  replace_except_schedule: 'UNIQUE_CONFLICT_ACTION_REPLACE_EXCEPT_SCHEDULE',
+};
+
+function uniqueToProto(unique: Obj): Obj {
+  const out: Obj = {};
+  if (Array.isArray(unique.keys)) out.key = unique.keys;
+  const period = isoMs(unique.period);
+  if (period !== undefined) out.period = toDuration(period);
+  if (typeof unique.on_conflict === 'string' && CONFLICT[unique.on_conflict] !== undefined) {
+    out.on_conflict = CONFLICT[unique.on_conflict];
+  }
+  if (Array.isArray(unique.states)) out.states = unique.states.map((s) => stateToProto(String(s)));
+  if (Array.isArray(unique.args_keys)) out.args_keys = unique.args_keys;
+  if (Array.isArray(unique.meta_keys)) out.meta_keys = unique.meta_keys;
+  return out;
+}
+
+/** ojs.v1.Job -> the HTTP binding's job object. */
+export function jobFromProto(job: Obj): Job {
+  const out: Obj = {
+    specversion: job.specversion || '1.0',
+    id: job.id,
+    type: job.type,
+    queue: job.queue || 'default',
+    args: ((job.args as PbValue[]) ?? []).map(fromValue),
+    meta: fromStruct(job.meta as PbStruct) ?? {},
+    state: stateFromProto(job.state),
+    priority: Number(job.priority ?? 0),
+    attempt: Number(job.attempt ?? 0),
+    max_attempts: Number(job.max_attempts ?? 0),
+  };
+  for (const key of [
+    'created_at',
+    'enqueued_at',
+    'scheduled_at',
+    'started_at',
+    'completed_at',
+    'expires_at',
+  ]) {
+    const text = timestampText(job[key] as PbTimestamp);
+    if (text !== undefined) out[key] = text;
+  }
+  const timeout = fromDuration(job.timeout as PbDuration);
+  if (timeout !== undefined) out.timeout_ms = timeout;
+  const visibility = fromDuration(job.visibility_timeout as PbDuration);
+  if (visibility !== undefined) out.visibility_timeout_ms = visibility;
+  if (Array.isArray(job.tags) && job.tags.length > 0) out.tags = job.tags;
+  if (typeof job.workflow_id === 'string' && job.workflow_id !== '')
+    out.workflow_id = job.workflow_id;
+  if (isObject(job.retry_policy)) {
+    const r = job.retry_policy;
+    out.retry = {
+      max_attempts: r.max_attempts,
+      initial_interval: isoText(fromDuration(r.initial_interval as PbDuration)),
+      backoff_coefficient: r.backoff_coefficient,
+      max_interval: isoText(fromDuration(r.max_interval as PbDuration)),
+      jitter: r.jitter === true,
+      non_retryable_errors: r.non_retryable_errors ?? [],
+      on_exhaustion: r.on_exhaustion || 'discard',
+    };
+  }
+  if (isObject(job.result)) {
+    const result = fromStruct(job.result as PbStruct) ?? {};
+    const keys = Object.keys(result);
+    // A non-object result travels as {"value": ...} (Struct only, G-9).
+    out.result = keys.length === 1 && keys[0] === 'value' ? result.value : result;
+  }
+  const errors = ((job.errors as Obj[]) ?? []).map((e) => ({
+    code: e.code,
+    type: e.code,
+    message: e.message ?? '',
+    retryable: e.retryable === true,
+    attempt: Number(e.attempt ?? 0),
+    occurred_at: timestampText(e.occurred_at as PbTimestamp),
+    ...(isObject(e.details) ? { details: fromStruct(e.details as PbStruct) } : {}),
+  }));
+  if (errors.length > 0) {
+    out.errors = errors;
+    out.error = errors.at(-1);
+  }
+  return out as unknown as Job;
+}
+
+function cronFromProto(entry: Obj): CronJob {
+  const options = isObject(entry.options) ? entry.options : {};
+  const templateOptions: Obj = {};
+  if (typeof options.queue === 'string') templateOptions.queue = options.queue;
+  if (typeof options.priority === 'number') templateOptions.priority = options.priority;
+  return {
+    name: String(entry.name),
+    expression: String(entry.cron),
+    cron: entry.cron,
+    timezone: typeof entry.timezone === 'string' ? entry.timezone : 'UTC',
+    job_template: {
+      type: String(entry.type),
+      args: ((entry.args as PbValue[]) ?? []).map(fromValue),
+      options: templateOptions,
+    },
+    next_run_at: timestampText(entry.next_run_at as PbTimestamp) ?? null,
+    last_run_at: timestampText(entry.last_run_at as PbTimestamp) ?? null,
+  };
+}
+
+function workflowFromProto(workflow: Obj): Workflow {
+  const state = String(workflow.state ?? '')
+    .replace('WORKFLOW_STATE_', '')
+    .toLowerCase();
+  return {
+    id: String(workflow.id),
+    name: typeof workflow.name === 'string' ? workflow.name : undefined,
+    state,
+    created_at: timestampText(workflow.created_at as PbTimestamp),
+    completed_at: timestampText(workflow.completed_at as PbTimestamp),
+    steps: ((workflow.steps as Obj[]) ?? []).map((step) => ({
+      id: step.id,
+      type: step.type,
+      state: String(step.state ?? '')
+        .replace('WORKFLOW_STEP_STATE_', '')
+        .toLowerCase(),
+      job_id: step.job_id || null,
+      depends_on: step.depends_on ?? [],
+    })),
+  } as Workflow;
+}
+
+/**
+ * google.rpc.Status{details: Any[]} -> its ErrorInfo {reason, metadata},
+ * read directly: proto-loader has no decoder for messages outside a service,
+ * and these few fields need none.
+ */
+function readErrorInfo(
+  status: Uint8Array,
+): { reason: string; metadata: Record<string, string> } | null {
+  for (const [field, value] of fields(status)) {
+    if (field !== 3 || !(value instanceof Uint8Array)) continue;
+    let typeUrl = '';
+    let payload: Uint8Array | undefined;
+    for (const [f, v] of fields(value)) {
+      if (f === 1 && v instanceof Uint8Array) typeUrl = new TextDecoder().decode(v);
+      if (f === 2 && v instanceof Uint8Array) payload = v;
+    }
+    if (!typeUrl.endsWith('google.rpc.ErrorInfo') || payload === undefined) continue;
+    let reason = '';
+    const metadata: Record<string, string> = {};
+    for (const [f, v] of fields(payload)) {
+      if (f === 1 && v instanceof Uint8Array) reason = new TextDecoder().decode(v);
+      if (f === 3 && v instanceof Uint8Array) {
+        let key = '';
+        let val = '';
+        for (const [mf, mv] of fields(v)) {
+          if (mf === 1 && mv instanceof Uint8Array) key = new TextDecoder().decode(mv);
+          if (mf === 2 && mv instanceof Uint8Array) val = new TextDecoder().decode(mv);
+        }
+        metadata[key] = val;
+      }
+    }
+    return { reason, metadata };
+  }
+  return null;
+}
+
+/** (field number, varint | bytes) pairs of one protobuf message. */
+function* fields(bytes: Uint8Array): Generator<[number, number | Uint8Array]> {
+  let i = 0;
+  const varint = () => {
+    let result = 0;
+    let shift = 0;
+    for (;;) {
+      const b = bytes[i++]!;
+      result += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return result;
+      shift += 7;
+    }
+  };
+  while (i < bytes.length) {
+    const key = varint();
+    const field = Math.floor(key / 8);
+    switch (key & 7) {
+      case 0:
+        yield [field, varint()];
+        break;
+      case 1:
+        i += 8;
+        break;
+      case 2: {
+        const length = varint();
+        yield [field, bytes.subarray(i, i + length)];
+        i += length;
+        break;
+      }
+      case 5:
+        i += 4;
+        break;
+      default:
+        return;
+    }
+  }
+}
+
+/** A gRPC failure -> the SDK's typed error, by the ErrorInfo reason (the OJS code). */
+function toSdkError(error: ServiceError, operation: string): OjsError {
+  const raw = error.metadata?.get('grpc-status-details-bin')[0];
+  const info = raw instanceof Uint8Array ? readErrorInfo(raw) : null;
+  const status = STATUS_HTTP[error.code] ?? 500;
+  if (info !== null) {
+    const { retryable, request_id, ...rest } = info.metadata;
+    const detailValues: Obj = {};
+    for (const [key, value] of Object.entries(rest)) detailValues[key] = value;
+    return parseErrorResponse(
+      status,
+      {
+        error: {
+          code: info.reason,
+          message: error.details,
+          retryable: retryable === 'true',
+          details: detailValues,
+          request_id,
+        },
+      },
+      { operation },
+    );
+  }
+  // No ErrorInfo: the call failed in transport (unreachable, deadline, cancelled).
+  const options = {
+    code: 'backend_unavailable',
+    status: 0,
+    operation,
+    cause: error,
+    retryable: true,
+  };
+  if (error.code === 14) return new ConnectionError(`${operation}: ${error.details}`, options);
+  if (error.code === 4) {
+    return new TimeoutError(`${operation}: deadline exceeded`, {
+      ...options,
+      code: 'request_timeout',
+    });
+  }
+  return new BackendError(`${operation} failed: ${error.details}`, {
+    ...options,
+    code: 'internal_error',
+    status,
+  });
+}

@@ -1,0 +1,73 @@
+/**
+ * Starting the gRPC binding (@ojs/grpc) beside the HTTP server: same host,
+ * engine, API keys and manifest. @ojs/grpc is imported only when served, so
+ * an HTTP-only server never loads grpc-js.
+ */
+import { readFileSync } from 'node:fs';
+import type { Engine } from '@ojs/engine';
+import type { AppConfig } from './app.ts';
+import { buildManifest, DECLARED_CONFORMANCE_LEVEL } from './manifest.ts';
+import { isLoopback, type ServeOptions } from './serve.ts';
+
+export type GrpcTls = { cert: Buffer; key: Buffer; ca?: Buffer };
+export type GrpcServer = Awaited<ReturnType<typeof import('@ojs/grpc').startGrpcServer>>;
+
+/** The gRPC TLS files, read at start so a bad path fails there; cert and key go together. */
+export function readGrpcTls(options: ServeOptions): GrpcTls | undefined {
+  const { grpcTlsCert: cert, grpcTlsKey: key, grpcTlsCa: ca } = options;
+  if (cert === undefined && key === undefined && ca === undefined) return undefined;
+  if (cert === undefined || key === undefined) {
+    throw new Error('gRPC TLS needs both --grpc-tls-cert and --grpc-tls-key.');
+  }
+  const read = (path: string, what: string) => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new Error(`Cannot read the gRPC TLS ${what} '${path}': ${(error as Error).message}`);
+    }
+  };
+  return {
+    cert: read(cert, 'certificate'),
+    key: read(key, 'key'),
+    ...(ca === undefined ? {} : { ca: read(ca, 'CA') }),
+  };
+}
+
+/**
+ * Starts gRPC unless turned off; undefined when not served. Port: 9090, or
+ * ephemeral when the HTTP port is 0. API keys travel in call metadata, so
+ * beyond loopback gRPC needs TLS (features §11) or --allow-insecure: asked
+ * for explicitly, a plaintext binding there is an error; left at its
+ * default it is not served and the log says why.
+ */
+export async function startGrpcBinding(
+  options: ServeOptions,
+  at: { engine: Engine; appConfig: AppConfig; host: string; port: number; tls?: GrpcTls },
+  log: (line: string) => void,
+): Promise<GrpcServer | undefined> {
+  if (options.grpc === false) return undefined;
+  const { engine, appConfig, host, tls } = at;
+  if (!isLoopback(host) && tls === undefined && !options.allowInsecure) {
+    if (options.grpcPort !== undefined || options.grpc === true) {
+      throw new Error(
+        `gRPC on ${host} needs TLS (--grpc-tls-cert and --grpc-tls-key) or --allow-insecure; or pass --no-grpc.`,
+      );
+    }
+    log(`gRPC not served on ${host}: no TLS (--grpc-tls-cert/--grpc-tls-key); HTTP only`);
+    return undefined;
+  }
+  const name = '@ojs/grpc';
+  const { startGrpcServer } = (await import(name)) as typeof import('@ojs/grpc');
+  const server = await startGrpcServer({
+    engine,
+    host,
+    port: options.grpcPort ?? (at.port === 0 ? 0 : 9090),
+    auth: appConfig.auth,
+    manifest: () => buildManifest(engine, appConfig),
+    conformanceLevel: DECLARED_CONFORMANCE_LEVEL,
+    serverVersion: appConfig.implementationVersion,
+    tls,
+  });
+  appConfig.grpc = { port: server.port };
+  return server;
+}
