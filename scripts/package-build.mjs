@@ -20,8 +20,9 @@
  * `package.json.orig` that postpack puts back; tests use `stage` instead, so
  * they never change a manifest other tests resolve imports through.
  * The manifest's `ojsPack` says what else to do: `cjs: true` adds the
- * CommonJS build (the SDK), `copy` lists plain .js files to copy from src/
- * to dist/, `omit` lists exports not to publish.
+ * CommonJS build (the SDK), `esmOnly` lists exports left out of it (they
+ * use import.meta), `copy` lists plain .js files to copy from src/ to
+ * dist/, `omit` lists exports not to publish.
  * Plain .mjs, so it runs on any Node the npm lifecycle finds.
  */
 import { execFileSync } from 'node:child_process';
@@ -29,12 +30,14 @@ import {
   cpSync,
   existsSync,
   mkdirSync,
+  mkdtempSync,
   readFileSync,
   renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
 const dir = process.cwd();
@@ -51,12 +54,9 @@ const readManifest = () => JSON.parse(readFileSync(manifestPath, 'utf8'));
 function build(outDir = join(dir, 'dist')) {
   const manifest = readManifest();
   rmSync(outDir, { recursive: true, force: true });
-  const compile = (...args) =>
-    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', ...args], {
-      cwd: dir,
-      stdio: 'inherit',
-    });
-  compile('--outDir', outDir);
+  const compileWith = (config, ...args) =>
+    execFileSync(process.execPath, [tsc, '-p', config, ...args], { cwd: dir, stdio: 'inherit' });
+  compileWith('tsconfig.build.json', '--outDir', outDir);
   // Plain JavaScript beside the sources (a worker thread's script): copied as is.
   for (const file of manifest.ojsPack?.copy ?? []) {
     cpSync(join(dir, file), join(outDir, file.replace(/^src\//, '')));
@@ -64,18 +64,52 @@ function build(outDir = join(dir, 'dist')) {
   if (manifest.ojsPack?.cjs !== true) return;
   // The same sources as CommonJS: a second emit into dist/cjs, marked as
   // CommonJS by its own package.json so the .js files load with require().
-  compile(
-    '--outDir',
-    join(outDir, 'cjs'),
-    '--module',
-    'commonjs',
-    '--moduleResolution',
-    'bundler',
-    '--verbatimModuleSyntax',
-    'false',
+  // Entries listed in `ojsPack.esmOnly` (they use import.meta) are left out
+  // of it, through a throwaway config beside nothing in the package.
+  const esmOnly = (manifest.ojsPack?.esmOnly ?? []).map((entry) =>
+    resolve(dir, manifest.exports[entry]),
   );
+  const configDir = mkdtempSync(join(tmpdir(), 'ojs-cjs-config-'));
+  const config = join(configDir, 'tsconfig.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      extends: join(dir, 'tsconfig.build.json'),
+      // Resolved from the package, as if the config were there.
+      compilerOptions: { rootDir: join(dir, 'src'), typeRoots: typeRoots() },
+      include: [join(dir, 'src')],
+      exclude: [...esmOnly, ...(readBuildConfig().exclude ?? []).map((f) => join(dir, f))],
+    }),
+  );
+  try {
+    compileWith(
+      config,
+      '--outDir',
+      join(outDir, 'cjs'),
+      '--module',
+      'commonjs',
+      '--moduleResolution',
+      'bundler',
+      '--verbatimModuleSyntax',
+      'false',
+    );
+  } finally {
+    rmSync(configDir, { recursive: true, force: true });
+  }
   writeFileSync(join(outDir, 'cjs/package.json'), '{ "type": "commonjs" }\n');
 }
+
+/** node_modules/@types folders from the package up to the filesystem root. */
+function typeRoots() {
+  const roots = [];
+  for (let at = dir; ; at = dirname(at)) {
+    if (existsSync(join(at, 'node_modules/@types'))) roots.push(join(at, 'node_modules/@types'));
+    if (dirname(at) === at) return roots;
+  }
+}
+
+/** The package's tsconfig.build.json (plain JSON: no comments in ours). */
+const readBuildConfig = () => JSON.parse(readFileSync(join(dir, 'tsconfig.build.json'), 'utf8'));
 
 const toDist = (source, ext) => source.replace(/^\.\/src\//, './dist/').replace(/\.ts$/, ext);
 
@@ -90,8 +124,9 @@ export function publishedManifest(manifest) {
       continue;
     }
     const esm = { types: toDist(source, '.d.ts'), default: toDist(source, '.js') };
+    const esmOnly = (manifest.ojsPack?.esmOnly ?? []).includes(entry);
     exports[entry] =
-      manifest.ojsPack?.cjs === true
+      manifest.ojsPack?.cjs === true && !esmOnly
         ? {
             import: esm,
             require: {
