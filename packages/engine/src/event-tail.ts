@@ -35,6 +35,7 @@ export class EventTail {
   readonly #engine: Engine;
   readonly #waiters = new Set<() => void>();
   readonly #pollMs: number;
+  #following = 0;
 
   constructor(engine: Engine, pollMs = POLL_MS) {
     this.#engine = engine;
@@ -47,7 +48,7 @@ export class EventTail {
 
   /** How many streams follow the log now. */
   get following(): number {
-    return this.#waiters.size;
+    return this.#following;
   }
 
   #wakeAll(): void {
@@ -99,6 +100,19 @@ export class EventTail {
    * is the stream's pace: nothing is read ahead of it.
    */
   async *follow(
+    filter: TailFilter,
+    after: string | undefined,
+    signal: AbortSignal,
+  ): AsyncGenerator<OjsEvent[]> {
+    this.#following++;
+    try {
+      yield* this.#pages(filter, after, signal);
+    } finally {
+      this.#following--;
+    }
+  }
+
+  async *#pages(
     filter: TailFilter,
     after: string | undefined,
     signal: AbortSignal,

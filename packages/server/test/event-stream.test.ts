@@ -176,6 +176,21 @@ for (const kind of await storeKinds()) {
       }
     });
 
+    it('a client that goes away stops its follower', async () => {
+      const stream = await SseReader.open(`${server.url}/ojs/v1/events?queues=sse-leave`);
+      await stream.next(); // retry:
+      // The follower starts right after the headers; wait for it (bounded).
+      for (let i = 0; i < 200 && server.engine.events.following === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.equal(server.engine.events.following, 1);
+      stream.close();
+      for (let i = 0; i < 200 && server.engine.events.following > 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.equal(server.engine.events.following, 0);
+    });
+
     it('unknown job or queue: 404 with the OJS error body, not a stream', async () => {
       for (const path of [
         '/ojs/v1/jobs/019a0000-0000-7000-8000-000000000000/events',

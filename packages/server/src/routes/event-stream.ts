@@ -129,7 +129,8 @@ export function eventStreams(app: FastifyInstance) {
     const controller = new AbortController();
     open.add(controller);
     const { signal } = controller;
-    request.raw.on('close', () => controller.abort('client closed'));
+    // The response closes when the client goes away (or the stream ends).
+    raw.on('close', () => controller.abort('client closed'));
     let lastId = after;
     const heartbeat = setInterval(() => raw.write(':heartbeat\n\n'), HEARTBEAT_MS);
     try {
