@@ -21,12 +21,11 @@ import {
   parseCronSchedule,
   type StateCounts,
   toIso,
-  toWire,
   workflowToWire,
 } from '@ojs/core';
 import { cronToWire } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
-import { csv, objectBody } from '../wire.ts';
+import { csv } from '../wire.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -214,10 +213,5 @@ export async function dashboardApiRoutes(app: FastifyInstance): Promise<void> {
     };
   });
 
-  app.post<{ Params: { name: string } }>('/ojs/v1/cron/:name/trigger', async (request, reply) => {
-    objectBody(request.body, { allowEmpty: true });
-    const job = await engine.cron.trigger(request.params.name);
-    reply.code(201);
-    return { job: toWire(job) };
-  });
+  // "Run now" is POST /ojs/v1/cron/:name/trigger (routes/cron.ts), shared with `ojs cron trigger`.
 }
