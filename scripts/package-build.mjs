@@ -20,7 +20,8 @@
  * `package.json.orig` that postpack puts back; tests use `stage` instead, so
  * they never change a manifest other tests resolve imports through.
  * The manifest's `ojsPack` says what else to do: `cjs: true` adds the
- * CommonJS build (the SDK), `esmOnly` lists exports left out of it (they
+ * CommonJS build (the SDK), `outDir` names the compiled folder when dist/
+ * holds something else (the dashboard's web assets), `esmOnly` lists exports left out of it (they
  * use import.meta), `copy` lists plain .js files to copy from src/ to
  * dist/, `omit` lists exports not to publish.
  * Plain .mjs, so it runs on any Node the npm lifecycle finds.
@@ -50,8 +51,11 @@ const tsc = join(
 
 const readManifest = () => JSON.parse(readFileSync(manifestPath, 'utf8'));
 
+/** Where the compiled JavaScript goes: dist/, or `ojsPack.outDir` when dist/ holds something else. */
+const outName = (manifest) => manifest.ojsPack?.outDir ?? 'dist';
+
 /** Compiles the package into `outDir` (its dist/ folder): ESM, copied .js, and CommonJS if asked. */
-function build(outDir = join(dir, 'dist')) {
+function build(outDir = join(dir, outName(readManifest()))) {
   const manifest = readManifest();
   rmSync(outDir, { recursive: true, force: true });
   const compileWith = (config, ...args) =>
@@ -111,7 +115,8 @@ function typeRoots() {
 /** The package's tsconfig.build.json (plain JSON: no comments in ours). */
 const readBuildConfig = () => JSON.parse(readFileSync(join(dir, 'tsconfig.build.json'), 'utf8'));
 
-const toDist = (source, ext) => source.replace(/^\.\/src\//, './dist/').replace(/\.ts$/, ext);
+const toOut = (manifest, source, ext) =>
+  source.replace(/^\.\/src\//, `./${outName(manifest)}/`).replace(/\.ts$/, ext);
 
 /** The manifest as published: exports and bin on dist/, no workspace-only fields. */
 export function publishedManifest(manifest) {
@@ -123,7 +128,10 @@ export function publishedManifest(manifest) {
       exports[entry] = source;
       continue;
     }
-    const esm = { types: toDist(source, '.d.ts'), default: toDist(source, '.js') };
+    const esm = {
+      types: toOut(manifest, source, '.d.ts'),
+      default: toOut(manifest, source, '.js'),
+    };
     const esmOnly = (manifest.ojsPack?.esmOnly ?? []).includes(entry);
     exports[entry] =
       manifest.ojsPack?.cjs === true && !esmOnly
@@ -144,12 +152,15 @@ export function publishedManifest(manifest) {
   delete out.scripts;
   if (Object.keys(exports).length === 0) delete out.exports;
   if (exports['.'] !== undefined) {
-    out.main = manifest.ojsPack?.cjs === true ? './dist/cjs/index.js' : './dist/index.js';
-    out.types = './dist/index.d.ts';
+    out.main =
+      manifest.ojsPack?.cjs === true
+        ? './dist/cjs/index.js'
+        : toOut(manifest, './src/index.ts', '.js');
+    out.types = toOut(manifest, './src/index.ts', '.d.ts');
   }
   if (typeof manifest.bin === 'object') {
     out.bin = Object.fromEntries(
-      Object.entries(manifest.bin).map(([name, path]) => [name, toDist(path, '.js')]),
+      Object.entries(manifest.bin).map(([name, path]) => [name, toOut(manifest, path, '.js')]),
     );
   }
   return out;
@@ -160,9 +171,9 @@ function stage(target) {
   const manifest = readManifest();
   rmSync(target, { recursive: true, force: true });
   mkdirSync(target, { recursive: true });
-  build(join(target, 'dist'));
+  build(join(target, outName(manifest)));
   for (const file of manifest.files ?? []) {
-    if (file !== 'dist' && existsSync(join(dir, file))) {
+    if (file !== outName(manifest) && existsSync(join(dir, file))) {
       cpSync(join(dir, file), join(target, file), { recursive: true });
     }
   }
