@@ -20,10 +20,9 @@
  * `package.json.orig` that postpack puts back; tests use `stage` instead, so
  * they never change a manifest other tests resolve imports through.
  * The manifest's `ojsPack` says what else to do: `cjs: true` adds the
- * CommonJS build (the SDK), `outDir` names the compiled folder when dist/
- * holds something else (the dashboard's web assets), `esmOnly` lists exports left out of it (they
- * use import.meta), `copy` lists plain .js files to copy from src/ to
- * dist/, `omit` lists exports not to publish.
+ * CommonJS build (the SDK), `esmOnly` lists exports published without it,
+ * `copy` lists plain .js files to copy from src/ to dist/, `omit` lists
+ * exports not to publish.
  * Plain .mjs, so it runs on any Node the npm lifecycle finds.
  */
 import { execFileSync } from 'node:child_process';
@@ -31,14 +30,12 @@ import {
   cpSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
 const dir = process.cwd();
@@ -51,16 +48,16 @@ const tsc = join(
 
 const readManifest = () => JSON.parse(readFileSync(manifestPath, 'utf8'));
 
-/** Where the compiled JavaScript goes: dist/, or `ojsPack.outDir` when dist/ holds something else. */
-const outName = (manifest) => manifest.ojsPack?.outDir ?? 'dist';
-
 /** Compiles the package into `outDir` (its dist/ folder): ESM, copied .js, and CommonJS if asked. */
-function build(outDir = join(dir, outName(readManifest()))) {
+function build(outDir = join(dir, 'dist')) {
   const manifest = readManifest();
   rmSync(outDir, { recursive: true, force: true });
-  const compileWith = (config, ...args) =>
-    execFileSync(process.execPath, [tsc, '-p', config, ...args], { cwd: dir, stdio: 'inherit' });
-  compileWith('tsconfig.build.json', '--outDir', outDir);
+  const compile = (...args) =>
+    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', ...args], {
+      cwd: dir,
+      stdio: 'inherit',
+    });
+  compile('--outDir', outDir);
   // Plain JavaScript beside the sources (a worker thread's script): copied as is.
   for (const file of manifest.ojsPack?.copy ?? []) {
     cpSync(join(dir, file), join(outDir, file.replace(/^src\//, '')));
@@ -68,59 +65,26 @@ function build(outDir = join(dir, outName(readManifest()))) {
   if (manifest.ojsPack?.cjs !== true) return;
   // The same sources as CommonJS: a second emit into dist/cjs, marked as
   // CommonJS by its own package.json so the .js files load with require().
-  // Entries listed in `ojsPack.esmOnly` (they use import.meta) are left out
-  // of it, through a throwaway config beside nothing in the package.
-  const esmOnly = (manifest.ojsPack?.esmOnly ?? []).map((entry) =>
-    resolve(dir, manifest.exports[entry]),
+  compile(
+    '--outDir',
+    join(outDir, 'cjs'),
+    '--module',
+    'commonjs',
+    '--moduleResolution',
+    'bundler',
+    '--verbatimModuleSyntax',
+    'false',
   );
-  const configDir = mkdtempSync(join(tmpdir(), 'ojs-cjs-config-'));
-  const config = join(configDir, 'tsconfig.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      extends: join(dir, 'tsconfig.build.json'),
-      // Resolved from the package, as if the config were there.
-      compilerOptions: { rootDir: join(dir, 'src'), typeRoots: typeRoots() },
-      include: [join(dir, 'src')],
-      exclude: [...esmOnly, ...(readBuildConfig().exclude ?? []).map((f) => join(dir, f))],
-    }),
-  );
-  try {
-    compileWith(
-      config,
-      '--outDir',
-      join(outDir, 'cjs'),
-      '--module',
-      'commonjs',
-      '--moduleResolution',
-      'bundler',
-      '--verbatimModuleSyntax',
-      'false',
-    );
-  } finally {
-    rmSync(configDir, { recursive: true, force: true });
-  }
   writeFileSync(join(outDir, 'cjs/package.json'), '{ "type": "commonjs" }\n');
 }
 
-/** node_modules/@types folders from the package up to the filesystem root. */
-function typeRoots() {
-  const roots = [];
-  for (let at = dir; ; at = dirname(at)) {
-    if (existsSync(join(at, 'node_modules/@types'))) roots.push(join(at, 'node_modules/@types'));
-    if (dirname(at) === at) return roots;
-  }
-}
-
-/** The package's tsconfig.build.json (plain JSON: no comments in ours). */
-const readBuildConfig = () => JSON.parse(readFileSync(join(dir, 'tsconfig.build.json'), 'utf8'));
-
-const toOut = (manifest, source, ext) =>
-  source.replace(/^\.\/src\//, `./${outName(manifest)}/`).replace(/\.ts$/, ext);
+const toDist = (source, ext) => source.replace(/^\.\/src\//, './dist/').replace(/\.ts$/, ext);
 
 /** The manifest as published: exports and bin on dist/, no workspace-only fields. */
 export function publishedManifest(manifest) {
   const omit = new Set(manifest.ojsPack?.omit ?? []);
+  // Entries whose CommonJS emit cannot load (import.meta): offered to `import` only.
+  const esmOnly = new Set(manifest.ojsPack?.esmOnly ?? []);
   const exports = {};
   for (const [entry, source] of Object.entries(manifest.exports ?? {})) {
     if (omit.has(entry)) continue;
@@ -128,13 +92,9 @@ export function publishedManifest(manifest) {
       exports[entry] = source;
       continue;
     }
-    const esm = {
-      types: toOut(manifest, source, '.d.ts'),
-      default: toOut(manifest, source, '.js'),
-    };
-    const esmOnly = (manifest.ojsPack?.esmOnly ?? []).includes(entry);
+    const esm = { types: toDist(source, '.d.ts'), default: toDist(source, '.js') };
     exports[entry] =
-      manifest.ojsPack?.cjs === true && !esmOnly
+      manifest.ojsPack?.cjs === true && !esmOnly.has(entry)
         ? {
             import: esm,
             require: {
@@ -142,7 +102,9 @@ export function publishedManifest(manifest) {
               default: esm.default.replace('./dist/', './dist/cjs/'),
             },
           }
-        : esm;
+        : manifest.ojsPack?.cjs === true
+          ? { import: esm }
+          : esm;
   }
   const out = { ...manifest, exports };
   delete out.ojsPack;
@@ -152,15 +114,12 @@ export function publishedManifest(manifest) {
   delete out.scripts;
   if (Object.keys(exports).length === 0) delete out.exports;
   if (exports['.'] !== undefined) {
-    out.main =
-      manifest.ojsPack?.cjs === true
-        ? './dist/cjs/index.js'
-        : toOut(manifest, './src/index.ts', '.js');
-    out.types = toOut(manifest, './src/index.ts', '.d.ts');
+    out.main = manifest.ojsPack?.cjs === true ? './dist/cjs/index.js' : './dist/index.js';
+    out.types = './dist/index.d.ts';
   }
   if (typeof manifest.bin === 'object') {
     out.bin = Object.fromEntries(
-      Object.entries(manifest.bin).map(([name, path]) => [name, toOut(manifest, path, '.js')]),
+      Object.entries(manifest.bin).map(([name, path]) => [name, toDist(path, '.js')]),
     );
   }
   return out;
@@ -171,9 +130,9 @@ function stage(target) {
   const manifest = readManifest();
   rmSync(target, { recursive: true, force: true });
   mkdirSync(target, { recursive: true });
-  build(join(target, outName(manifest)));
+  build(join(target, 'dist'));
   for (const file of manifest.files ?? []) {
-    if (file !== outName(manifest) && existsSync(join(dir, file))) {
+    if (file !== 'dist' && existsSync(join(dir, file))) {
       cpSync(join(dir, file), join(target, file), { recursive: true });
     }
   }
