@@ -22,12 +22,11 @@ import {
   parseCronSchedule,
   type StateCounts,
   toIso,
-  toWire,
   workflowToWire,
 } from '@ojs/core';
 import { cronToWire } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
-import { csv, objectBody } from '../wire.ts';
+import { csv } from '../wire.ts';
 
 type Obj = Record<string, unknown>;
 
