@@ -70,7 +70,12 @@ export async function nodeBinary(major: number): Promise<string> {
       timeout: 300_000,
       maxBuffer: 16 * 1024 * 1024,
     });
-    if (!existsSync(binary)) renameSync(staging, dir);
+    try {
+      renameSync(staging, dir);
+    } catch (error) {
+      // Another test file installed the same major meanwhile: use theirs.
+      if (!existsSync(binary)) throw error;
+    }
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }

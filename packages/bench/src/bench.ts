@@ -104,6 +104,9 @@ async function postgresProblem(): Promise<string | undefined> {
   }
 }
 
+/** The server's logging and metrics switched off (`--observability off`). */
+let observabilityEnv: Record<string, string> = {};
+
 /** A fresh store for one run: its server spec, the adapter's spec, and its removal. */
 function freshStore(store: StoreName, tmp: string, tag: string) {
   if (store === 'postgres') {
@@ -135,7 +138,7 @@ async function withServer<T>(
   fn: (server: { url: string; pid: number; grpcAddress?: string }) => Promise<T>,
   options: { grpc?: boolean } = {},
 ): Promise<T> {
-  const server = await startServerProcess(spec, env, options);
+  const server = await startServerProcess(spec, { ...env, ...observabilityEnv }, options);
   track(server.child.pid);
   try {
     return await fn({ url: server.url, pid: server.child.pid!, grpcAddress: server.grpcAddress });
@@ -299,6 +302,7 @@ async function main(argv: string[]): Promise<number> {
   let opts: BenchOptions;
   try {
     opts = parseOptions(argv);
+    if (!opts.observability) observabilityEnv = { OJS_LOG_LEVEL: 'silent', OJS_METRICS: 'off' };
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     process.stderr.write(`bench: ${error.message}\n\n${USAGE}`);

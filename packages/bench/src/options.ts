@@ -44,7 +44,15 @@ export interface BenchOptions {
   anchors: Anchor[];
   phaseTimeoutS: number;
   out: string | undefined;
+  /** false: the server runs with logging and metrics off (their cost, issue 16). */
+  observability: boolean;
   help: boolean;
+}
+
+function onOff(flag: string, value: string): boolean {
+  if (value !== 'on' && value !== 'off')
+    throw new UsageError(`--${flag}: '${value}' is not on or off`);
+  return value === 'on';
 }
 
 export const USAGE = `Usage: npm run bench -- [flags]
@@ -60,6 +68,8 @@ export const USAGE = `Usage: npm run bench -- [flags]
   --anchors X       on, off, or a list of bullmq, graphile (default on)
   --phase-timeout S time limit of each phase in seconds (default 180)
   --out FILE        JSON file of all raw figures (default packages/bench/results/bench-<time>.json)
+  --observability X on (the server's defaults: logs at info, metrics) or off (OJS_LOG_LEVEL=silent,
+                    OJS_METRICS=off): run twice to see what logging + metrics cost
   -h, --help        this text
 `;
 
@@ -109,6 +119,7 @@ export function parseOptions(argv: string[]): BenchOptions {
         anchors: { type: 'string', default: 'on' },
         'phase-timeout': { type: 'string', default: '180' },
         out: { type: 'string' },
+        observability: { type: 'string', default: 'on' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }));
@@ -145,6 +156,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     anchors,
     phaseTimeoutS: integer('phase-timeout', values['phase-timeout'] as string, 5, 3600),
     out: values.out as string | undefined,
+    observability: onOff('observability', values.observability as string),
     help: values.help === true,
   };
 }

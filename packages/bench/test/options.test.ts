@@ -34,6 +34,9 @@ describe('bench flags', () => {
     assert.deepEqual(o.phases, ['enqueue_bulk', 'drain_bulk', 'backlog']);
     assert.deepEqual(o.anchors, ['graphile']);
     assert.deepEqual(parseOptions(['--anchors', 'off']).anchors, []);
+    assert.equal(parseOptions([]).observability, true);
+    assert.equal(parseOptions(['--observability', 'off']).observability, false);
+    assert.throws(() => parseOptions(['--observability', 'no']), UsageError);
     assert.deepEqual(skipList(o.phases), [
       'enqueue_seq',
       'enqueue_single',

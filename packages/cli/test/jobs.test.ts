@@ -133,6 +133,7 @@ describe('ojs enqueue and ojs jobs', () => {
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, new RegExp(`^id: +${id}$`, 'm'));
     assert.match(result.stdout, /^state: +discarded$/m);
+    assert.match(result.stdout, /^error: +SmtpTimeout: smtp timed out$/m);
     assert.match(result.stdout, /attempts:\nATTEMPT +OUTCOME +ERROR\n1 +\S+ +smtp timed out/);
     const missing = await cli.ojs(['jobs', 'get', '019a0000-0000-7000-8000-000000000000']);
     assert.equal(missing.code, 1);

@@ -78,6 +78,37 @@ export function optionWarnings(body: unknown): string[] {
   return warnings;
 }
 
+/**
+ * The option warnings of every job a workflow request describes: its
+ * steps and jobs (nested workflows included) and its callbacks, each named
+ * by its path (`steps[1].options.queu ...`). Graph steps' own `options`
+ * (the step's job options) are checked the same way.
+ */
+export function workflowOptionWarnings(body: unknown, path = ''): string[] {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return [];
+  const spec = body as Record<string, unknown>;
+  const warnings: string[] = [];
+  const at = (part: string) => (path === '' ? part : `${path}.${part}`);
+  for (const key of ['steps', 'jobs'] as const) {
+    const list = spec[key];
+    if (!Array.isArray(list)) continue;
+    list.forEach((item, index) => {
+      const itemPath = at(`${key}[${index}]`);
+      for (const warning of optionWarnings(item)) warnings.push(`${itemPath}.${warning}`);
+      warnings.push(...workflowOptionWarnings(item, itemPath));
+    });
+  }
+  const callbacks = spec.callbacks;
+  if (typeof callbacks === 'object' && callbacks !== null) {
+    for (const [name, callback] of Object.entries(callbacks)) {
+      for (const warning of optionWarnings(callback)) {
+        warnings.push(`${at(`callbacks.${name}`)}.${warning}`);
+      }
+    }
+  }
+  return warnings;
+}
+
 /** The hint for `args` sent as an object (the BullMQ `data` habit). */
 export const OBJECT_ARGS_HINT =
   'args is a JSON array of positional arguments: wrap an object in [ ], e.g. "args": [{"to": "ada@example.com"}]; the handler reads it as args[0].';

@@ -35,6 +35,7 @@ export class EventTail {
   readonly #engine: Engine;
   readonly #waiters = new Set<() => void>();
   readonly #pollMs: number;
+  #following = 0;
 
   constructor(engine: Engine, pollMs = POLL_MS) {
     this.#engine = engine;
@@ -47,7 +48,7 @@ export class EventTail {
 
   /** How many streams follow the log now. */
   get following(): number {
-    return this.#waiters.size;
+    return this.#following;
   }
 
   #wakeAll(): void {
@@ -72,11 +73,46 @@ export class EventTail {
   }
 
   /**
+   * Where a stream resuming after `lastId` starts. When that event is no
+   * longer in the log (pruned, or never was), replaying "after" it would
+   * replay the whole retained log: that is a gap, and the stream resumes
+   * from now (RT §2). Detected with two reads by seq: the event after
+   * `lastId` is the oldest retained one exactly when `lastId` is not there.
+   */
+  async resumePoint(
+    filter: TailFilter,
+    lastId: string,
+  ): Promise<{ after: string | undefined; gap: boolean; oldest?: string }> {
+    const store = this.#engine.store;
+    const [[next], [oldest]] = await Promise.all([
+      store.listEvents({ after: lastId, limit: 1 }),
+      store.listEvents({ limit: 1 }),
+    ]);
+    if (next === undefined || oldest === undefined || next.id !== oldest.id) {
+      return { after: lastId, gap: false };
+    }
+    return { after: await this.latestId(filter), gap: true, oldest: oldest.id };
+  }
+
+  /**
    * Yields the events after `after` (all retained events when undefined),
    * in log order, in batches, until `signal` aborts. The consumer's pace
    * is the stream's pace: nothing is read ahead of it.
    */
   async *follow(
+    filter: TailFilter,
+    after: string | undefined,
+    signal: AbortSignal,
+  ): AsyncGenerator<OjsEvent[]> {
+    this.#following++;
+    try {
+      yield* this.#pages(filter, after, signal);
+    } finally {
+      this.#following--;
+    }
+  }
+
+  async *#pages(
     filter: TailFilter,
     after: string | undefined,
     signal: AbortSignal,

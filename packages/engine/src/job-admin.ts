@@ -114,6 +114,7 @@ export class JobAdmin {
         return decision;
       });
       if (after.state === 'available') engine.notifier.notify();
+      if (after.state === 'cancelled') engine.observers.settled(after);
       return after;
     }
     for (let tries = 0; tries < 20; tries++) {
@@ -190,8 +191,11 @@ export class JobAdmin {
     }
     const batch = updates.length + deletes.length;
     if (batch > 0) {
-      if (await engine.store.commit({ now, updates, deletes, events })) result.succeeded += batch;
-      else {
+      if (await engine.store.commit({ now, updates, deletes, events })) {
+        result.succeeded += batch;
+        // Cancels are job outcomes for logs and metrics (a retry re-enqueues, a delete removes).
+        for (const { job } of updates) if (job.state === 'cancelled') engine.observers.settled(job);
+      } else {
         // A job changed since it was read: redo this page's jobs one at a time.
         const ids = new Set([...updates.map((u) => u.job.id), ...deletes.map((d) => d.id)]);
         oneByOne.push(...jobs.filter((job) => ids.has(job.id)));

@@ -141,8 +141,13 @@ export async function* streamEventsOverHttp(
               const data = JSON.parse(frame.data.join('\n')) as Record<string, unknown>;
               if (frame.id !== undefined) lastId = frame.id;
               delay = first;
-              // The job stream's snapshot (RT payload) is given the envelope's shape.
+              // The job stream's snapshot and system notices (RT payloads, e.g.
+              // system.gap: events lost to pruning) are given the envelope's shape.
               const snapshot = frame.event === 'job.state_changed';
+              if (frame.event.startsWith('system.')) {
+                yield { type: frame.event, time: String(data.timestamp), data };
+                continue;
+              }
               yield snapshot
                 ? {
                     type: 'job.state_changed',

@@ -80,6 +80,24 @@ for (const kind of await storeKinds()) {
       }
     });
 
+    it('a Last-Event-ID no longer in the log: system.gap, then from now (no replay)', async () => {
+      await runOneJob(server.url, 'sse-gap'); // events exist
+      const stream = await SseReader.open(`${server.url}/ojs/v1/events?queues=sse-gap`, {
+        'last-event-id': 'evt_01890000-0000-7000-8000-000000000000',
+      });
+      try {
+        await stream.next(); // retry:
+        const gap = await stream.nextEvent();
+        assert.equal(gap?.event, 'system.gap');
+        assert.equal(gap?.json.gap_start, 'evt_01890000-0000-7000-8000-000000000000');
+        const id = await runOneJob(server.url, 'sse-gap');
+        const next = await stream.nextEvent();
+        assert.deepEqual([next?.event, next?.json.subject], ['job.enqueued', id]);
+      } finally {
+        stream.close();
+      }
+    });
+
     it('applies the list filters: types', async () => {
       const stream = await SseReader.open(
         `${server.url}/ojs/v1/events?types=job.completed&queues=sse-filter`,
@@ -156,6 +174,21 @@ for (const kind of await storeKinds()) {
       } finally {
         stream.close();
       }
+    });
+
+    it('a client that goes away stops its follower', async () => {
+      const stream = await SseReader.open(`${server.url}/ojs/v1/events?queues=sse-leave`);
+      await stream.next(); // retry:
+      // The follower starts right after the headers; wait for it (bounded).
+      for (let i = 0; i < 200 && server.engine.events.following === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.equal(server.engine.events.following, 1);
+      stream.close();
+      for (let i = 0; i < 200 && server.engine.events.following > 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.equal(server.engine.events.following, 0);
     });
 
     it('unknown job or queue: 404 with the OJS error body, not a stream', async () => {

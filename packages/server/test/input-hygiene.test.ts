@@ -77,6 +77,34 @@ describe('unknown options keys', () => {
     assert.equal(flat.json().warnings, undefined);
   });
 
+  it('workflows report typos in their jobs and callbacks, by path', async () => {
+    const chain = await ctx.req('POST', '/ojs/v1/workflows', {
+      type: 'chain',
+      steps: [
+        { type: 'a.b', args: [] },
+        { type: 'a.c', args: [], options: { prority: 1 } },
+      ],
+    });
+    assert.equal(chain.statusCode, 201, chain.body);
+    assert.deepEqual(chain.json().warnings, [
+      'steps[1].options.prority is not an enqueue option and was ignored; did you mean options.priority?',
+    ]);
+    const batch = await ctx.req('POST', '/ojs/v1/workflows', {
+      type: 'batch',
+      jobs: [{ type: 'a.b', args: [], options: { queue: 'ok' } }],
+      callbacks: { on_complete: { type: 'a.done', args: [], options: { queu: 'x' } } },
+    });
+    assert.deepEqual(batch.json().warnings, [
+      'callbacks.on_complete.options.queu is not an enqueue option and was ignored; did you mean options.queue?',
+    ]);
+    const graph = await ctx.req('POST', '/ojs/v1/workflows', {
+      name: 'g',
+      steps: [{ id: 's1', type: 'a.b', args: [], depends_on: [] }],
+    });
+    assert.equal(graph.statusCode, 201, graph.body);
+    assert.equal(graph.json().warnings, undefined);
+  });
+
   it('known options and unknown top-level fields give no warning; the field is preserved', async () => {
     const res = await ctx.req('POST', '/ojs/v1/jobs', {
       type: 'a.b',

@@ -180,6 +180,29 @@ for (const kind of await storeKinds()) {
         (sample(text, 'ojs_store_operation_duration_seconds_count', { operation: 'claimJobs' }) ??
           0) >= 1,
       );
+      // Cancels count, whichever way they come: five in bulk, one alone.
+      const cancel = Array.from({ length: 6 }, () => ({
+        type: 'obs.cancel',
+        args: [],
+        options: { queue: 'obs-cancel' },
+      }));
+      const { jobs: toCancel } = (await post('/ojs/v1/jobs/batch', { jobs: cancel })) as {
+        jobs: { id: string }[];
+      };
+      const single = await fetch(`${server.url}/ojs/v1/jobs/${toCancel[5]!.id}`, {
+        method: 'DELETE',
+      });
+      assert.equal(single.status, 200);
+      const bulk = (await post('/ojs/v1/admin/jobs/bulk/cancel', {
+        filter: { queue: 'obs-cancel', state: 'available' },
+        confirm: true,
+      })) as { succeeded: number };
+      assert.equal(bulk.succeeded, 5);
+      const after = await (await fetch(`${server.url}/metrics`)).text();
+      assert.equal(
+        sample(after, 'ojs_job_cancelled_total', { queue: 'obs-cancel', type: 'obs.cancel' }),
+        6,
+      );
       // Labels stay low-cardinality: no job id, no error message.
       assert.doesNotMatch(text, /secret args/);
       assert.doesNotMatch(text, new RegExp(fetched.jobs[0]!.id));

@@ -168,6 +168,11 @@ for (const kind of await storeKinds()) {
           replayed.map((m) => m.id),
           [first[1]!.id, first[2]!.id],
         );
+        client.send({
+          action: 'resume',
+          last_event_id: 'evt_01890000-0000-7000-8000-000000000000',
+        });
+        assert.equal((await client.next()).code, 'unknown_event_id');
       } finally {
         client.close();
       }

@@ -73,7 +73,10 @@ async function list(cli: Cli, options: Record<string, unknown>): Promise<void> {
 async function get(cli: Cli, id: string): Promise<void> {
   const job = await cli.client.admin.job(id);
   cli.print(job, () => {
-    const { attempts, ...rest } = job as { attempts?: Record<string, unknown>[] };
+    const { attempts, ...rest } = job as {
+      attempts?: Record<string, unknown>[];
+      [key: string]: unknown;
+    };
     const keys = [
       'id',
       'type',
@@ -96,7 +99,12 @@ async function get(cli: Cli, id: string): Promise<void> {
       'result',
       'error',
     ];
-    let text = details(rest, keys);
+    const error = rest.error as { type?: string; code?: string; message?: string } | undefined;
+    const shown = {
+      ...rest,
+      error: error ? `${error.type ?? error.code ?? 'error'}: ${error.message ?? ''}` : undefined,
+    };
+    let text = details(shown, keys);
     if (attempts && attempts.length > 0) {
       const rows = attempts.map((a) => ({
         ...a,

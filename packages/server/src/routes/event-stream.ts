@@ -96,7 +96,9 @@ export function eventStreams(app: FastifyInstance) {
         : typeof query.after === 'string' && query.after !== ''
           ? query.after
           : undefined;
-    const after = resumeFrom ?? (await engine.events.latestId(filter));
+    const resumed =
+      resumeFrom === undefined ? undefined : await engine.events.resumePoint(filter, resumeFrom);
+    const after = resumed === undefined ? await engine.events.latestId(filter) : resumed.after;
     const raw = reply.raw;
     reply.hijack();
     raw.writeHead(200, {
@@ -108,6 +110,17 @@ export function eventStreams(app: FastifyInstance) {
       'X-Request-Id': request.id,
     });
     raw.write(`retry: ${RETRY_MS}\n\n`);
+    if (resumed?.gap) {
+      // The events after Last-Event-ID are gone: say so, then go on from now (RT §2).
+      raw.write(
+        frame(after, 'system.gap', {
+          channel: request.url.split('?')[0],
+          gap_start: resumeFrom,
+          gap_end: resumed.oldest,
+          timestamp: new Date(engine.now()).toISOString(),
+        }),
+      );
+    }
     if (options.first !== undefined && resumeFrom === undefined) raw.write(options.first(after));
     if (options.closeAfterFirst && resumeFrom === undefined) {
       raw.end();
@@ -116,7 +129,8 @@ export function eventStreams(app: FastifyInstance) {
     const controller = new AbortController();
     open.add(controller);
     const { signal } = controller;
-    request.raw.on('close', () => controller.abort('client closed'));
+    // The response closes when the client goes away (or the stream ends).
+    raw.on('close', () => controller.abort('client closed'));
     let lastId = after;
     const heartbeat = setInterval(() => raw.write(':heartbeat\n\n'), HEARTBEAT_MS);
     try {

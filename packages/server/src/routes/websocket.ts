@@ -174,12 +174,21 @@ export async function websocketRoutes(app: FastifyInstance): Promise<void> {
             void error('invalid_request', 'last_event_id is required.');
             return;
           }
-          for (const [channel, old] of subscriptions) {
-            old.controller.abort();
-            const renewed = { ...old, controller: new AbortController() };
-            subscriptions.set(channel, renewed);
-            void follow(channel, renewed, message.last_event_id);
-          }
+          void (async () => {
+            const lastId = message.last_event_id as string;
+            const point = await engine.events.resumePoint({}, lastId);
+            if (point.gap) {
+              // RT §3: the subscriptions go on from where they are.
+              await error('unknown_event_id', `Event '${lastId}' is not in the log (pruned?).`);
+              return;
+            }
+            for (const [channel, old] of subscriptions) {
+              old.controller.abort();
+              const renewed = { ...old, controller: new AbortController() };
+              subscriptions.set(channel, renewed);
+              void follow(channel, renewed, lastId);
+            }
+          })();
           return;
         }
         default:
