@@ -20,6 +20,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import websocket from '@fastify/websocket';
+import { OjsError } from '@ojs/core';
 import type { TailFilter } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
@@ -48,7 +49,7 @@ export async function websocketRoutes(app: FastifyInstance): Promise<void> {
     },
   });
 
-  app.get('/ojs/v1/ws', { websocket: true }, (socket: WebSocket) => {
+  const onSocket = (socket: WebSocket) => {
     const subscriptions = new Map<string, Subscription>();
     const send = (message: unknown) =>
       new Promise<void>((resolve) => {
@@ -200,5 +201,17 @@ export async function websocketRoutes(app: FastifyInstance): Promise<void> {
       for (const subscription of subscriptions.values()) subscription.controller.abort();
       subscriptions.clear();
     });
+  };
+  // A plain GET (no Upgrade) gets an OJS error, not the plugin's bare 404.
+  app.route({
+    method: 'GET',
+    url: '/ojs/v1/ws',
+    wsHandler: onSocket,
+    handler: async () => {
+      throw new OjsError(
+        'invalid_request',
+        'GET /ojs/v1/ws takes a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket).',
+      );
+    },
   });
 }
