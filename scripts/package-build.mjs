@@ -20,8 +20,9 @@
  * `package.json.orig` that postpack puts back; tests use `stage` instead, so
  * they never change a manifest other tests resolve imports through.
  * The manifest's `ojsPack` says what else to do: `cjs: true` adds the
- * CommonJS build (the SDK), `copy` lists plain .js files to copy from src/
- * to dist/, `omit` lists exports not to publish.
+ * CommonJS build (the SDK), `esmOnly` lists exports published without it,
+ * `copy` lists plain .js files to copy from src/ to dist/, `omit` lists
+ * exports not to publish.
  * Plain .mjs, so it runs on any Node the npm lifecycle finds.
  */
 import { execFileSync } from 'node:child_process';
@@ -82,6 +83,8 @@ const toDist = (source, ext) => source.replace(/^\.\/src\//, './dist/').replace(
 /** The manifest as published: exports and bin on dist/, no workspace-only fields. */
 export function publishedManifest(manifest) {
   const omit = new Set(manifest.ojsPack?.omit ?? []);
+  // Entries whose CommonJS emit cannot load (import.meta): offered to `import` only.
+  const esmOnly = new Set(manifest.ojsPack?.esmOnly ?? []);
   const exports = {};
   for (const [entry, source] of Object.entries(manifest.exports ?? {})) {
     if (omit.has(entry)) continue;
@@ -91,7 +94,7 @@ export function publishedManifest(manifest) {
     }
     const esm = { types: toDist(source, '.d.ts'), default: toDist(source, '.js') };
     exports[entry] =
-      manifest.ojsPack?.cjs === true
+      manifest.ojsPack?.cjs === true && !esmOnly.has(entry)
         ? {
             import: esm,
             require: {
@@ -99,7 +102,9 @@ export function publishedManifest(manifest) {
               default: esm.default.replace('./dist/', './dist/cjs/'),
             },
           }
-        : esm;
+        : manifest.ojsPack?.cjs === true
+          ? { import: esm }
+          : esm;
   }
   const out = { ...manifest, exports };
   delete out.ojsPack;

@@ -19,6 +19,7 @@ const PACKAGES = [
   '@ojs/core',
   '@ojs/engine',
   '@ojs/server',
+  '@ojs/dashboard',
   '@ojs/grpc',
   '@ojs/store-sqlite',
   '@ojs/store-postgres',

@@ -1,5 +1,5 @@
 /**
- * Builds the dashboard into dist/: one minified ES module and one CSS file,
+ * Builds the dashboard into public/: one minified ES module and one CSS file,
  * both named by content hash (cached for good by the server), and an
  * index.html that loads them. Run by `npm ci` (this package's `prepare`)
  * and by `npm run build -w @ojs/dashboard`.
@@ -11,7 +11,8 @@ import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const dist = join(root, 'dist');
+// public/, not dist/: dist/ is the compiled src/index.ts of the published package.
+const dist = join(root, 'public');
 
 rmSync(dist, { recursive: true, force: true });
 mkdirSync(dist, { recursive: true });

@@ -5,7 +5,8 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-export const DASHBOARD_DIST = fileURLToPath(new URL('../dist/', import.meta.url));
+// public/ at the package root: beside src/ here, beside dist/ (compiled) when installed.
+export const DASHBOARD_DIST = fileURLToPath(new URL('../public/', import.meta.url));
 
 /** True once `npm run build -w @ojs/dashboard` (or `npm ci`) has produced the assets. */
 export function dashboardBuilt(): boolean {

@@ -132,6 +132,14 @@ const STATUS_HTTP: Record<number, number> = {
   16: 401, // UNAUTHENTICATED
 };
 
+/**
+ * proto/ at the package root: beside src/ in this repository, beside dist/
+ * when installed. The gRPC transport is ESM only (`import('@ojs/sdk/grpc')`
+ * from CommonJS): this line is the reason, and the CommonJS build of the
+ * SDK leaves this entry out of its exports.
+ */
+// biome-ignore lint/suspicious/noTsIgnore: TS1343 is an error of the CommonJS emit only, which @ts-expect-error would turn into one of the ESM emit.
+// @ts-ignore TS1343: the CommonJS emit of the SDK compiles this file too; its export is ESM only.
 const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
 
 export class GrpcTransport implements Transport {

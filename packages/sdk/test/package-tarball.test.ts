@@ -116,7 +116,16 @@ describe('@ojs/sdk packed, installed outside the repository', () => {
     ) as { exports: Record<string, unknown>; private?: boolean; scripts?: unknown };
     assert.equal(manifest.private, undefined);
     assert.equal(manifest.scripts, undefined);
-    assert.deepEqual(Object.keys(manifest.exports), ['.', './testing']);
+    assert.deepEqual(Object.keys(manifest.exports), [
+      '.',
+      './testing',
+      './grpc',
+      './proto-wire',
+      './proto/*',
+      './package.json',
+    ]);
+    // The gRPC transport is ESM only (it finds proto/ through import.meta).
+    assert.deepEqual(Object.keys(manifest.exports['./grpc'] as object), ['import']);
     assert.deepEqual(await typeScriptSources(join(app, 'node_modules/@ojs/sdk')), []);
   });
 });
