@@ -376,6 +376,29 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     t.diagnostic(`live update shown ${(await shownAt) - started} ms after the ACK`);
     await page.close();
   });
+
+  it('live: without an event stream it polls the event log, and still updates', async () => {
+    const page = await openPage(fixture.browser, errors);
+    // As behind a proxy that refuses streams: the stream request fails, the rest passes.
+    await page.route('**/ojs/v1/events', (route) =>
+      route.request().headers().accept?.includes('text/event-stream')
+        ? route.fulfill({ status: 404, body: 'no streams here' })
+        : route.continue(),
+    );
+    await signIn(page, fixture.ctx.url, ADMIN_KEY);
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/jobs?queue=live-poll`);
+    await page.getByText('No jobs match.').waitFor();
+    const polled = page.waitForRequest((r) => r.url().includes('/ojs/v1/events?limit='));
+    await polled;
+    const result = await fixture.ctx.engine.enqueue({
+      type: 'live.poll',
+      args: [],
+      options: { queue: 'live-poll' },
+    });
+    if (!('job' in result)) throw new Error('not enqueued');
+    await page.locator(`tr[data-job="${result.job.id}"]`).waitFor();
+    await page.close();
+  });
 });
 
 describe('dashboard switched off', { timeout: 30_000 }, () => {

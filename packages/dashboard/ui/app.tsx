@@ -68,7 +68,7 @@ export function App() {
   }, []);
   useEffect(() => {
     if (gate.kind !== 'in') return;
-    void tail.start();
+    tail.start();
     const off = tail.onStatus(setLiveOk);
     return () => {
       off();

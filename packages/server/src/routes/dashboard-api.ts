@@ -1,6 +1,6 @@
 /**
- * The few reads and one action the web dashboard needs beyond the admin
- * API (everything else it calls is /ojs/v1/admin/*, /ojs/v1/cron, ...):
+ * The few reads the web dashboard needs beyond the admin API (everything
+ * else it calls is /ojs/v1/admin/*, /ojs/v1/cron, ...):
  *
  * - GET  /ojs/v1/admin/dashboard/session     the key's role (viewer or admin)
  * - GET  /ojs/v1/admin/dashboard/throughput  completed / failed per bucket over a window
@@ -8,7 +8,8 @@
  * - GET  /ojs/v1/admin/dashboard/queues      every queue: counts, limits and their use
  * - GET  /ojs/v1/admin/dashboard/workflows   recent workflows, newest first
  * - GET  /ojs/v1/admin/dashboard/cron        crons with their next fire times
- * - POST /ojs/v1/cron/:name/trigger          enqueue a cron's job now
+ *
+ * "Run now" on a cron is POST /ojs/v1/cron/:name/trigger (routes/cron.ts).
  *
  * Throughput is counted from the jobs' finished_at (an index range per
  * bucket boundary, decision 0071), not from /metrics: the figures are the
@@ -212,6 +213,4 @@ export async function dashboardApiRoutes(app: FastifyInstance): Promise<void> {
       }),
     };
   });
-
-  // "Run now" is POST /ojs/v1/cron/:name/trigger (routes/cron.ts), shared with `ojs cron trigger`.
 }

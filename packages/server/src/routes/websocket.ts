@@ -20,7 +20,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import websocket from '@fastify/websocket';
-import { invalidRequest } from '@ojs/core';
+import { OjsError } from '@ojs/core';
 import type { TailFilter } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
@@ -202,15 +202,16 @@ export async function websocketRoutes(app: FastifyInstance): Promise<void> {
       subscriptions.clear();
     });
   };
+  // A plain GET (no Upgrade) gets an OJS error, not the plugin's bare 404.
   app.route({
     method: 'GET',
     url: '/ojs/v1/ws',
-    // A plain GET (no Upgrade header) gets the OJS error envelope, not the plugin's bare 404.
+    wsHandler: onSocket,
     handler: async () => {
-      throw invalidRequest(
-        '/ojs/v1/ws is a WebSocket endpoint: connect with Upgrade: websocket (subprotocol ojs.v1).',
+      throw new OjsError(
+        'invalid_request',
+        'GET /ojs/v1/ws takes a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket).',
       );
     },
-    wsHandler: onSocket,
   });
 }
