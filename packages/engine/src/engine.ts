@@ -75,6 +75,11 @@ export interface EngineOptions {
   visibilityTimeoutMs?: number;
   /** Upper bound of a fetch's long-poll wait. */
   maxFetchWaitMs?: number;
+  /**
+   * How often a waiting fetch looks at the store without being notified
+   * (jobs that become available by time, not by a write). Default 250 ms.
+   */
+  fetchRecheckMs?: number;
   /** Largest `count` a single fetch may claim. */
   maxFetchCount?: number;
   /** Largest number of jobs in one batch enqueue. */
@@ -195,6 +200,7 @@ export class Engine {
   readonly testMode: boolean;
   readonly visibilityTimeoutMs: number;
   readonly maxFetchWaitMs: number;
+  readonly fetchRecheckMs: number;
   readonly maxFetchCount: number;
   readonly maxBatchSize: number;
   readonly requireFencing: boolean;
@@ -250,6 +256,7 @@ export class Engine {
     this.testMode = options.testMode ?? false;
     this.visibilityTimeoutMs = options.visibilityTimeoutMs ?? 300_000;
     this.maxFetchWaitMs = options.maxFetchWaitMs ?? 30_000;
+    this.fetchRecheckMs = options.fetchRecheckMs ?? 250;
     this.maxFetchCount = options.maxFetchCount ?? 1000;
     this.maxBatchSize = options.maxBatchSize ?? 10_000;
     this.requireFencing = options.requireFencing ?? false;
@@ -893,7 +900,7 @@ export class Engine {
         return jobs;
       }
       // Bounded slices: a job promoted by time (not by a notify) is still picked up.
-      await this.notifier.wait(Math.min(remaining, 250), signal, seen);
+      await this.notifier.wait(Math.min(remaining, this.fetchRecheckMs), signal, seen);
     }
   }
 

@@ -32,6 +32,8 @@ export interface ServeOptions {
   /** Required to bind a non-loopback address without API keys. */
   allowInsecure?: boolean;
   visibilityTimeoutMs?: number;
+  /** How often a waiting fetch re-checks the store without a notify (default 250 ms). */
+  fetchRecheckMs?: number;
   sqliteSynchronous?: 'FULL' | 'NORMAL';
   /** Run SQLite on its own thread (default true): fsyncs and statements off the event loop. */
   sqliteThread?: boolean;
@@ -148,6 +150,15 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   if (env.OJS_API_KEYS) options.apiKeys = env.OJS_API_KEYS;
   if (env.OJS_VISIBILITY_TIMEOUT_MS)
     options.visibilityTimeoutMs = Number(env.OJS_VISIBILITY_TIMEOUT_MS);
+  if (env.OJS_FETCH_RECHECK_MS) {
+    const ms = Number(env.OJS_FETCH_RECHECK_MS);
+    if (!Number.isInteger(ms) || ms < 1 || ms > 3_600_000) {
+      throw new Error(
+        `OJS_FETCH_RECHECK_MS must be an integer from 1 to 3600000 (got '${env.OJS_FETCH_RECHECK_MS}').`,
+      );
+    }
+    options.fetchRecheckMs = ms;
+  }
   if (env.OJS_SCHEMA_VALIDATION)
     options.schemaValidation = parseValidationMode(env.OJS_SCHEMA_VALIDATION);
   if (env.OJS_REQUIRE_FENCING !== undefined && env.OJS_REQUIRE_FENCING !== '') {
@@ -248,6 +259,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     store,
     testMode: options.testMode,
     visibilityTimeoutMs: options.visibilityTimeoutMs,
+    fetchRecheckMs: options.fetchRecheckMs,
     schemaValidation: options.schemaValidation,
     requireFencing: options.requireFencing,
     retention: options.retention,

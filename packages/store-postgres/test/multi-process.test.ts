@@ -26,7 +26,13 @@ async function startServer(store: string): Promise<Server> {
   const child = spawn(
     process.execPath,
     ['packages/cli/src/main.ts', 'serve', '--port', '0', '--store', store],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // A waiting fetch never re-checks the store by itself within a test's
+      // waits: a job it gets was announced across processes (NOTIFY).
+      env: { ...process.env, OJS_FETCH_RECHECK_MS: '3600000' },
+    },
   );
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
@@ -91,7 +97,7 @@ if (reason !== undefined) {
       }
     });
 
-    it('a fetch waiting on process 1 is woken by an enqueue on process 2', async () => {
+    it('a fetch waiting on process 1 is woken by an enqueue on process 2', async (t) => {
       const latencies: number[] = [];
       for (let round = 0; round < 5; round++) {
         const queue = `wake-${round}`;
@@ -111,10 +117,10 @@ if (reason !== undefined) {
         latencies.push(performance.now() - enqueuedAt);
         assert.equal(((fetched.jobs as Obj[])[0] as Obj).id, (enqueued.job as Obj).id);
       }
+      // The servers never re-check on their own (OJS_FETCH_RECHECK_MS above),
+      // so each job above reached its fetch by the cross-process notify.
       latencies.sort((a, b) => a - b);
-      // Well within the 10 s wait, and faster than the fetch loop's own 250 ms re-check.
-      assert.ok(latencies[4]! < 2000, `latencies ${latencies.join(', ')}`);
-      assert.ok(latencies[2]! < 120, `median wake-up ${latencies[2]} ms`);
+      t.diagnostic(`wake-up latencies ${latencies.map((ms) => ms.toFixed(1)).join(', ')} ms`);
     });
 
     it(`${JOBS} jobs fetched by ${FETCHERS} fetchers over three processes complete exactly once; a cron fires once per fire time`, async () => {
