@@ -123,7 +123,7 @@ for (const kind of kinds) {
     });
 
     test('a long poll answers before the call deadline instead of failing it', async () => {
-      const started = Date.now();
+      // An answer at all proves it: past the 1.5 s deadline the call fails with DEADLINE_EXCEEDED.
       const answer = await unary(
         ctx.client,
         'Fetch',
@@ -132,7 +132,6 @@ for (const kind of kinds) {
         1500,
       );
       assert.deepEqual(answer.jobs, []);
-      assert.ok(Date.now() - started < 1500, `${Date.now() - started} ms`);
       const bad = await ctx.fail('Fetch', { queues: ['deadline-q'] }, { 'x-ojs-wait-ms': 'soon' });
       assert.equal(bad.code, grpc.status.INVALID_ARGUMENT);
       assert.equal(bad.badRequest?.field_violations[0]?.field, 'x-ojs-wait-ms');
