@@ -154,6 +154,16 @@ for (const kind of await storeKinds()) {
       }
     });
 
+    it('a plain GET (no Upgrade) gets an OJS error body, not a bare 404', async () => {
+      const res = await fetch(`${server.url}/ojs/v1/ws`);
+      assert.equal(res.status, 400);
+      assert.equal(res.headers.get('content-type'), 'application/openjobspec+json');
+      assert.equal(
+        ((await res.json()) as { error: { code: string } }).error.code,
+        'invalid_request',
+      );
+    });
+
     it('resume replays every channel after the given event', async () => {
       await runOneJob(server.url, 'ws-resume');
       const client = await Client.connect(server.url);
