@@ -32,8 +32,6 @@ export const KNOWN_SUITE_DEFECTS = new Set([
   'EXT-DLQ-003',
   'EXT-DLQ-004',
   'EXT-RL-003',
-  // Expects backend.status ok|healthy|degraded|unhealthy; the digest says connected|disconnected (decision 0050).
-  'EXT-OBS-002',
 ]);
 
 /** The shared suites CI runs: every level up to the one the manifest declares, and the extensions we declare. */

@@ -187,7 +187,7 @@ export class InProcessTransport implements Transport {
       status: health.ok ? 'ok' : 'error',
       backend: {
         type: this.engine.store.backend,
-        status: health.ok ? 'connected' : 'disconnected',
+        status: health.ok ? 'ok' : 'unhealthy',
         latency_ms: health.latencyMs,
         ...(health.error === undefined ? {} : { error: health.error }),
       },

@@ -288,7 +288,7 @@ export class FakeTransport implements Transport {
   }
 
   async health(): Promise<Obj> {
-    return { status: 'ok', backend: { type: 'memory', status: 'connected' } };
+    return { status: 'ok', backend: { type: 'memory', status: 'ok' } };
   }
 
   async push(envelope: JobEnvelope): Promise<PushResult> {

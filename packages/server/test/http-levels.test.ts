@@ -181,7 +181,7 @@ describe('Level 0: PUSH and INFO', () => {
     assert.equal(res.statusCode, 200);
     assertWireHeaders(res);
     assert.equal(res.json().status, 'ok');
-    assert.equal(res.json().backend.status, 'connected');
+    assert.equal(res.json().backend.status, 'ok');
   });
 });
 

@@ -93,7 +93,7 @@ describe('health, readiness and liveness', () => {
     assert.deepEqual(ready.json(), { status: 'not_ready', reason: 'store_unreachable' });
     const health = await ctx.req('GET', '/ojs/v1/health');
     assert.equal(health.statusCode, 503);
-    assert.equal(health.json().backend.status, 'disconnected');
+    assert.equal(health.json().backend.status, 'unhealthy');
     assert.equal(health.json().backend.error, 'store unreachable');
     assert.equal((await ctx.req('GET', '/live')).statusCode, 200);
     await ctx.app.close();

@@ -108,7 +108,8 @@ export const health = object(
     version: string,
     uptime_seconds: integer,
     backend: object(
-      { type: string, status: { enum: ['connected', 'disconnected', 'error'] } },
+      // The suite's vocabulary (EXT-OBS-002), not the OpenAPI's connected/disconnected: decision 0050.
+      { type: string, status: { enum: ['ok', 'healthy', 'degraded', 'unhealthy'] } },
       { latency_ms: integer, error: string },
     ),
   },

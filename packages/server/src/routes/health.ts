@@ -7,8 +7,9 @@
  *
  * - `GET /ojs/v1/health` (and `/health`): the structured report, 200 `ok`,
  *   503 `error` while the store is unreachable, 503 `draining` during a
- *   graceful shutdown. `backend.status` is `connected`/`disconnected` as the
- *   digest reads OA (decision 0050).
+ *   graceful shutdown. `backend.status` is `ok`/`unhealthy`, the conformance
+ *   suite's vocabulary (EXT-OBS-002), not OA's connected/disconnected
+ *   (decision 0050).
  * - `GET /ojs/v1/ready` (and `/ready`): may this process take traffic? 503
  *   while the store is unreachable or the server drains.
  * - `GET /ojs/v1/live` (and `/live`): is the process serving at all? Never
@@ -42,7 +43,9 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
       uptime_seconds: uptime(),
       backend: {
         type: engine.store.backend,
-        status: report.ok ? 'connected' : 'disconnected',
+        // The conformance suite's vocabulary (EXT-OBS-002, a level-0 test), not
+        // the OpenAPI's connected/disconnected: decision 0050.
+        status: report.ok ? 'ok' : 'unhealthy',
         latency_ms: report.latencyMs,
         // The store's own message (host names, ports) is logged, not shown.
         ...(report.ok ? {} : { error: 'store unreachable' }),
