@@ -46,6 +46,10 @@ for (const [label, open] of [
           wakes++;
           woken();
         });
+        // The store thread starts watching when it handles the subscription;
+        // a call made after it is answered after it. A commit before the
+        // watch starts is part of its baseline and wakes nobody.
+        await waiter.ping();
         await insertOne(writer);
         await first; // the test's own timeout bounds this wait
         assert.ok(wakes >= 1);
