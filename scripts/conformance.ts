@@ -1,6 +1,6 @@
 /**
  * Runs official conformance suites against a fresh server in test mode.
- *   node scripts/conformance.ts [--store SPEC] [--levels 0,1] [extra runner args]
+ *   node scripts/conformance.ts [--store SPEC] [--levels 0,1] [-- runner args]
  * Default store: a temporary SQLite file. Exits with the runner's code.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -53,18 +53,39 @@ export async function runConformance(
   }
 }
 
+const USAGE = `Usage: node scripts/conformance.ts [--store SPEC] [--levels 0,1,...] [-- runner args]
+
+  --store SPEC    sqlite:PATH or postgres://... (default: a temporary SQLite file)
+  --levels LIST   0-4 and/or suite folders of ../shared/conformance/suites (default 0,1)
+  -h, --help      this text
+Arguments after -- go to the conformance runner (packages/conformance).
+`;
+
+/** The command line, strictly: an unknown or mistyped flag is refused, never ignored. */
+function commandLine() {
+  try {
+    return parseArgs({
+      options: {
+        store: { type: 'string' },
+        levels: { type: 'string', default: '0,1' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+    });
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
 if (import.meta.main) {
-  const { values, positionals } = parseArgs({
-    options: { store: { type: 'string' }, levels: { type: 'string', default: '0,1' } },
-    allowPositionals: true,
-    strict: false,
-  });
+  const { values, positionals } = commandLine();
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
   const levels = String(values.levels).split(',');
-  const { code, output } = await runConformance(
-    values.store as string | undefined,
-    levels,
-    positionals,
-  );
+  const { code, output } = await runConformance(values.store, levels, positionals);
   process.stdout.write(output);
   process.exitCode = code;
 }
