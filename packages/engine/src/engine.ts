@@ -167,6 +167,9 @@ export interface SettleBatchRequest {
   nacks?: NackRequest[];
 }
 
+/** Largest number of items (acks + nacks) in one batched acknowledgement. */
+export const MAX_ACK_BATCH = 1000;
+
 export type WorkerDirective = 'running' | 'quiet' | 'terminate';
 
 export interface HeartbeatResult {
@@ -929,6 +932,18 @@ export class Engine {
    * slot and does not stop the others. Outcomes in order: acks, then nacks.
    */
   async settleBatch(request: SettleBatchRequest): Promise<SettleOutcome[]> {
+    // Checked here, not in each binding, so HTTP, gRPC and the in-process
+    // transport refuse the same batches with the same error.
+    const total = (request.acks?.length ?? 0) + (request.nacks?.length ?? 0);
+    if (total === 0) {
+      throw invalidRequest('Send at least one item in acks or nacks.', { field: 'acks' });
+    }
+    if (total > MAX_ACK_BATCH) {
+      throw invalidRequest(
+        `A batched acknowledgement holds at most ${MAX_ACK_BATCH} items (got ${total}).`,
+        { field: 'acks', max: MAX_ACK_BATCH, actual: total },
+      );
+    }
     // An unfenced item refuses the whole batch, like any malformed item.
     for (const [index, ack] of (request.acks ?? []).entries()) {
       this.#checkFenced(ack, 'an ACK', `acks[${index}].`);

@@ -19,7 +19,13 @@ import {
   uuidv7,
   validateWorkerId,
 } from '@ojs/core';
-import type { AckRequest, Engine, EnqueueResult, NackRequest } from '@ojs/engine';
+import {
+  type AckRequest,
+  type Engine,
+  type EnqueueResult,
+  MAX_ACK_BATCH,
+  type NackRequest,
+} from '@ojs/engine';
 import {
   fromDuration,
   fromStruct,
@@ -202,11 +208,14 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       outcome.status === 'error' ? { error: outcome.error } : { ok: outcome },
     ),
   );
+  // Batches of at most MAX_ACK_BATCH: settleBatch refuses a larger one whole.
   const settle = (kind: 'acks' | 'nacks') =>
-    new Coalescer<AckRequest & NackRequest, JobRecord>(async (items) =>
-      (await engine.settleBatch({ [kind]: items })).map((outcome) =>
-        outcome.status === 'ok' ? { ok: outcome.job } : { error: outcome.error },
-      ),
+    new Coalescer<AckRequest & NackRequest, JobRecord>(
+      async (items) =>
+        (await engine.settleBatch({ [kind]: items })).map((outcome) =>
+          outcome.status === 'ok' ? { ok: outcome.job } : { error: outcome.error },
+        ),
+      MAX_ACK_BATCH,
     );
   const acks = settle('acks');
   const nacks = settle('nacks');
@@ -533,9 +542,6 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
   };
 }
 
-/** Largest number of items of one AckBatch (as POST /ojs/v1/workers/ack/batch). */
-export const MAX_ACK_BATCH = 1000;
-
 /**
  * ojsts.v1.WorkerExtensions (decision 0047): AckBatch, the ack-batch
  * extension of the HTTP binding over gRPC. A malformed item refuses the
@@ -571,16 +577,7 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
     async AckBatch(request) {
       const acks = items(request, 'acks').map(({ error: _e, requeue: _r, ...ack }) => ack);
       const nacks = items(request, 'nacks').map(({ result: _r, ...nack }) => nack);
-      const total = acks.length + nacks.length;
-      if (total === 0) {
-        throw invalidRequest('Send at least one item in acks or nacks.', { field: 'acks' });
-      }
-      if (total > MAX_ACK_BATCH) {
-        throw invalidRequest(
-          `A batched acknowledgement holds at most ${MAX_ACK_BATCH} items (got ${total}).`,
-          { field: 'acks', max: MAX_ACK_BATCH, actual: total },
-        );
-      }
+      // settleBatch refuses an empty or oversized batch (at most MAX_ACK_BATCH items).
       const outcomes = await engine.settleBatch({ acks, nacks });
       return {
         results: outcomes.map((outcome) => {

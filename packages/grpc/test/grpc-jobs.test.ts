@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { startLiveServer } from '../../server/test/stores.ts';
 import { extensionsClientConstructor } from '../src/proto.ts';
+import { errorDetails } from '../src/status.ts';
 import { type GrpcCtx, type Msg, method, startGrpcCtx, storeKinds, unary, v } from './helpers.ts';
 
 const kinds = await storeKinds();
@@ -355,8 +356,31 @@ for (const kind of kinds) {
         assert.equal((await ctx.call('GetJob', { job_id: ids[1] })).job.state, 'JOB_STATE_ACTIVE');
         await assert.rejects(unary(client, 'AckBatch', {}), (e: grpc.ServiceError) => {
           assert.equal(e.code, grpc.status.INVALID_ARGUMENT);
+          assert.equal(e.details, 'Send at least one item in acks or nacks.');
+          assert.equal(errorDetails(e.metadata).errorInfo?.metadata.field, 'acks');
           return true;
         });
+        const tooMany = Array.from({ length: 1001 }, () => ({
+          job_id: ids[0],
+          worker_id: 'w-ab',
+          attempt: 1,
+        }));
+        await assert.rejects(
+          unary(client, 'AckBatch', { acks: tooMany }),
+          (e: grpc.ServiceError) => {
+            assert.equal(e.code, grpc.status.INVALID_ARGUMENT);
+            assert.equal(
+              e.details,
+              'A batched acknowledgement holds at most 1000 items (got 1001).',
+            );
+            const metadata = errorDetails(e.metadata).errorInfo?.metadata;
+            assert.deepEqual(
+              [metadata?.field, metadata?.max, metadata?.actual],
+              ['acks', '1000', '1001'],
+            );
+            return true;
+          },
+        );
         await assert.rejects(
           unary(client, 'AckBatch', { acks: [{ attempt: 1 }] }),
           /acks\[0\]\.job_id/,

@@ -18,6 +18,7 @@ import {
   type Job,
   type OjsClient,
   OjsWorker,
+  ValidationError,
   type WorkerOptions,
 } from '@ojs/sdk';
 import { InProcessTransport } from '@ojs/sdk/in-process';
@@ -204,6 +205,33 @@ for (const store of await testStores())
         assert.equal(held.state, 'active', 'the refused ACK changed nothing');
         assert.equal(held.attempt, 1);
         await client.cancel(victim);
+      });
+
+      it('an empty or oversized batch is refused whole, with the same error on every transport', async () => {
+        const q = queue();
+        const [job] = await client.enqueueBatch([
+          { type: 'ab.ok', args: [], options: { queue: q } },
+        ]);
+        const { transport } = worker({ queues: [q] });
+        const ack = { job_id: job!.id, worker_id: 'w-bounds', attempt: 1 };
+        const refused = async (request: AckBatchRequest, message: string, details: object) => {
+          await assert.rejects(transport.ackBatch!(request), (error: unknown) => {
+            assert.ok(error instanceof ValidationError, String(error));
+            assert.equal(error.code, 'invalid_request');
+            assert.equal(error.message, message);
+            assert.deepEqual(error.details, details);
+            return true;
+          });
+        };
+        await refused({ acks: [], nacks: [] }, 'Send at least one item in acks or nacks.', {
+          field: 'acks',
+        });
+        await refused(
+          { acks: Array.from({ length: 1001 }, () => ack), nacks: [] },
+          'A batched acknowledgement holds at most 1000 items (got 1001).',
+          { field: 'acks', max: 1000, actual: 1001 },
+        );
+        assert.equal((await client.getJob(job!.id)).state, 'available', 'nothing changed');
       });
 
       it('one result that cannot be sent does not sink the rest of its batch', async () => {

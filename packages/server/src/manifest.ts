@@ -3,10 +3,9 @@
  * server passes in CI, not the level it aims for.
  */
 import { LIMITS, MAX_META_BYTES, MAX_WORKFLOW_STEPS } from '@ojs/core';
-import type { Engine } from '@ojs/engine';
+import { type Engine, MAX_ACK_BATCH } from '@ojs/engine';
 import type { AppConfig } from './app.ts';
 import { MAX_PUSH_MANY } from './routes/jobs.ts';
-import { MAX_ACK_BATCH } from './routes/workers.ts';
 import { DEFAULT_BODY_LIMIT } from './wire.ts';
 
 /** Highest conformance level whose suites pass on every store in CI. */

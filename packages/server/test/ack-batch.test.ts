@@ -101,6 +101,25 @@ describe('batched acknowledgement', () => {
     assert.equal(await snapshot(ctx.engine), before, 'the store must be unchanged');
   });
 
+  it('names the bounds: at least one item, at most 1000', async () => {
+    const [job] = await leased(1, 'w1');
+    const before = await snapshot(ctx.engine);
+    const valid = { job_id: job.id, worker_id: 'w1', attempt: job.attempt };
+    for (const body of [{}, { acks: [], nacks: [] }]) {
+      const error = assertError(await ctx.req('POST', PATH, body), 400, 'invalid_request');
+      assert.equal(error.message, 'Send at least one item in acks or nacks.');
+      assert.deepEqual(error.details, { field: 'acks' });
+    }
+    const tooMany = {
+      acks: Array.from({ length: 600 }, () => valid),
+      nacks: Array.from({ length: 401 }, () => ({ ...valid, error: { code: 'E', message: 'x' } })),
+    };
+    const error = assertError(await ctx.req('POST', PATH, tooMany), 400, 'invalid_request');
+    assert.equal(error.message, 'A batched acknowledgement holds at most 1000 items (got 1001).');
+    assert.deepEqual(error.details, { field: 'acks', max: 1000, actual: 1001 });
+    assert.equal(await snapshot(ctx.engine), before, 'the store must be unchanged');
+  });
+
   it('completes a large batch in one request, each job exactly once', async () => {
     const jobs = await leased(300, 'w1');
     const acks = jobs.map((j: Json) => ({ job_id: j.id, worker_id: 'w1', attempt: j.attempt }));

@@ -96,9 +96,6 @@ function heartbeatJobIds(body: Obj): string[] {
   return boundedArray(list, 'active_jobs', MAX_HEARTBEAT_JOBS) as string[];
 }
 
-/** Largest number of items (acks + nacks) in one batched acknowledgement. */
-export const MAX_ACK_BATCH = 1000;
-
 function batchItems(body: Obj, field: 'acks' | 'nacks'): Obj[] {
   const list = body[field];
   if (list === undefined || list === null) return [];
@@ -218,16 +215,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
         attempt: optionalInt(item, 'attempt', 1, MAX_ATTEMPTS),
       })),
     );
-    const total = acks.length + nacks.length;
-    if (total === 0) {
-      throw invalidRequest('Send at least one item in acks or nacks.', { field: 'acks' });
-    }
-    if (total > MAX_ACK_BATCH) {
-      throw invalidRequest(
-        `A batched acknowledgement holds at most ${MAX_ACK_BATCH} items (got ${total}).`,
-        { field: 'acks', max: MAX_ACK_BATCH, actual: total },
-      );
-    }
+    // settleBatch refuses an empty or oversized batch (at most MAX_ACK_BATCH items).
     const outcomes = await engine.settleBatch({ acks, nacks });
     return {
       results: outcomes.map((outcome) =>
