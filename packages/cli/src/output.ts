@@ -3,10 +3,14 @@
  * (`--json`) for scripts, and a progress bar on stderr for long bulk
  * actions (only on a terminal, so pipes and logs stay clean).
  */
+import { QUEUE_COUNT_STATES } from '@ojs/sdk';
 import type { Output } from './io.ts';
 
 export type Row = Record<string, unknown>;
 export type Columns = [key: string, header: string][];
+
+/** The columns of a job-count table (`queues list`, `queues stats`, `stats`): one per state. */
+export const countColumns = (): Columns => QUEUE_COUNT_STATES.map((s) => [s, s.toUpperCase()]);
 
 /** A cell as text: dates shortened, objects as compact JSON, absent as '-'. */
 export function cell(value: unknown): string {

@@ -14,6 +14,10 @@ import { type CliServer, failedJobs, startCliServer } from './helpers.ts';
 
 type Json = Record<string, unknown>;
 
+/** The headers of every job-count table (queues list, queues stats, stats), in their order. */
+const COUNT_HEADERS =
+  'AVAILABLE +ACTIVE +SCHEDULED +RETRYABLE +PENDING +COMPLETED +DISCARDED +CANCELLED';
+
 describe('ojs operator commands', () => {
   let cli: CliServer;
   before(async () => {
@@ -26,6 +30,7 @@ describe('ojs operator commands', () => {
     await cli.ojs(['enqueue', 'a.b', '--queue', 'alpha']);
     const list = await cli.ojs(['queues', 'list']);
     assert.match(list.stdout, /^QUEUE +STATE +AVAILABLE +ACTIVE .*\nalpha +active +2 +0 /);
+    assert.match(list.stdout, new RegExp(`^QUEUE +STATE +${COUNT_HEADERS}$`, 'm'));
     const paused = await cli.ojs(['queues', 'pause', 'alpha']);
     assert.equal(paused.stdout, 'queue alpha paused\n');
     const { queues } = await cli.json<{ queues: Json[] }>(['queues', 'list']);
@@ -37,6 +42,7 @@ describe('ojs operator commands', () => {
     assert.equal((stats.counts as Json).available, 2);
     const text = await cli.ojs(['queues', 'stats', 'alpha']);
     assert.match(text.stdout, /^name: +alpha$/m);
+    assert.match(text.stdout, new RegExp(`^${COUNT_HEADERS}\n2 +0 `, 'm'));
   });
 
   it('dlq list, retry by id, delete, retry --all --yes, purge', async () => {
@@ -151,7 +157,7 @@ describe('ojs operator commands', () => {
   it('stats: once in a pipe; refreshing on a terminal until --count', async () => {
     const once = await cli.ojs(['stats']);
     assert.match(once.stdout, /^OJS server http:\/\/127\.0\.0\.1:\d+ /);
-    assert.match(once.stdout, /AVAILABLE +ACTIVE +SCHEDULED/);
+    assert.match(once.stdout, new RegExp(`^${COUNT_HEADERS}$`, 'm'));
     assert.equal(once.stdout.match(/OJS server/g)?.length, 1);
     const live = await cli.ojs(['stats', '--count', '3', '--interval', '1'], { tty: true });
     assert.equal(live.stdout.split('\x1b[2J\x1b[H').length - 1, 3, 'redrawn three times');

@@ -40,34 +40,35 @@ import {
   type SendResponse,
   SendTimeout,
 } from './request.ts';
-import type {
-  AckBatchItemResult,
-  AckBatchRequest,
-  AckBatchResponse,
-  AckRequest,
-  AdminCall,
-  CronJob,
-  EventPage,
-  EventQuery,
-  FetchRequest,
-  HeartbeatRequest,
-  HeartbeatResponse,
-  Job,
-  JobEnvelope,
-  JobProgress,
-  ListOptions,
-  Manifest,
-  NackRequest,
-  OjsEvent,
-  Page,
-  Pagination,
-  ProgressUpdate,
-  PushResult,
-  QueueInfo,
-  QueueStats,
-  RequestOptions,
-  Transport,
-  Workflow,
+import {
+  type AckBatchItemResult,
+  type AckBatchRequest,
+  type AckBatchResponse,
+  type AckRequest,
+  type AdminCall,
+  type CronJob,
+  type EventPage,
+  type EventQuery,
+  type FetchRequest,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type Job,
+  type JobEnvelope,
+  type JobProgress,
+  type ListOptions,
+  type Manifest,
+  type NackRequest,
+  type OjsEvent,
+  type Page,
+  type Pagination,
+  type ProgressUpdate,
+  type PushResult,
+  QUEUE_COUNT_STATES,
+  type QueueInfo,
+  type QueueStats,
+  type RequestOptions,
+  type Transport,
+  type Workflow,
 } from './types.ts';
 
 export const OJS_MEDIA_TYPE = 'application/openjobspec+json';
@@ -1283,17 +1284,6 @@ export function parseHeartbeat(body: Obj): HeartbeatResponse {
   };
 }
 
-const COUNT_FIELDS = [
-  'available',
-  'active',
-  'scheduled',
-  'retryable',
-  'pending',
-  'completed',
-  'discarded',
-  'cancelled',
-] as const;
-
 /** The union of the HB (`stats`) and OA (`queue` object) stats shapes. */
 export function parseQueueStats(name: string, body: Obj): QueueStats {
   const queue = isObject(body.queue) ? body.queue : {};
@@ -1303,7 +1293,7 @@ export function parseQueueStats(name: string, body: Obj): QueueStats {
     paused: queue.paused === true || body.status === 'paused' || queue.status === 'paused',
     raw: body,
   };
-  for (const field of COUNT_FIELDS) {
+  for (const field of QUEUE_COUNT_STATES) {
     const value = typeof queue[field] === 'number' ? queue[field] : stats[field];
     if (typeof value === 'number') out[field] = value;
   }

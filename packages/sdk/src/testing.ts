@@ -44,26 +44,27 @@ import {
 } from './errors.ts';
 import { type ExecutionMiddleware, type JobContext, runExecutionChain } from './middleware.ts';
 import { setTestTransportResolver } from './test-hook.ts';
-import type {
-  AckRequest,
-  CronJob,
-  EventPage,
-  EventQuery,
-  FetchRequest,
-  HeartbeatResponse,
-  Job,
-  JobEnvelope,
-  JobState,
-  ListOptions,
-  Manifest,
-  NackRequest,
-  OjsEvent,
-  Page,
-  PushResult,
-  QueueInfo,
-  QueueStats,
-  Transport,
-  Workflow,
+import {
+  type AckRequest,
+  type CronJob,
+  type EventPage,
+  type EventQuery,
+  type FetchRequest,
+  type HeartbeatResponse,
+  type Job,
+  type JobEnvelope,
+  type JobState,
+  type ListOptions,
+  type Manifest,
+  type NackRequest,
+  type OjsEvent,
+  type Page,
+  type PushResult,
+  QUEUE_COUNT_STATES,
+  type QueueInfo,
+  type QueueStats,
+  type Transport,
+  type Workflow,
 } from './types.ts';
 import { isUuidv7, uuidv7 } from './uuid.ts';
 import type { HandlerOptions, JobHandler } from './worker.ts';
@@ -480,16 +481,7 @@ export class FakeTransport implements Transport {
   async queueStats(name: string): Promise<QueueStats> {
     const stats: QueueStats = { name, paused: this.paused.has(name), raw: {} };
     const counts: Obj = {};
-    for (const state of [
-      'available',
-      'active',
-      'scheduled',
-      'retryable',
-      'pending',
-      'completed',
-      'discarded',
-      'cancelled',
-    ] as const) {
+    for (const state of QUEUE_COUNT_STATES) {
       const n = [...this.jobs.values()].filter((j) => j.queue === name && j.state === state).length;
       stats[state] = n;
       counts[state] = n;

@@ -312,6 +312,22 @@ export interface QueueStats {
   raw: Record<string, unknown>;
 }
 
+/**
+ * The job states a QueueStats counts, in its field order: work waiting or
+ * running first, then the terminal states. The CLI's count tables show
+ * them in this order.
+ */
+export const QUEUE_COUNT_STATES: readonly JobState[] = [
+  'available',
+  'active',
+  'scheduled',
+  'retryable',
+  'pending',
+  'completed',
+  'discarded',
+  'cancelled',
+];
+
 export interface Pagination {
   total?: number;
   limit?: number;

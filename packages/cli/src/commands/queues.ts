@@ -3,18 +3,7 @@ import { Command } from 'commander';
 import { action } from '../actions.ts';
 import type { Cli } from '../context.ts';
 import type { Io } from '../io.ts';
-import { details, table } from '../output.ts';
-
-const COUNTED = [
-  'available',
-  'active',
-  'scheduled',
-  'retryable',
-  'pending',
-  'completed',
-  'discarded',
-  'cancelled',
-];
+import { countColumns, details, table } from '../output.ts';
 
 async function list(cli: Cli): Promise<void> {
   const queues = await cli.client.admin.queues();
@@ -25,11 +14,7 @@ async function list(cli: Cli): Promise<void> {
       state: q.paused ? 'paused' : 'active',
       ...(q.counts as Record<string, number>),
     }));
-    return table(rows, [
-      ['name', 'QUEUE'],
-      ['state', 'STATE'],
-      ...COUNTED.map((s) => [s, s.toUpperCase()] as [string, string]),
-    ]);
+    return table(rows, [['name', 'QUEUE'], ['state', 'STATE'], ...countColumns()]);
   });
 }
 
@@ -38,11 +23,7 @@ async function stats(cli: Cli, name: string): Promise<void> {
   cli.print(queue, () => {
     const { counts, ...rest } = queue as { counts?: Record<string, number> };
     let text = details(rest);
-    if (counts)
-      text += `\n${table(
-        [counts],
-        COUNTED.map((s) => [s, s.toUpperCase()]),
-      )}`;
+    if (counts) text += `\n${table([counts], countColumns())}`;
     return text;
   });
 }

@@ -7,18 +7,7 @@ import { Command } from 'commander';
 import { action, integer } from '../actions.ts';
 import type { Cli } from '../context.ts';
 import type { Io } from '../io.ts';
-import { table } from '../output.ts';
-
-const STATES = [
-  'available',
-  'active',
-  'scheduled',
-  'retryable',
-  'pending',
-  'completed',
-  'discarded',
-  'cancelled',
-];
+import { countColumns, table } from '../output.ts';
 
 function render(stats: Record<string, unknown>, url: string): string {
   const jobs = (stats.jobs ?? {}) as Record<string, number>;
@@ -27,10 +16,7 @@ function render(stats: Record<string, unknown>, url: string): string {
     `OJS server ${url}  ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}${stats.draining ? '  (draining)' : ''}`,
     `queues ${stats.queues ?? 0}   workers ${stats.workers ?? 0}   processed/min ${rate.processed_per_minute ?? 0}   failed/min ${rate.failed_per_minute ?? 0}   uptime ${stats.uptime_seconds ?? 0}s`,
     '',
-    table(
-      [jobs],
-      STATES.map((s) => [s, s.toUpperCase()]),
-    ),
+    table([jobs], countColumns()),
   ].join('\n');
 }
 
