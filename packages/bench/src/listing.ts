@@ -16,16 +16,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import {
-  type JobFilter,
-  type JobRecord,
-  type JobState,
-  parseEnqueueRequest,
-  type Store,
-  toIso,
-} from '@ojs/core';
+import type { JobFilter, JobRecord, Store } from '@ojs/core';
 import { PostgresStore } from '@ojs/store-postgres';
 import { SqliteStore } from '@ojs/store-sqlite';
+import { busyJob } from '../../../scripts/busy-jobs.ts';
 
 const { values } = parseArgs({
   options: {
@@ -50,48 +44,17 @@ const BATCH = 5000;
 
 /** Job i in a final or waiting state, as the store would hold it. */
 function seeded(i: number): JobRecord {
-  const now = T0 + i * 10;
-  const job = parseEnqueueRequest(
-    {
+  return busyJob({
+    request: {
       type: `bench.type${i % 20}`,
       args: [i],
       options: { queue: `queue-${i % 10}` },
       ...(i % 50 === 0 ? { tags: ['vip'] } : {}),
     },
-    now,
-    { visibilityTimeoutMs: 300_000 },
-  );
-  const r = i % 100;
-  const state: JobState =
-    r < 70
-      ? 'completed'
-      : r < 85
-        ? 'available'
-        : r < 92
-          ? 'discarded'
-          : r < 96
-            ? 'retryable'
-            : 'scheduled';
-  job.state = state;
-  if (state === 'completed') {
-    job.attempt = 1;
-    job.completed_at = toIso(now + 5);
-  }
-  if (state === 'discarded') {
-    job.attempt = 1;
-    job.discarded_at = toIso(now + 5);
-    job.dead_letter = true;
-    job.error = {
-      code: 'handler_error',
-      type: r % 2 ? 'Timeout' : 'SmtpError',
-      message: 'x',
-      attempt: 1,
-      occurred_at: toIso(now + 5),
-    };
-    job.errors = [job.error];
-  }
-  if (state === 'retryable' || state === 'scheduled') job.run_at = now + 86_400_000;
-  return job;
+    createdAt: T0 + i * 10,
+    roll: i % 100,
+    deadLetter: { attempts: 1, message: 'x' },
+  });
 }
 
 interface Opened {
