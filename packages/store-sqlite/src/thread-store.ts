@@ -49,6 +49,9 @@ import {
   WATCH_METHOD,
 } from './thread-protocol.ts';
 
+/** Young generation of the store thread's V8 heap, MiB (see init()). */
+const STORE_THREAD_YOUNG_MB = 16;
+
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
@@ -118,6 +121,11 @@ export class SqliteThreadStore implements Store {
     const extension = import.meta.url.endsWith('.js') ? '.js' : '.ts';
     const worker = new Worker(new URL(`./store-thread${extension}`, import.meta.url), {
       workerData: this.#options,
+      // V8 sizes a thread's young generation from the machine's memory (up
+      // to 128 MiB here, on 24 GiB) and keeps it once a burst (a 10,000-job
+      // batch) has grown it; the store thread's objects are short-lived rows
+      // and replies, so a small one costs no throughput (decision 0039).
+      resourceLimits: { maxYoungGenerationSizeMb: STORE_THREAD_YOUNG_MB },
     });
     worker.on('message', (replies: Reply[]) => this.#receive(replies));
     worker.on('error', (error) => this.#fail(error));
