@@ -2,9 +2,12 @@
  * OjsWorker: the consumer side (SDK guidelines §19.1, worker protocol
  * http-binding digest §8).
  *
- * - Fetch: one loop asks for `count` = free room (up to 1000) as soon as
- *   any room frees, and never holds more than `concurrency` + `prefetch`
- *   jobs (prefetch 0 by default). A job counts from its fetch until its
+ * - Fetch: two loops, each with one fetch in flight (one's round trip
+ *   hides behind the other's), ask for `count` = their share of the free
+ *   room (half of it, up to 1000) as soon as any room frees; the worker
+ *   never holds more than `concurrency` + `prefetch`
+ *   jobs (prefetch 'auto' by default: the jobs finished during one fetch
+ *   round trip, at most `concurrency`). A job counts from its fetch until its
  *   outcome is recorded; up to `concurrency` run at once, the others wait
  *   in a buffer (leased, heartbeated, requeued at once on stop). When the
  *   manifest declares `long_poll_fetch` the request carries `wait_ms` and
@@ -154,11 +157,16 @@ export interface WorkerOptions {
   maxBacktraceFrames?: number;
   maxBacktraceChars?: number;
   /**
-   * Jobs leased ahead of free slots (default 0, at most 1000), so the next
-   * job can start as soon as a handler finishes. They hold a lease (renewed
-   * by heartbeats) while they wait and are requeued at once on stop.
+   * Jobs leased ahead of free slots, so the next job can start as soon as a
+   * handler finishes. They hold a lease (renewed by heartbeats) while they
+   * wait and are requeued at once on stop. A number (0..1000) fixes it;
+   * `'auto'` (the default) leases ahead as many jobs as the worker finishes
+   * during one fetch round trip, at most `concurrency`: none while jobs run
+   * long compared with a fetch (nothing is held back from other workers),
+   * up to `concurrency` for short jobs, so the next batch arrives before the
+   * current one runs out.
    */
-  prefetch?: number;
+  prefetch?: number | 'auto';
   /**
    * Report outcomes in batched ACK/NACK calls when the server declares them
    * (manifest `endpoints.ack_batch`). Default true; false: one call per job.
@@ -230,11 +238,18 @@ function isMissingEndpoint(error: unknown): boolean {
 }
 
 /** An integer option within bounds (TypeError otherwise, like `concurrency`). */
-function intOption(name: string, value: number, min: number, max: number): number {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new TypeError(`${name} must be an integer from ${min} to ${max} (got ${value}).`);
+function intOption(name: string, value: unknown, min: number, max: number, or = ''): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new TypeError(
+      `${name} must be ${or}an integer from ${min} to ${max} (got ${JSON.stringify(value)}).`,
+    );
   }
   return value;
+}
+
+/** Exponential moving average (weight 1/5 to the newest sample). */
+function movingAverage(average: number | undefined, sample: number): number {
+  return average === undefined ? sample : average + (sample - average) / 5;
 }
 
 interface Registration {
@@ -245,6 +260,8 @@ interface Registration {
 const MAX_MESSAGE_CHARS = 4096;
 /** The largest fetch `count` and batched acknowledgement the HTTP binding allows. */
 const MAX_FETCH_COUNT = 1000;
+/** Fetch requests a worker keeps in flight (see #fetchLoop). */
+const FETCHES_IN_FLIGHT = 2;
 const MAX_ACK_BATCH = 1000;
 const VERSIONING_EXTENSION = 'urn:ojs:ext:experimental:job-versioning';
 
@@ -326,7 +343,11 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   readonly #heartbeatIntervalMs: number;
   readonly #visibilityTimeoutMs: number;
   readonly #shutdownTimeoutMs: number;
-  readonly #prefetch: number;
+  /** A fixed prefetch, or undefined for 'auto' (see #prefetch). */
+  readonly #fixedPrefetch: number | undefined;
+  /** 'auto' prefetch: moving averages of a full fetch's round trip and of a job's run time, ms. */
+  #fetchMs: number | undefined;
+  #jobMs: number | undefined;
   readonly #ackBatchSize: number;
   readonly #ackBatchDelayMs: number;
   /** Decided from the manifest at start; turned off for good if the endpoint is missing. */
@@ -352,7 +373,10 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   readonly #stopController = new AbortController();
   /** Aborts the in-flight fetch, only on transports where that cannot strand claimed jobs. */
   #fetchController = new AbortController();
-  #wake: (() => void) | undefined;
+  /** Fetch loops waiting for a slot to free or the state to change. */
+  #wakers: (() => void)[] = [];
+  /** Jobs asked for by the fetches in flight (see #fetchLoop). */
+  #reserved = 0;
   #forceStop: (() => void) | undefined;
   #signalHandlers: Array<[NodeJS.Signals, () => void]> = [];
   #execution: readonly ExecutionMiddleware[] = [];
@@ -374,7 +398,10 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     this.#shutdownTimeoutMs =
       options.shutdownTimeoutMs ?? (envShutdown === undefined ? 25_000 : envShutdown * 1000);
     this.#longPoll = options.longPoll;
-    this.#prefetch = intOption('prefetch', options.prefetch ?? 0, 0, MAX_FETCH_COUNT);
+    this.#fixedPrefetch =
+      (options.prefetch ?? 'auto') === 'auto'
+        ? undefined
+        : intOption('prefetch', options.prefetch, 0, MAX_FETCH_COUNT, "'auto' or ");
     this.#ackBatchSize = intOption('ackBatchSize', options.ackBatchSize ?? 100, 1, MAX_ACK_BATCH);
     this.#ackBatchDelayMs = options.ackBatchDelayMs ?? 2;
     if (!Number.isFinite(this.#ackBatchDelayMs) || this.#ackBatchDelayMs < 0) {
@@ -485,7 +512,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     this.#state = 'running';
     if (this.#options.handleSignals ?? true) this.#installSignals();
     this.#heartbeatTimer = setInterval(() => void this.#heartbeat(), this.#heartbeatIntervalMs);
-    this.#loop = this.#fetchLoop();
+    this.#loop = this.#fetch();
     this.logger.info('worker started', {
       worker_id: this.workerId,
       queues: this.queues,
@@ -526,7 +553,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   resume(): void {
     if (this.#state !== 'quiet') return;
     this.#state = 'running';
-    this.#wake?.();
+    this.#wakeAll();
     this.logger.info('worker resumed', { worker_id: this.workerId });
   }
 
@@ -547,7 +574,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       void this.#heartbeatInFlight?.then(() => this.#heartbeat());
       if (this.#heartbeatInFlight === undefined) void this.#heartbeat();
     }
-    this.#wake?.();
+    this.#wakeAll();
     // Outcomes waiting for their batch go now (later ones are sent at once while stopping).
     this.#flush();
     // The in-flight fetch finishes (jobs it brings are requeued at once).
@@ -637,12 +664,13 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
 
   /** Resolves when a slot is free, the state changes, or the worker stops. */
   #waitForChange(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#wake = () => {
-        this.#wake = undefined;
-        resolve();
-      };
-    });
+    return new Promise((resolve) => this.#wakers.push(resolve));
+  }
+
+  #wakeAll(): void {
+    const wakers = this.#wakers;
+    this.#wakers = [];
+    for (const wake of wakers) wake();
   }
 
   /** Reads the manifest once: long poll, version routing, batched ACK, fetch limit. */
@@ -686,31 +714,53 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     return this.concurrency + this.#prefetch;
   }
 
+  /**
+   * Jobs leased ahead of free slots. 'auto': the jobs `concurrency` handlers
+   * finish during one fetch round trip (0 until both were measured).
+   */
+  get #prefetch(): number {
+    if (this.#fixedPrefetch !== undefined) return this.#fixedPrefetch;
+    if (this.#fetchMs === undefined || this.#jobMs === undefined) return 0;
+    // A handler faster than the clock's millisecond counts as half of one.
+    const perRoundTrip = (this.concurrency * this.#fetchMs) / Math.max(this.#jobMs, 0.5);
+    return Math.min(this.concurrency, MAX_FETCH_COUNT - this.concurrency, Math.round(perRoundTrip));
+  }
+
+  /** Reads the manifest, then runs FETCHES_IN_FLIGHT fetch loops until the worker stops. */
+  async #fetch(): Promise<void> {
+    await this.#readManifest();
+    await Promise.all(Array.from({ length: FETCHES_IN_FLIGHT }, () => this.#fetchLoop()));
+  }
+
   async #fetchLoop(): Promise<void> {
     let failures = 0;
-    await this.#readManifest();
     while (this.#state === 'running' || this.#state === 'quiet') {
       // Jobs running or waiting to run fill at most concurrency + prefetch slots.
       // A finished job whose outcome is still being reported (queued for the next
       // batched ACK, or in flight) frees its slot at once, so the next fetch
       // overlaps the report instead of waiting a round trip for it; such jobs
       // still hold their lease, so they are bounded too, by one ACK batch.
-      const unsettled = this.#running + this.#buffer.length;
+      // Several fetches are in flight so that one round trip's latency hides
+      // behind another's; each asks for its share of the room, and what the
+      // others asked for is reserved for them.
+      const unsettled = this.#running + this.#buffer.length + this.#reserved;
       const room = Math.min(
         this.#capacity - unsettled,
-        this.#capacity + this.#ackBatchSize - this.#active.size,
+        this.#capacity + this.#ackBatchSize - this.#active.size - this.#reserved,
       );
       if (this.#state === 'quiet' || room <= 0) {
         await this.#waitForChange();
         continue;
       }
       let jobs: Job[];
+      const count = Math.min(room, this.#maxFetch, Math.ceil(this.#capacity / FETCHES_IN_FLIGHT));
       const started = Date.now();
+      this.#reserved += count;
       try {
         jobs = await this.transport.fetchJobs(
           {
             queues: [...this.queues],
-            count: Math.min(room, this.#maxFetch),
+            count,
             worker_id: this.workerId,
             visibility_timeout_ms: this.#visibilityTimeoutMs,
             ...(this.#longPoll ? { wait_ms: this.#pollWaitMs } : {}),
@@ -719,7 +769,13 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
           { signal: this.#fetchController.signal },
         );
         failures = 0;
+        // Only a fetch the server filled measures the round trip: a shorter
+        // answer may have waited (long poll) for jobs to arrive.
+        if (jobs.length === count) {
+          this.#fetchMs = movingAverage(this.#fetchMs, Date.now() - started);
+        }
       } catch (error) {
+        this.#reserved -= count;
         if (this.#isStopping()) break;
         failures++;
         const delay = Math.min(30_000, 250 * 2 ** Math.min(failures, 7)) * (0.5 + Math.random());
@@ -732,8 +788,13 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         await sleep(delay, this.#stopController.signal);
         continue;
       }
+      this.#reserved -= count;
+      // Up to `count` jobs had room when asked for (an 'auto' capacity may
+      // have shrunk since: the buffer holds them anyway, no round trip wasted).
+      let accepted = 0;
       for (const job of jobs) {
-        if (this.#state === 'running' && this.#running + this.#buffer.length < this.#capacity) {
+        if (this.#state === 'running' && accepted < count) {
+          accepted++;
           this.#buffer.push(this.#track(job));
         } else this.#requeueFetched(job);
       }
@@ -780,7 +841,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       release: () => {
         if (this.#active.get(job.id) === entry) this.#active.delete(job.id);
         release();
-        this.#wake?.();
+        this.#wakeAll();
       },
     };
     this.#active.set(job.id, entry);
@@ -938,13 +999,15 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     if (entry.settled) return entry.done;
     entry.settled = true;
     clearTimeout(entry.timer);
-    if (entry.phase === 'running') this.#running--;
+    const ran = entry.phase === 'running';
+    if (ran) this.#running--;
     entry.phase = 'settling';
     // A slot is free: the fetch loop may fetch again (see #fetchLoop's room).
-    this.#wake?.();
+    this.#wakeAll();
     if (outcome.kind === 'drop') entry.release();
     else {
       const report: Report = { entry, outcome, durationMs: Date.now() - entry.startedAt };
+      if (ran) this.#jobMs = movingAverage(this.#jobMs, report.durationMs);
       if (this.#batchAcks) this.#queueReport(report);
       else void this.#reportOne(report);
     }

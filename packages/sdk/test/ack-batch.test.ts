@@ -317,7 +317,7 @@ for (const store of await testStores())
 
       it('refills a freed slot while other jobs still run', async () => {
         const q = queue();
-        const w = worker({ queues: [q], concurrency: 2 });
+        const w = worker({ queues: [q], concurrency: 2, prefetch: 0 });
         const counts: number[] = [];
         const fetchJobs = w.transport.fetchJobs.bind(w.transport);
         w.transport.fetchJobs = (request, options) => {
@@ -348,7 +348,8 @@ for (const store of await testStores())
         // The third job starts while the first still holds its slot.
         await within(nextStarted, 'the third job to start');
         assert.equal((await client.getJob(long!.id)).state, 'active');
-        assert.deepEqual(counts.slice(0, 2), [2, 1]);
+        // Two fetches in flight, each for its share of the two slots, then the freed one.
+        assert.deepEqual(counts.slice(0, 3), [1, 1, 1]);
         releaseLong();
         await done;
         assert.equal((await client.getJob(quick!.id)).state, 'completed');
@@ -391,6 +392,54 @@ for (const store of await testStores())
           `states ${after.map((j) => j.state)}`,
         );
         for (const j of after) await client.cancel(j.id);
+      });
+
+      it("prefetch 'auto' (the default): nothing leased ahead while jobs run long, up to concurrency once they prove short", async () => {
+        // Long jobs: none has finished, so there is no measure of a job yet and nothing is leased ahead.
+        const q = queue();
+        const slow = worker({ queues: [q], concurrency: 2 });
+        const slowCounts: number[] = [];
+        const slowFetch = slow.transport.fetchJobs.bind(slow.transport);
+        slow.transport.fetchJobs = (request, options) => {
+          slowCounts.push(request.count);
+          return slowFetch(request, options);
+        };
+        slow.register('ab.block', async (ctx) => {
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          throw ctx.signal.reason;
+        });
+        const blocked = await client.enqueueBatch(
+          Array.from({ length: 6 }, () => ({ type: 'ab.block', args: [], options: { queue: q } })),
+        );
+        await slow.start();
+        await waitFor(() => slow.activeJobIds.length === 2, { what: 'two jobs running' });
+        assert.deepEqual(slowCounts, [1, 1], 'two fetches in flight, one free slot each');
+        assert.equal((await client.queueStats(q)).active, 2);
+        await slow.stop({ timeoutMs: 0 });
+        for (const j of blocked) await client.cancel(j.id);
+
+        // Short jobs, with a fetch round trip of at least 5 ms: the buffer grows to concurrency.
+        const q2 = queue();
+        const quick = worker({ queues: [q2], concurrency: 2 });
+        const quickCounts: number[] = [];
+        const quickFetch = quick.transport.fetchJobs.bind(quick.transport);
+        quick.transport.fetchJobs = async (request, options) => {
+          quickCounts.push(request.count);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          return quickFetch(request, options);
+        };
+        quick.register('ab.ok', async () => 1);
+        const done = outcomes(quick, 40);
+        await client.enqueueBatch(
+          Array.from({ length: 40 }, () => ({ type: 'ab.ok', args: [], options: { queue: q2 } })),
+        );
+        await quick.start();
+        await within(done, '40 outcomes');
+        // Each of the two fetches in flight asks for half the room: 1 of 2 slots
+        // before any job ran, 2 of 4 (2 slots + 2 leased ahead) once jobs proved short.
+        assert.equal(quickCounts[0], 1, 'the first fetch: its share of the free slots only');
+        assert.equal(Math.max(...quickCounts), 2, `fetch counts ${quickCounts}`);
+        assert.deepEqual(await completedIds(q2).then((ids) => ids.length), 40);
       });
 
       if (mode === 'in-process') {
@@ -505,12 +554,15 @@ for (const store of await testStores())
         it('a batch refused as a whole after it landed: resent one per call, nothing reported twice', async () => {
           const q = queue();
           let refusedOnce = false;
+          let refusedIds: string[] = [];
           const w = worker({
             queues: [q],
             concurrency: 5,
             fetch: proxied(async (url, init) => {
               if (url.pathname !== '/ojs/v1/workers/ack/batch' || refusedOnce) return undefined;
               refusedOnce = true;
+              const body = JSON.parse(String(init.body)) as { acks: { job_id: string }[] };
+              refusedIds = body.acks.map((ack) => ack.job_id);
               // The server settles the items, then something in between answers 400.
               await (await fetch(url, init)).text();
               return Response.json(
@@ -529,8 +581,10 @@ for (const store of await testStores())
           w.on('error', ({ error }) => errors.push(error));
           await w.start();
           await done;
-          assert.ok(refusedOnce);
-          assert.deepEqual(sent.singles.sort(), jobs.map((j) => `ack:${j.id}`).sort());
+          assert.ok(refusedOnce && refusedIds.length > 0);
+          // The refused batch's items, and only they, are resent one per call
+          // (the jobs may have come in two fetches, so in two batches).
+          assert.deepEqual(sent.singles.sort(), refusedIds.map((id) => `ack:${id}`).sort());
           assert.deepEqual(errors, [], 'the conflicts say the ACKs already landed');
           assert.deepEqual((await completedIds(q)).sort(), jobs.map((j) => j.id).sort());
         });
@@ -585,6 +639,8 @@ describe('worker options', () => {
     assert.throws(make({ ackBatchDelayMs: Number.NaN }), /ackBatchDelayMs/);
     assert.throws(make({ prefetch: -1 }), /prefetch/);
     assert.throws(make({ prefetch: 1001 }), /prefetch/);
+    assert.throws(make({ prefetch: 'fast' as never }), /prefetch must be 'auto' or an integer/);
     assert.doesNotThrow(make({ ackBatchSize: 1000, ackBatchDelayMs: 0, prefetch: 0 }));
+    assert.doesNotThrow(make({ prefetch: 'auto' }));
   });
 });

@@ -1,6 +1,6 @@
 /**
  * An idle HTTP worker stops at once: stop() announces `terminate` in a
- * heartbeat and the server answers the worker's waiting long poll right
+ * heartbeat and the server answers the worker's waiting long polls right
  * away, instead of after wait_ms. The answer is an ordinary response, so a
  * job claimed in that instant is delivered and requeued: none is stranded.
  */
@@ -35,7 +35,8 @@ describe('worker stop during an idle long poll (HTTP)', () => {
     const worker = idleWorker('idle-a');
     worker.register('noop.run', async () => null);
     await worker.start();
-    await waitFor(() => server.engine.waitingFetchCount === 1, { what: 'the long poll' });
+    // The worker keeps two fetches in flight: both wait.
+    await waitFor(() => server.engine.waitingFetchCount === 2, { what: 'the long polls' });
     await worker.stop();
     assert.equal(server.engine.waitingFetchCount, 0);
   });
@@ -48,7 +49,8 @@ describe('worker stop during an idle long poll (HTTP)', () => {
       throw new Error('the stopping worker must not run it');
     });
     await worker.start();
-    await waitFor(() => server.engine.waitingFetchCount === 1, { what: 'the long poll' });
+    // The worker keeps two fetches in flight: both wait.
+    await waitFor(() => server.engine.waitingFetchCount === 2, { what: 'the long polls' });
     // The push wakes the long poll as the terminate heartbeat ends it: either
     // the fetch claims the job (the worker requeues it) or it never does.
     const [job] = await Promise.all([
