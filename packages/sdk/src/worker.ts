@@ -5,9 +5,9 @@
  * - Fetch: two loops, each with one fetch in flight (one's round trip
  *   hides behind the other's), ask for `count` = their share of the free
  *   room (half of it, up to 1000) as soon as any room frees; the worker
- *   never holds more than `concurrency` + `prefetch`
- *   jobs (prefetch 'auto' by default: the jobs finished during one fetch
- *   round trip, at most `concurrency`). A job counts from its fetch until its
+ *   never holds more than `concurrency` + `prefetch` jobs (prefetch 'auto'
+ *   by default: the jobs finished during one fetch round trip, at most
+ *   `concurrency`). A job counts from its fetch until its
  *   outcome is recorded; up to `concurrency` run at once, the others wait
  *   in a buffer (leased, heartbeated, requeued at once on stop). When the
  *   manifest declares `long_poll_fetch` the request carries `wait_ms` and
@@ -723,7 +723,8 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     if (this.#fetchMs === undefined || this.#jobMs === undefined) return 0;
     // A handler faster than the clock's millisecond counts as half of one.
     const perRoundTrip = (this.concurrency * this.#fetchMs) / Math.max(this.#jobMs, 0.5);
-    return Math.min(this.concurrency, MAX_FETCH_COUNT - this.concurrency, Math.round(perRoundTrip));
+    // No bound from the fetch limit here: each fetch asks for at most #maxFetch anyway.
+    return Math.min(this.concurrency, Math.round(perRoundTrip));
   }
 
   /** Reads the manifest, then runs FETCHES_IN_FLIGHT fetch loops until the worker stops. */
