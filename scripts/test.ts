@@ -105,7 +105,15 @@ async function postgresProblem(): Promise<string | undefined> {
   }
 }
 
-const unitCode = await run(process.execPath, ['--test', '--test-reporter=spec', ...testFiles()]);
+// A hung test must fail, not stall the run: each test has 5 minutes, and a
+// file's process exits once its tests are done even if a handle leaked.
+const unitCode = await run(process.execPath, [
+  '--test',
+  '--test-reporter=spec',
+  '--test-timeout=300000',
+  '--test-force-exit',
+  ...testFiles(),
+]);
 let ok = unitCode === 0;
 
 const runs: Promise<Outcome>[] = [conformanceOnStore('sqlite', undefined)];

@@ -42,6 +42,33 @@ export class OutcomeUnknown extends Error {}
 
 export const MAX_ATTEMPTS = 4;
 
+/**
+ * A pooled connection checked out for one attempt. A checked-out client that
+ * loses its connection between two queries emits 'error' (the pool listens
+ * only while the client is idle): it is recorded as `broken`, so the next
+ * query fails as a connection error and release() destroys the client.
+ */
+class Lease {
+  readonly client: pg.PoolClient;
+  broken: Error | undefined;
+  #released = false;
+  readonly #onError = (error: Error) => {
+    this.broken ??= error;
+  };
+
+  constructor(client: pg.PoolClient) {
+    this.client = client;
+    client.on('error', this.#onError);
+  }
+
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.client.removeListener('error', this.#onError);
+    this.client.release(this.broken);
+  }
+}
+
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class Database {
@@ -66,6 +93,22 @@ export class Database {
     this.#names = names;
     this.#session = new Session(pool, names);
     this.#onError = onError;
+  }
+
+  /**
+   * A pooled connection for attempt `attempt`, or undefined (after a pause)
+   * when none could be opened and the caller should try again.
+   */
+  async #lease(attempt: number): Promise<Lease | undefined> {
+    try {
+      return new Lease(await this.#pool.connect());
+    } catch (error) {
+      if (attempt < this.#connectionAttempts && isConnectionError(error)) {
+        await delay(Math.min(1000, 25 * attempt * attempt));
+        return undefined;
+      }
+      throw wrapError(error);
+    }
   }
 
   /**
@@ -104,32 +147,9 @@ export class Database {
    */
   async transaction<T>(body: (client: Session, state: TxState) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      let pooled: pg.PoolClient;
-      try {
-        pooled = await this.#pool.connect();
-      } catch (error) {
-        if (attempt < this.#connectionAttempts && isConnectionError(error)) {
-          await delay(Math.min(1000, 25 * attempt * attempt));
-          continue;
-        }
-        throw wrapError(error);
-      }
-      let broken: Error | undefined;
-      // A checked-out client that loses its connection between two queries emits
-      // 'error' (the pool only listens while the client is idle): record it so the
-      // next query fails as a connection error and release() destroys the client.
-      const onClientError = (error: Error) => {
-        broken ??= error;
-      };
-      pooled.on('error', onClientError);
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        pooled.removeListener('error', onClientError);
-        pooled.release(broken);
-      };
-      const client = new Session(pooled, this.#names);
+      const lease = await this.#lease(attempt);
+      if (lease === undefined) continue;
+      const client = new Session(lease.client, this.#names);
       const state: TxState = {};
       let committing = false;
       let xid: string | null = null;
@@ -151,22 +171,22 @@ export class Database {
         }
         // No await between this check and sending COMMIT: if the client is already
         // known to be broken, COMMIT is never sent and the attempt is safely retried.
-        if (broken !== undefined) throw broken;
+        if (lease.broken !== undefined) throw lease.broken;
         committing = true;
         await client.query('COMMIT');
         return result;
       } catch (error) {
         const lost = isConnectionError(error);
         if (lost) {
-          broken ??= error as Error;
+          lease.broken ??= error as Error;
         } else {
           try {
             await client.query('ROLLBACK');
           } catch (rollbackError) {
-            broken ??= rollbackError as Error;
+            lease.broken ??= rollbackError as Error;
           }
         }
-        release();
+        lease.release();
         if (lost && committing) {
           // Nothing written (no xid): there is nothing to lose, the result stands.
           if (xid === null) return result as T;
@@ -184,7 +204,7 @@ export class Database {
         }
         throw wrapError(error);
       } finally {
-        release();
+        lease.release();
       }
     }
   }
@@ -209,24 +229,11 @@ export class Database {
     verify: () => Promise<T | undefined>,
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      let pooled: pg.PoolClient;
+      const lease = await this.#lease(attempt);
+      if (lease === undefined) continue;
+      const pid = (lease.client as unknown as { processID: number | null }).processID;
       try {
-        pooled = await this.#pool.connect();
-      } catch (error) {
-        if (attempt < this.#connectionAttempts && isConnectionError(error)) {
-          await delay(Math.min(1000, 25 * attempt * attempt));
-          continue;
-        }
-        throw wrapError(error);
-      }
-      const pid = (pooled as unknown as { processID: number | null }).processID;
-      let broken: Error | undefined;
-      const onClientError = (error: Error) => {
-        broken ??= error;
-      };
-      pooled.on('error', onClientError);
-      try {
-        const { rows } = await new Session(pooled, this.#names).query<R>(text, params);
+        const { rows } = await new Session(lease.client, this.#names).query<R>(text, params);
         return decode(rows);
       } catch (error) {
         if (!isConnectionError(error)) {
@@ -236,7 +243,12 @@ export class Database {
           }
           throw wrapError(error);
         }
-        broken ??= error as Error;
+        lease.broken ??= error as Error;
+        // Give the lost connection back before verifying on another one: with
+        // every pooled connection lost at once (a database restart), holding
+        // them while waiting for a free one would stall the pool until its
+        // connection timeout, once per retry.
+        lease.release();
         if (!isUnsent(error)) {
           let verified: T | undefined;
           try {
@@ -253,8 +265,7 @@ export class Database {
         if (attempt >= this.#connectionAttempts) throw wrapError(error, !isUnsent(error));
         await delay(Math.min(1000, 25 * attempt * attempt));
       } finally {
-        pooled.removeListener('error', onClientError);
-        pooled.release(broken);
+        lease.release();
       }
     }
   }
