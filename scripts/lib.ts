@@ -101,14 +101,44 @@ export function run(
   command: string,
   args: string[],
   env: Record<string, string> = {},
+  timeoutMs?: number,
 ): Promise<number> {
   return new Promise((resolve) => {
     const child = spawn(command, args, {
       cwd: ROOT,
       stdio: 'inherit',
       env: { ...process.env, ...env },
+      // Its own process group, so a timeout stops everything it started.
+      detached: timeoutMs !== undefined,
     });
-    child.once('exit', (code) => resolve(code ?? 1));
+    const stopGroup = (signal: NodeJS.Signals) => {
+      try {
+        process.kill(-child.pid!, signal);
+      } catch {
+        // Already gone.
+      }
+    };
+    // Out of the terminal's process group, Ctrl-C must be passed on.
+    const onSignal = (signal: NodeJS.Signals) => stopGroup(signal);
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            console.error(
+              `\n${command} ${args.slice(0, 2).join(' ')} ...: still running after ${timeoutMs / 60_000} min; stopped (something hangs)`,
+            );
+            stopGroup('SIGKILL');
+          }, timeoutMs);
+    if (timeoutMs !== undefined) {
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+    }
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      resolve(code ?? 1);
+    });
   });
 }
 
