@@ -4,7 +4,8 @@
  * (de)serialisation of a job and every COMMIT's fsync (synchronous=FULL)
  * would stall all HTTP work. Here the connection lives in a worker thread
  * running the same SqliteStore (store-thread.ts); this class forwards each
- * Store call to it, batching the calls of one turn into one message.
+ * Store call to it, batching the calls of one event-loop iteration into one
+ * message.
  * Answers come back only after their group committed (group-commit.ts), so
  * an HTTP 2xx still means "on disk".
  *
@@ -78,7 +79,11 @@ export class SqliteThreadStore implements Store {
       return Promise.reject(new Error('SqliteThreadStore is not open (call init()).'));
     }
     const id = this.#nextId++;
-    if (this.#outbox.length === 0) queueMicrotask(() => this.#flush());
+    // Sent after the event loop's poll phase, not at the end of this task: the
+    // calls of every request read in one iteration share one message (a
+    // message costs ~25 µs on this thread; measured: 4-15% less server CPU
+    // per single enqueue, 50 in flight).
+    if (this.#outbox.length === 0) setImmediate(() => this.#flush());
     this.#outbox.push({ id, method, args });
     // The thread is unref'd while idle, so a forgotten store never keeps a
     // process alive; a pending call must, or its await would be dropped.
