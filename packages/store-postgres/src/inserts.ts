@@ -71,7 +71,8 @@ export function enqueueInOneStatement(jobs: JobRecord[]): boolean {
 export async function enqueue(
   db: Database,
   sql: Statements,
-  channel: string,
+  /** The jobs-available channel to NOTIFY, or null to leave that to the caller. */
+  channel: string | null,
   jobs: JobRecord[],
   events: OjsEvent[],
   now: number,
