@@ -118,8 +118,14 @@ export function run(
         // Already gone.
       }
     };
-    // Out of the terminal's process group, Ctrl-C must be passed on.
-    const onSignal = (signal: NodeJS.Signals) => stopGroup(signal);
+    // Out of the terminal's process group, Ctrl-C must be passed on, and this
+    // process must then stop too (not go on to its next step).
+    const onSignal = (signal: NodeJS.Signals) => {
+      stopGroup(signal);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      process.kill(process.pid, signal);
+    };
     const timer =
       timeoutMs === undefined
         ? undefined
