@@ -71,8 +71,7 @@ export function enqueueInOneStatement(jobs: JobRecord[]): boolean {
 export async function enqueue(
   db: Database,
   sql: Statements,
-  /** The jobs-available channel to NOTIFY, or null to leave that to the caller. */
-  channel: string | null,
+  channel: string,
   jobs: JobRecord[],
   events: OjsEvent[],
   now: number,

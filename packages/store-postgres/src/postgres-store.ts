@@ -51,7 +51,6 @@ import {
   jobsAvailableChannel,
   splitSchemaParam,
 } from './names.ts';
-import { NotifyCoalescer } from './notify-coalescer.ts';
 import {
   cronRow,
   eventRow,
@@ -117,7 +116,6 @@ export class PostgresStore implements Store {
   #compactTimer: NodeJS.Timeout | undefined;
   #compacting: Promise<void> | undefined;
   #closed = false;
-  readonly #wakes: NotifyCoalescer;
 
   constructor(options: PostgresStoreOptions) {
     this.#options = options;
@@ -153,12 +151,6 @@ export class PostgresStore implements Store {
       client.on('error', () => {});
     });
     this.#db = new Database(this.#pool, preparedNames(this.#sql), this.#onError);
-    this.#wakes = new NotifyCoalescer(
-      async () => {
-        await this.#db.query(this.#sql.notify, [this.#channel, '']);
-      },
-      (error) => this.#onError(error, 'NOTIFY of available jobs'),
-    );
     this.#listener = new JobsAvailableListener({
       config: { ...base, application_name: `${base.application_name}:listen` },
       channel: this.#channel,
@@ -204,7 +196,6 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#wakes.close();
     clearInterval(this.#clockTimer);
     this.#clockTimer = undefined;
     clearInterval(this.#compactTimer);
@@ -273,14 +264,8 @@ export class PostgresStore implements Store {
   async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
     this.#noteInserted(jobs.length);
     if (enqueueInOneStatement(jobs)) {
-      const available = jobs.some((job) => job.state === 'available');
-      const notify = available && this.#wakes.take();
-      const channel = notify ? this.#channel : null;
-      const results = await enqueue(this.#db, this.#sql, channel, jobs, events, now);
-      if (results !== null) {
-        if (available && !notify) this.#wakes.owe();
-        return results;
-      }
+      const results = await enqueue(this.#db, this.#sql, this.#channel, jobs, events, now);
+      if (results !== null) return results;
     }
     // A held unique key or a duplicate id: the transaction path judges and reports it.
     for (let attempt = 1; ; attempt++) {

@@ -169,8 +169,7 @@ export function statements(schema: string) {
      * path of insertJobs when no job's unique key is held yet.
      * $1 = jsonb array of job rows (rows.ts jobRow, no seq) in order;
      * $2 = jsonb array of event rows; $3 = now (ms, the keys' locked_at);
-     * $4 = created_at of new queues; $5 = the jobs-available channel to NOTIFY
-     * when an available job was inserted, or NULL (see NotifyCoalescer).
+     * $4 = created_at of new queues; $5 = the jobs-available channel.
      * Seqs: one nextval per job, handed out ascending in array order (and
      * written into doc.seq). Unique keys: a key row is created for every
      * job that has one (ON CONFLICT DO NOTHING waits for a concurrent
@@ -221,8 +220,7 @@ export function statements(schema: string) {
       SELECT id, seq::text AS seq FROM inserted, checked WHERE checked.ok
       UNION ALL
       SELECT NULL, NULL FROM (SELECT pg_notify($5::text, '') FROM inserted
-                               WHERE state = 'available' AND $5::text IS NOT NULL
-                               LIMIT 1) AS notified`,
+                               WHERE state = 'available' LIMIT 1) AS notified`,
     /**
      * After a lost connection during `enqueue`: which of the jobs $1 (jsonb
      * array of {id, doc}, doc without seq) are stored exactly as sent.

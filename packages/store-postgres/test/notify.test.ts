@@ -76,18 +76,6 @@ if (reason !== undefined) {
       await woken('a wake-up after insert');
     });
 
-    it('two enqueues at once: the one that left its NOTIFY to the other wakes the listener too', async () => {
-      // Both take their turn in the same tick: the first NOTIFYs in its own
-      // statement, the second leaves it to the window's trailing NOTIFY.
-      await Promise.all([
-        writer.insertJobs([newJob()], [], T0),
-        writer.insertJobs([newJob()], [], T0),
-      ]);
-      await eventually(() => wakes >= 2, 5000, 'the trailing wake-up');
-      await barrier();
-      assert.equal(wakes, 3, 'one NOTIFY per enqueue here, the barrier, nothing more');
-    });
-
     it('does not fire for scheduled or pending jobs, nor for another schema', async () => {
       await writer.insertJobs(
         [newJob({ scheduled_at: '+PT1H' }), newJob({ pending: true })],
