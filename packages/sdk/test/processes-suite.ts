@@ -213,10 +213,15 @@ export function defineProcessSuites(store: StoreKind): void {
         assert.equal(new Set(ran).size, TOTAL);
         const perWorker = workers.map((w) => w.events.filter((e) => e.event === 'ran').length);
         if (TOTAL >= 2_000) {
-          assert.ok(
-            perWorker.every((count) => count > 0),
-            `work spread: ${perWorker}`,
-          );
+          // Through a server, every long-polling worker is served. In-process
+          // on SQLite each child takes the file's write lock itself, and
+          // SQLite's busy handler is not fair: a child sleeping in it can
+          // find the lock taken each time it wakes, until the others drained
+          // everything (seen in CI: 233/6167/3600/0). Exactly-once must hold
+          // with more than one process at work; an even spread is not promised.
+          const working = perWorker.filter((count) => count > 0).length;
+          const fair = mode !== 'in-process' || store !== 'sqlite';
+          assert.ok(fair ? working === 4 : working >= 2, `work spread: ${perWorker}`);
         }
         const failures = await server.engine.listEvents({
           types: ['job.failed'],
