@@ -377,6 +377,9 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   #wakers: (() => void)[] = [];
   /** Jobs asked for by the fetches in flight (see #fetchLoop). */
   #reserved = 0;
+  /** Fetches in flight, and whether the last one to answer found the queues drained. */
+  #fetching = 0;
+  #drained = false;
   #forceStop: (() => void) | undefined;
   #signalHandlers: Array<[NodeJS.Signals, () => void]> = [];
   #execution: readonly ExecutionMiddleware[] = [];
@@ -749,7 +752,12 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         this.#capacity - unsettled,
         this.#capacity + this.#ackBatchSize - this.#active.size - this.#reserved,
       );
-      if (this.#state === 'quiet' || room <= 0) {
+      // While the queues are drained, one fetch waiting at the server is
+      // enough: a second one would only be woken with it by every enqueue and
+      // claim nothing (an empty claim per job on the server). A fetch that
+      // comes back full wakes the other loops again.
+      const redundant = this.#drained && this.#fetching > 0;
+      if (this.#state === 'quiet' || room <= 0 || redundant) {
         await this.#waitForChange();
         continue;
       }
@@ -757,6 +765,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       const count = Math.min(room, this.#maxFetch, Math.ceil(this.#capacity / FETCHES_IN_FLIGHT));
       const started = Date.now();
       this.#reserved += count;
+      this.#fetching++;
       try {
         jobs = await this.transport.fetchJobs(
           {
@@ -777,6 +786,8 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         }
       } catch (error) {
         this.#reserved -= count;
+        this.#fetching--;
+        this.#drained = false;
         if (this.#isStopping()) break;
         failures++;
         const delay = Math.min(30_000, 250 * 2 ** Math.min(failures, 7)) * (0.5 + Math.random());
@@ -790,6 +801,10 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         continue;
       }
       this.#reserved -= count;
+      this.#fetching--;
+      const drained = jobs.length < count;
+      if (this.#drained && !drained) this.#wakeAll();
+      this.#drained = drained;
       // Up to `count` jobs had room when asked for (an 'auto' capacity may
       // have shrunk since: the buffer holds them anyway, no round trip wasted).
       let accepted = 0;

@@ -111,6 +111,32 @@ for (const store of await testStores())
         assert.equal(w.state, 'terminated');
       });
 
+      it('an idle worker keeps one fetch waiting at the server, not one per fetch loop', async () => {
+        const q = queue();
+        const w = worker(mode, { queues: [q], concurrency: 8 });
+        w.register('idle.job', async () => 'ok');
+        let inFlight = 0;
+        let peak = 0;
+        const fetchJobs = w.transport.fetchJobs.bind(w.transport);
+        w.transport.fetchJobs = (request, options) => {
+          inFlight++;
+          peak = Math.max(peak, inFlight);
+          return fetchJobs(request, options).finally(() => inFlight--);
+        };
+        await w.start();
+        // The first job shows the worker that the queue is drained.
+        const first = await client.enqueue('idle.job', [], { queue: q });
+        await client.waitForJob(first!.id, { intervalMs: 10 });
+        peak = inFlight;
+        // One job at a time, each delivered by the one waiting fetch.
+        for (let i = 0; i < 5; i++) {
+          const job = await client.enqueue('idle.job', [], { queue: q });
+          assert.equal((await client.waitForJob(job!.id, { intervalMs: 10 })).state, 'completed');
+        }
+        assert.equal(peak, 1, 'fetches in flight while the queue was drained');
+        await w.stop();
+      });
+
       it('retries a failed job; the NACK carries type, message and a bounded backtrace', async () => {
         const q = queue();
         const w = worker(mode, { queues: [q] });
