@@ -49,6 +49,8 @@ export async function startServerProcess(
   const child = spawn(
     process.execPath,
     [
+      // As `npm start` and the `ojs` command run it (decision 0074).
+      '--max-semi-space-size=16',
       'packages/cli/src/main.ts',
       'serve',
       '--test-mode',

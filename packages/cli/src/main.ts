@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=16
 /**
  * The `ojs` command: serve, conformance, and the tools that grow around them.
  */
