@@ -4,11 +4,13 @@
  * or rejects as its own push would; a lone push, a manifest without the
  * endpoint, a 404 on it or `coalescePushes: false` use POST /ojs/v1/jobs; a
  * request whose answer was lost is repeated without creating anything twice
- * or failing a push that landed.
+ * or failing a push that landed. In-process, the pushes of one turn go to
+ * the engine in one `enqueueMany`, with the same per-push answers.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DuplicateJobError, OjsClient } from '@ojs/sdk';
+import { InProcessTransport } from '@ojs/sdk/in-process';
 import { startTestServer, type TestServer, testStores } from './helpers.ts';
 
 const MANY = '/ojs/v1/jobs/many';
@@ -174,6 +176,69 @@ for (const store of await testStores()) {
       const stored = await storedIds(q);
       assert.equal(stored.length, 10, 'each job stored once');
       assert.deepEqual([...stored].sort(), jobs.map((j) => j!.id).sort());
+    });
+
+    /** An in-process client over the server's engine, counting the engine's enqueue calls. */
+    function inProcess(options: { coalescePushes?: boolean } = {}) {
+      const engine = server.engine;
+      const calls = { one: 0, many: 0 };
+      const transport = new InProcessTransport(
+        new Proxy(engine, {
+          get(target, name, receiver) {
+            const value = Reflect.get(target, name, receiver);
+            if (typeof value !== 'function') return value;
+            const counter = name === 'enqueue' ? 'one' : name === 'enqueueMany' ? 'many' : null;
+            return (...args: unknown[]) => {
+              if (counter !== null) calls[counter]++;
+              return value.apply(target, args);
+            };
+          },
+        }),
+        options,
+      );
+      return { client: new OjsClient({ transport }), calls };
+    }
+
+    it('in-process: concurrent enqueues go to the engine in one enqueueMany, each answered on its own', async () => {
+      const { client, calls } = inProcess();
+      const q = queue();
+      const unique = { keys: ['type' as const], onConflict: 'reject' as const };
+      const results = await Promise.allSettled([
+        ...Array.from({ length: 20 }, (_, i) => client.enqueue('pm.job', [i], { queue: q })),
+        client.enqueue('pm.unique-in-process', [1], { queue: q, unique }),
+        client.enqueue('pm.unique-in-process', [2], { queue: q, unique }),
+      ]);
+      assert.deepEqual(calls, { one: 0, many: 1 });
+      const jobs = results.slice(0, 20).map((r) => {
+        assert.equal(r.status, 'fulfilled');
+        return (r as PromiseFulfilledResult<{ id: string; args: unknown[] } | null>).value!;
+      });
+      assert.deepEqual(
+        jobs.map((j) => j.args[0]),
+        Array.from({ length: 20 }, (_, i) => i),
+        'each call resolved with its own job',
+      );
+      // In one group, the first of two conflicting unique pushes wins, as if sent one after the other.
+      const [first, second] = results.slice(20);
+      assert.equal(first!.status, 'fulfilled');
+      assert.equal(second!.status, 'rejected');
+      assert.ok(
+        (second as PromiseRejectedResult).reason instanceof DuplicateJobError,
+        String((second as PromiseRejectedResult).reason),
+      );
+      const won = (first as PromiseFulfilledResult<{ id: string }>).value.id;
+      assert.deepEqual((await storedIds(q)).sort(), [...jobs.map((j) => j.id), won].sort());
+    });
+
+    it('in-process: a lone push, or coalescePushes: false, goes through engine.enqueue', async () => {
+      const lone = inProcess();
+      await lone.client.enqueue('pm.job', [1], { queue: queue() });
+      assert.deepEqual(lone.calls, { one: 1, many: 0 });
+      const off = inProcess({ coalescePushes: false });
+      const q = queue();
+      await Promise.all([1, 2, 3].map((i) => off.client.enqueue('pm.job', [i], { queue: q })));
+      assert.deepEqual(off.calls, { one: 3, many: 0 });
+      assert.equal((await storedIds(q)).length, 3);
     });
   });
 }
