@@ -206,7 +206,11 @@ export class PostgresStore implements Store {
   }
 
   async ping(): Promise<void> {
-    await this.#db.query('SELECT 1', [], false);
+    // Retried on a lost connection like any read: an idle pooled connection
+    // that died (a restart, a terminated backend) is not an unhealthy store.
+    // Seen as a flaky test: the pool handed out a terminated idle connection
+    // before its error event had removed it, and health answered 503.
+    await this.#db.query('SELECT 1', []);
   }
 
   async #syncClock(): Promise<void> {
@@ -562,8 +566,8 @@ export class PostgresStore implements Store {
     return rows.map((row) => row.doc);
   }
 
-  async pruneEvents(keep: number): Promise<number> {
-    const result = await this.#db.query(this.#sql.pruneEvents, [Math.max(0, keep)]);
+  async pruneEvents(keep: number, limit?: number): Promise<number> {
+    const result = await this.#db.query(this.#sql.pruneEvents, [Math.max(0, keep), limit ?? null]);
     return result.rowCount ?? 0;
   }
 
