@@ -308,8 +308,13 @@ export interface Store {
 
   appendEvents(events: OjsEvent[]): Promise<void>;
   listEvents(filter: EventFilter): Promise<OjsEvent[]>;
-  /** Deletes events beyond the retention count; returns how many were removed. */
-  pruneEvents(keep: number): Promise<number>;
+  /**
+   * Deletes the oldest events beyond the newest `keep`, at most `limit` of
+   * them (all when omitted); returns how many were removed. The engine
+   * prunes in bounded steps so one large backlog of events never becomes
+   * one long write holding the store.
+   */
+  pruneEvents(keep: number, limit?: number): Promise<number>;
 
   /**
    * Cross-process wake-ups for waiting fetches (LISTEN/NOTIFY, pub/sub):

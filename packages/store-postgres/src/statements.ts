@@ -502,9 +502,14 @@ export function statements(schema: string) {
              e.value->'doc'
         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, ord)
        ORDER BY e.ord`,
-    /** Deletes all but the newest $1 events (by seq; gaps in seq do not matter). */
-    pruneEvents: `DELETE FROM ${s}.events WHERE seq <= (
-        SELECT seq FROM ${s}.events ORDER BY seq DESC OFFSET $1 LIMIT 1)`,
+    /**
+     * Deletes the oldest events beyond the newest $1, at most $2 of them
+     * (NULL: all), by seq; gaps in seq do not matter.
+     */
+    pruneEvents: `DELETE FROM ${s}.events WHERE seq IN (
+        SELECT seq FROM ${s}.events
+         WHERE seq <= (SELECT seq FROM ${s}.events ORDER BY seq DESC OFFSET $1 LIMIT 1)
+         ORDER BY seq LIMIT $2)`,
     eventsTable: `${s}.events`,
 
     // ------------------------------------------------------------ finding jobs (job-queries.ts)

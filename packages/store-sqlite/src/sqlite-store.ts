@@ -807,9 +807,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  async pruneEvents(keep: number): Promise<number> {
+  async pruneEvents(keep: number, limit?: number): Promise<number> {
     return this.#write(() => {
-      const result = this.#stmt(sql.PRUNE_EVENTS).run(keep);
+      const result = this.#stmt(sql.PRUNE_EVENTS).run(keep, limit ?? -1);
       return Number(result.changes);
     });
   }

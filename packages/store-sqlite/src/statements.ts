@@ -364,8 +364,11 @@ export function listEvents(filter: EventFilter): { sql: string; params: (string 
 }
 
 /** ? = how many to keep. Deletes all but the newest events (by seq). */
-export const PRUNE_EVENTS =
-  'DELETE FROM ojs_events WHERE seq <= (SELECT coalesce(max(seq), 0) FROM ojs_events) - ?';
+/** The oldest events beyond the newest ?1, at most ?2 of them (-1: all); seq only grows. */
+export const PRUNE_EVENTS = `DELETE FROM ojs_events WHERE seq IN (
+  SELECT seq FROM ojs_events
+   WHERE seq <= (SELECT coalesce(max(seq), 0) FROM ojs_events) - ?1
+   ORDER BY seq LIMIT ?2)`;
 
 // ------------------------------------------------------------ admin
 

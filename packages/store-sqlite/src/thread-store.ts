@@ -297,8 +297,8 @@ export class SqliteThreadStore implements Store {
   listEvents(filter: EventFilter): Promise<OjsEvent[]> {
     return this.#call('listEvents', [filter]);
   }
-  pruneEvents(keep: number): Promise<number> {
-    return this.#call('pruneEvents', [keep]);
+  pruneEvents(keep: number, limit?: number): Promise<number> {
+    return this.#call('pruneEvents', [keep, limit]);
   }
   reset(): Promise<void> {
     return this.#call('reset', []);

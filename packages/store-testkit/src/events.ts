@@ -135,6 +135,16 @@ export function eventTests(ctx: SuiteContext): void {
       assert.deepEqual(await list(), []);
     });
 
+    it('pruneEvents with a limit removes at most that many, oldest first', async () => {
+      const events = sampleEvents();
+      await ctx.store.appendEvents(events);
+      assert.equal(await ctx.store.pruneEvents(3, 4), 4);
+      assert.deepEqual(await list(), events.slice(4));
+      assert.equal(await ctx.store.pruneEvents(3, 4), 3);
+      assert.deepEqual(await list(), events.slice(7));
+      assert.equal(await ctx.store.pruneEvents(3, 4), 0);
+    });
+
     it('pruneEvents on an empty log removes nothing', async () => {
       assert.equal(await ctx.store.pruneEvents(5), 0);
     });
