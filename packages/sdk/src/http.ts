@@ -40,6 +40,7 @@ import {
   type SendResponse,
   SendTimeout,
 } from './request.ts';
+import { TurnBatch } from './turn-batch.ts';
 import {
   type AckBatchItemResult,
   type AckBatchRequest,
@@ -122,10 +123,6 @@ interface QueuedPush {
   resolve(result: PushResult): void;
   reject(error: unknown): void;
 }
-
-/** Runs `fn` after the current turn (its I/O callbacks and microtasks). */
-const afterTurn: (fn: () => void) => void =
-  typeof setImmediate === 'function' ? (fn) => setImmediate(fn) : (fn) => setTimeout(fn, 0);
 
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -254,7 +251,7 @@ export class HttpTransport implements Transport {
   /** fetch for event streams (read as they arrive, so not through #send). */
   readonly #streamFetch: typeof fetch | undefined;
   /** Pushes of this turn, sent together after it. */
-  #pushQueue: QueuedPush[] = [];
+  readonly #pushes = new TurnBatch<QueuedPush>((queue) => this.#flushPushes(queue));
 
   constructor(options: HttpTransportOptions) {
     if (typeof options.url !== 'string' || options.url === '') {
@@ -488,15 +485,12 @@ export class HttpTransport implements Transport {
     if (!this.#coalescePushes || options.signal !== undefined) {
       return this.#pushOne(envelope, options);
     }
-    return new Promise<PushResult>((resolve, reject) => {
-      if (this.#pushQueue.length === 0) afterTurn(() => this.#flushPushes());
-      this.#pushQueue.push({ envelope, resolve, reject });
-    });
+    return new Promise<PushResult>((resolve, reject) =>
+      this.#pushes.add({ envelope, resolve, reject }),
+    );
   }
 
-  #flushPushes(): void {
-    const queue = this.#pushQueue;
-    this.#pushQueue = [];
+  #flushPushes(queue: QueuedPush[]): void {
     if (queue.length === 1) {
       const [only] = queue;
       this.#pushOne(only!.envelope).then(only!.resolve, only!.reject);

@@ -20,6 +20,7 @@ import type { Engine } from '@ojs/engine';
 import { BackendError, NotFoundError, OjsError, parseErrorResponse } from './errors.ts';
 import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
 import { toPushBody } from './http.ts';
+import { TurnBatch } from './turn-batch.ts';
 import type {
   AckBatchItemResult,
   AckBatchRequest,
@@ -127,7 +128,8 @@ export class InProcessTransport implements Transport {
   readonly engine: Engine;
   readonly #manifest: Manifest | undefined;
   readonly #coalescePushes: boolean;
-  #pushQueue: QueuedPush[] = [];
+  /** Pushes of this turn, enqueued together after it. */
+  readonly #pushes = new TurnBatch<QueuedPush>((queue) => this.#flushPushes(queue));
 
   #job(record: JobRecord): Job {
     return copy<Job>(this.engine.wire.job(record));
@@ -228,7 +230,9 @@ export class InProcessTransport implements Transport {
     return this.#do('enqueue', async () => {
       const body = this.#checked(toPushBody(envelope));
       const result = this.#coalescePushes
-        ? await this.#queuePush(body)
+        ? await new Promise<EnqueueOutcome>((resolve, reject) =>
+            this.#pushes.add({ body, resolve, reject }),
+          )
         : await this.engine.enqueue(body);
       if (result.status === 'dropped') return { job: null, status: 'dropped' };
       return { job: this.#job(result.job), status: result.status };
@@ -236,21 +240,12 @@ export class InProcessTransport implements Transport {
   }
 
   /**
-   * The pushes of one turn go to the engine together after it (setImmediate):
-   * concurrent producers on PostgreSQL otherwise pay one transaction, one
-   * commit and one NOTIFY each. Outcomes are per push, in order, as if each
-   * had been sent alone one after the other.
+   * The pushes of one turn go to the engine together: concurrent producers
+   * on PostgreSQL otherwise pay one transaction, one commit and one NOTIFY
+   * each. Outcomes are per push, in order, as if each had been sent alone
+   * one after the other.
    */
-  #queuePush(body: unknown): Promise<EnqueueOutcome> {
-    return new Promise((resolve, reject) => {
-      if (this.#pushQueue.length === 0) setImmediate(() => this.#flushPushes());
-      this.#pushQueue.push({ body, resolve, reject });
-    });
-  }
-
-  #flushPushes(): void {
-    const queue = this.#pushQueue;
-    this.#pushQueue = [];
+  #flushPushes(queue: QueuedPush[]): void {
     if (queue.length === 1) {
       const [only] = queue;
       this.engine.enqueue(only!.body).then(only!.resolve, only!.reject);

@@ -363,7 +363,6 @@ export function listEvents(filter: EventFilter): { sql: string; params: (string 
   };
 }
 
-/** ? = how many to keep. Deletes all but the newest events (by seq). */
 /** The oldest events beyond the newest ?1, at most ?2 of them (-1: all); seq only grows. */
 export const PRUNE_EVENTS = `DELETE FROM ojs_events WHERE seq IN (
   SELECT seq FROM ojs_events
