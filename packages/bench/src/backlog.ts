@@ -12,7 +12,9 @@
  * POST /ojs/v1/workers/ack/batch with the 50 jobs (fenced on worker_id and
  * attempt), one round at a time: jobs/s = jobs / time spent in those two calls.
  * The server's RSS (VmRSS, and the peak VmHWM, from /proc/<pid>/status) is
- * read at each step.
+ * read at each step, and once more after the fill with the server left
+ * idle for QUIET_MS: what it holds once a burst is over (the server gives
+ * memory back when quiet, core startQuietGc).
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -20,6 +22,8 @@ import { performance } from 'node:perf_hooks';
 export const SMALL_DEPTH = 1000;
 export const SAMPLE_JOBS = 10_000;
 export const FILL_BATCH = 10_000;
+/** Idle time before the second reading at depth: the quiet GC samples each second and waits for two quiet samples. */
+export const QUIET_MS = 5000;
 const CLAIM = 50;
 const QUEUE = 'bench-backlog';
 const HEADERS = { 'content-type': 'application/openjobspec+json' };
@@ -155,6 +159,8 @@ export interface BacklogResult {
   fill: { jobs: number; batch: number; jobs_per_s: number; error?: string };
   queued_after_fill: number | null;
   memory_at_backlog: Memory;
+  /** At the same depth, after QUIET_MS with no request. */
+  memory_at_backlog_quiet: Memory;
   large: ClaimAckResult;
   memory_after_large: Memory;
 }
@@ -203,6 +209,8 @@ export async function runBacklog(
   };
   const queued_after_fill = await queuedCount(url);
   const memory_at_backlog = readMemory(pid);
+  await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
+  const memory_at_backlog_quiet = readMemory(pid);
   log(`claim+ack at depth ${SMALL_DEPTH + filled}`);
   const large = await claimAck(
     url,
@@ -220,6 +228,7 @@ export async function runBacklog(
     fill,
     queued_after_fill,
     memory_at_backlog,
+    memory_at_backlog_quiet,
     large,
     memory_after_large,
   };

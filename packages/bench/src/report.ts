@@ -5,7 +5,7 @@
  * latency lower is better). SQLite rows compare with BullMQ (Redis),
  * PostgreSQL rows with graphile-worker with batching.
  */
-import type { BacklogResult } from './backlog.ts';
+import { type BacklogResult, QUIET_MS } from './backlog.ts';
 import type { Anchor, Mode, StoreName } from './options.ts';
 
 type Obj = Record<string, unknown>;
@@ -208,6 +208,13 @@ export function backlogRows(store: StoreName, b: BacklogResult | undefined, erro
       unit: 'MiB',
       ours: b.memory_at_backlog.rss_mib,
       detail: `peak so far ${formatNumber(b.memory_at_backlog.peak_rss_mib)} MiB; after claim+ack ${formatNumber(b.memory_after_large.rss_mib)} MiB`,
+    },
+    {
+      ...base,
+      phase: `server RSS @${depth(b.large.depth)} queued, ${QUIET_MS / 1000} s idle`,
+      unit: 'MiB',
+      ours: b.memory_at_backlog_quiet.rss_mib,
+      detail: 'read again after the fill with no request in between',
     },
   ];
 }

@@ -64,6 +64,7 @@ ojs serve options (environment variables in brackets):
   --grpc-tls-ca FILE      PEM CA: clients must present a certificate it signed (mTLS) [OJS_GRPC_TLS_CA]
                           Beyond loopback gRPC needs TLS (or --allow-insecure): API keys travel in metadata
   --no-dashboard          Do not serve the web dashboard at /ojs/admin/ [OJS_DASHBOARD=off]
+  --no-quiet-gc           Keep the heap a burst grew instead of giving it back when quiet [OJS_QUIET_GC=off]
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -106,6 +107,7 @@ async function serve(argv: string[]): Promise<number> {
       'grpc-tls-key': { type: 'string' },
       'grpc-tls-ca': { type: 'string' },
       'no-dashboard': { type: 'boolean' },
+      'no-quiet-gc': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -149,6 +151,7 @@ async function serve(argv: string[]): Promise<number> {
   if (values['grpc-tls-key'] !== undefined) options.grpcTlsKey = values['grpc-tls-key'];
   if (values['grpc-tls-ca'] !== undefined) options.grpcTlsCa = values['grpc-tls-ca'];
   if (values['no-dashboard']) options.dashboard = false;
+  if (values['no-quiet-gc']) options.quietGc = false;
   options.handleSignals = true;
   const server = await startServer(options);
   process.stdout.write(

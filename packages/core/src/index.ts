@@ -12,6 +12,7 @@ export * from './lifecycle.ts';
 export * from './limits.ts';
 export * from './progress.ts';
 export * from './queue-config.ts';
+export * from './quiet-gc.ts';
 export * from './retry.ts';
 export * from './settle.ts';
 export * from './states.ts';

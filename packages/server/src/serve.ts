@@ -4,7 +4,7 @@
  * accepting requests, lets in-flight ones finish and closes the store.
  */
 import { isIP } from 'node:net';
-import { parseRetention, type RetentionPolicy, type Store } from '@ojs/core';
+import { parseRetention, type RetentionPolicy, type Store, startQuietGc } from '@ojs/core';
 import { Engine, ErrorThrottle, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { type AppConfig, buildApp } from './app.ts';
@@ -72,6 +72,12 @@ export interface ServeOptions {
   grpcTlsCa?: string;
   /** Serve the web dashboard at /ojs/admin/ (default true; --no-dashboard, OJS_DASHBOARD=off). */
   dashboard?: boolean;
+  /**
+   * Give memory back after a burst once the server is quiet: its main
+   * thread and the SQLite store thread (core startQuietGc, decision 0075).
+   * Default true; --no-quiet-gc, OJS_QUIET_GC=off.
+   */
+  quietGc?: boolean;
 }
 
 /**
@@ -190,6 +196,9 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   if (env.OJS_DASHBOARD !== undefined && env.OJS_DASHBOARD !== '') {
     options.dashboard = parseSwitch('OJS_DASHBOARD', env.OJS_DASHBOARD);
   }
+  if (env.OJS_QUIET_GC !== undefined && env.OJS_QUIET_GC !== '') {
+    options.quietGc = parseSwitch('OJS_QUIET_GC', env.OJS_QUIET_GC);
+  }
   if (env.OJS_SQLITE_THREAD !== undefined && env.OJS_SQLITE_THREAD !== '') {
     options.sqliteThread = parseSwitch('OJS_SQLITE_THREAD', env.OJS_SQLITE_THREAD);
   }
@@ -250,6 +259,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const store = await createStore(storeSpec, {
     sqliteSynchronous: options.sqliteSynchronous,
     sqliteThread: options.sqliteThread,
+    quietGc: options.quietGc ?? true,
     onError: (error, context) => storeErrors.failed(`store: ${context}`, error, 'store error'),
   });
   // A shared store that is down at start is retried in the background while
@@ -319,12 +329,23 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const address = app.server.address();
   const boundPort = typeof address === 'object' && address !== null ? address.port : port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
+  const stopQuietGc =
+    options.quietGc === false
+      ? undefined
+      : startQuietGc({
+          onReduced: (before, after, pauseMs) =>
+            logger.debug(
+              { heap_before: before, heap_after: after, pause_ms: Math.round(pauseMs) },
+              'memory given back after a burst',
+            ),
+        });
 
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
       closed = true;
       clearTimeout(retrying);
+      stopQuietGc?.();
       // Draining first: health says so and FETCH hands out nothing, while
       // workers still ACK, FAIL and heartbeat the jobs they hold.
       engine.beginDrain();

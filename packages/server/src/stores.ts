@@ -17,6 +17,8 @@ export interface StoreOptions {
   sqliteSynchronous?: 'FULL' | 'NORMAL';
   /** SQLite on its own thread (default): statements and fsyncs off the event loop. */
   sqliteThread?: boolean;
+  /** The SQLite store thread gives memory back after bursts when quiet (core startQuietGc). */
+  quietGc?: boolean;
   /** Background errors of a shared store (idle connections, listener); logged, never fatal. */
   onError?: (error: Error, context: string) => void;
 }
@@ -79,7 +81,7 @@ export async function createStore(spec: string, options: StoreOptions = {}): Pro
   const sqliteOptions = { path, synchronous: options.sqliteSynchronous };
   return options.sqliteThread === false
     ? new SqliteStore(sqliteOptions)
-    : new SqliteThreadStore(sqliteOptions);
+    : new SqliteThreadStore({ ...sqliteOptions, quietGc: options.quietGc });
 }
 
 /** A printable form of the store spec with credentials removed. */

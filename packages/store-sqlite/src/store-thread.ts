@@ -4,8 +4,8 @@
  * event loop. Calls arriving in one turn share one group commit.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { InsertResult, SettleResult } from '@ojs/core';
-import { SqliteStore, type SqliteStoreOptions } from './sqlite-store.ts';
+import { type InsertResult, type SettleResult, startQuietGc } from '@ojs/core';
+import { SqliteStore } from './sqlite-store.ts';
 import {
   type Call,
   type Reply,
@@ -16,8 +16,12 @@ import {
   WATCH_METHOD,
 } from './thread-protocol.ts';
 
+import type { SqliteThreadStoreOptions } from './thread-store.ts';
+
 const port = parentPort!;
-const store = new SqliteStore(workerData as SqliteStoreOptions);
+const options = workerData as SqliteThreadStoreOptions;
+const store = new SqliteStore(options);
+if (options.quietGc === true) startQuietGc();
 const allowed = new Set<string>(STORE_METHODS);
 
 let replies: Reply[] = [];

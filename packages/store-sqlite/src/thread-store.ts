@@ -50,6 +50,16 @@ import {
   WATCH_METHOD,
 } from './thread-protocol.ts';
 
+/** The thread store's options: the store's, plus what only a thread of its own can do. */
+export interface SqliteThreadStoreOptions extends SqliteStoreOptions {
+  /**
+   * Give the thread's memory back after a burst once it is quiet (core
+   * startQuietGc, decision 0075). The server turns it on; off by default,
+   * as the process embedding the store may manage its memory itself.
+   */
+  quietGc?: boolean;
+}
+
 /** Young generation of the store thread's V8 heap, MiB (see init()). */
 const STORE_THREAD_YOUNG_MB = 16;
 
@@ -61,7 +71,7 @@ interface Pending {
 export class SqliteThreadStore implements Store {
   readonly backend = 'sqlite';
   readonly pipelinedWrites = true;
-  readonly #options: SqliteStoreOptions;
+  readonly #options: SqliteThreadStoreOptions;
   #worker: Worker | undefined;
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
@@ -69,7 +79,7 @@ export class SqliteThreadStore implements Store {
   #closed = false;
   readonly #wakeListeners = new Set<() => void>();
 
-  constructor(options: SqliteStoreOptions) {
+  constructor(options: SqliteThreadStoreOptions) {
     this.#options = options;
   }
 
