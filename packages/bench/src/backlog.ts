@@ -23,7 +23,7 @@ export const SMALL_DEPTH = 1000;
 export const SAMPLE_JOBS = 10_000;
 export const FILL_BATCH = 10_000;
 /** Idle time before the second reading at depth: the quiet GC samples each second and waits for two quiet samples. */
-export const QUIET_MS = 5000;
+export const QUIET_MS = 10_000;
 const CLAIM = 50;
 const QUEUE = 'bench-backlog';
 const HEADERS = { 'content-type': 'application/openjobspec+json' };
