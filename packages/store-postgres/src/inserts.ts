@@ -118,6 +118,88 @@ export async function enqueue(
   }
 }
 
+type Enqueue = (
+  jobs: JobRecord[],
+  events: OjsEvent[],
+  now: number,
+) => Promise<InsertResult[] | null>;
+
+interface TurnCall {
+  jobs: JobRecord[];
+  events: OjsEvent[];
+  now: number;
+  resolve: (results: InsertResult[] | null) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * The statement refused the data (SQLSTATE class 22 or 23): it was rolled
+ * back, nothing is stored, and each call can run again on its own. Any
+ * other error (a lost connection: outcome unknown) stays the group's.
+ */
+const refusedData = (error: unknown) =>
+  /^2[23]/.test((error as { code?: string } | null)?.code ?? '');
+
+/**
+ * Concurrent enqueues, one statement: the one-statement enqueues of one
+ * event-loop turn (every request the server read in that turn) run as one
+ * `enqueue` statement: one round trip, one commit, one NOTIFY, instead of
+ * one each. Jobs keep the calls' order (their seqs ascend in it); each call
+ * gets its own slice of the results. If the group's statement stores
+ * nothing because a job needs judging (an id taken, by the store or by
+ * another call of the group), each call runs again on its own, so only
+ * that call takes the transaction path. Calls with unique keys are not
+ * grouped (enqueueTurn's caller): a key held by one call would send every
+ * call of the group through the fallback.
+ */
+export class EnqueueTurn {
+  #calls: TurnCall[] = [];
+  readonly #run: Enqueue;
+
+  constructor(run: Enqueue) {
+    this.#run = run;
+  }
+
+  enqueue(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[] | null> {
+    return new Promise((resolve, reject) => {
+      // After the poll phase: the calls of every request read in this turn are in.
+      if (this.#calls.length === 0) setImmediate(() => this.#flush());
+      this.#calls.push({ jobs, events, now, resolve, reject });
+    });
+  }
+
+  async #flush(): Promise<void> {
+    const calls = this.#calls;
+    this.#calls = [];
+    const alone = (call: TurnCall) =>
+      this.#run(call.jobs, call.events, call.now).then(call.resolve, call.reject);
+    if (calls.length === 1) return alone(calls[0]!);
+    let results: InsertResult[] | null;
+    try {
+      results = await this.#run(
+        calls.flatMap((call) => call.jobs),
+        calls.flatMap((call) => call.events),
+        Math.max(...calls.map((call) => call.now)),
+      );
+    } catch (error) {
+      if (!refusedData(error)) {
+        for (const call of calls) call.reject(error);
+        return;
+      }
+      results = null;
+    }
+    if (results === null) {
+      await Promise.all(calls.map(alone));
+      return;
+    }
+    let offset = 0;
+    for (const call of calls) {
+      call.resolve(results.slice(offset, offset + call.jobs.length));
+      offset += call.jobs.length;
+    }
+  }
+}
+
 /** The body of insertJobs: throws Rollback(results) when any job is refused. */
 export async function insertJobsTx(
   tx: Tx,

@@ -41,7 +41,7 @@ import { claimInTransaction } from './claim.ts';
 import { DatabaseClock } from './clock.ts';
 import { Database, MAX_ATTEMPTS } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
-import { enqueue, enqueueInOneStatement, insertJobsTx } from './inserts.ts';
+import { EnqueueTurn, enqueue, enqueueInOneStatement, insertJobsTx } from './inserts.ts';
 import { countJobsQuery, listJobsQuery, pruneQuery } from './job-queries.ts';
 import { JobsAvailableListener } from './listener.ts';
 import { migrate } from './migrate.ts';
@@ -116,6 +116,11 @@ export class PostgresStore implements Store {
   #compactTimer: NodeJS.Timeout | undefined;
   #compacting: Promise<void> | undefined;
   #closed = false;
+  /** One `enqueue` statement, on its own. */
+  readonly #enqueue = (jobs: JobRecord[], events: OjsEvent[], now: number) =>
+    enqueue(this.#db, this.#sql, this.#channel, jobs, events, now);
+  /** Enqueues of one event-loop turn, coalesced into one statement (inserts.ts). */
+  readonly #enqueueTurn = new EnqueueTurn(this.#enqueue);
 
   constructor(options: PostgresStoreOptions) {
     this.#options = options;
@@ -268,7 +273,9 @@ export class PostgresStore implements Store {
   async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
     this.#noteInserted(jobs.length);
     if (enqueueInOneStatement(jobs)) {
-      const results = await enqueue(this.#db, this.#sql, this.#channel, jobs, events, now);
+      const results = jobs.every((job) => job.unique_key === undefined)
+        ? await this.#enqueueTurn.enqueue(jobs, events, now)
+        : await this.#enqueue(jobs, events, now);
       if (results !== null) return results;
     }
     // A held unique key or a duplicate id: the transaction path judges and reports it.
