@@ -37,12 +37,14 @@ export interface ServerProcess {
 /**
  * `ojs serve --test-mode` on a free port. HTTP only unless `grpc` is set:
  * concurrent servers would all want the default gRPC port 9090, so the
- * gRPC binding gets a free port of its own too (`grpcAddress`).
+ * gRPC binding gets a free port of its own too (`grpcAddress`). `entry`:
+ * the `ojs` command to run (default the repository's TypeScript source; the
+ * bench passes the installed package's built JavaScript).
  */
 export async function startServerProcess(
   store: string,
   extraEnv: Record<string, string> = {},
-  options: { grpc?: boolean } = {},
+  options: { grpc?: boolean; entry?: string } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const grpcPort = options.grpc ? await freePort() : undefined;
@@ -51,7 +53,7 @@ export async function startServerProcess(
     [
       // As `npm start` and the `ojs` command run it (decision 0074).
       '--max-semi-space-size=16',
-      'packages/cli/src/main.ts',
+      options.entry ?? 'packages/cli/src/main.ts',
       'serve',
       '--test-mode',
       '--port',

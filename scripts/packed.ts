@@ -16,6 +16,20 @@ export const run = promisify(execFile);
 
 const NPM_FLAGS = ['--no-audit', '--no-fund', '--loglevel=error'];
 
+/** Every workspace package `@ojs/cli` (the `ojs` command and its server) needs installed. */
+export const SERVER_PACKAGES = [
+  '@ojs/sdk',
+  '@ojs/core',
+  '@ojs/engine',
+  '@ojs/server',
+  '@ojs/dashboard',
+  '@ojs/grpc',
+  '@ojs/store-sqlite',
+  '@ojs/store-postgres',
+  '@ojs/conformance',
+  '@ojs/cli',
+] as const;
+
 /**
  * The tarball of a workspace package (`@ojs/sdk` -> packages/sdk) as
  * `npm pack` makes it for publishing, built in a staging folder under
@@ -51,6 +65,18 @@ export async function installApp(tarballs: string[], root = tmpdir()): Promise<s
     timeout: 300_000,
   });
   return app;
+}
+
+/**
+ * `@ojs/cli` and everything it needs, packed and installed in a fresh folder
+ * under `root` as a user installs them from npm: the installed `ojs`
+ * command's built JavaScript (`entry`) and the app folder.
+ */
+export async function installServer(root: string): Promise<{ app: string; entry: string }> {
+  const tarballs: string[] = [];
+  for (const name of SERVER_PACKAGES) tarballs.push(await pack(name, root));
+  const app = await installApp(tarballs, root);
+  return { app, entry: join(app, 'node_modules/@ojs/cli/dist/main.js') };
 }
 
 /**

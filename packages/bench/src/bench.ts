@@ -25,6 +25,7 @@ import {
   startServerProcess,
   withPostgres,
 } from '../../../scripts/lib.ts';
+import { installServer } from '../../../scripts/packed.ts';
 import { type BacklogResult, runBacklog } from './backlog.ts';
 import {
   ANCHOR_PHASES,
@@ -132,13 +133,23 @@ function freshStore(store: StoreName, tmp: string, tag: string) {
   };
 }
 
+/**
+ * The `ojs` command the server processes run: the installed package's built
+ * JavaScript (`--server packed`, set in main) or the repository's source.
+ */
+let serverEntry: string | undefined;
+
 async function withServer<T>(
   spec: string,
   env: Record<string, string>,
   fn: (server: { url: string; pid: number; grpcAddress?: string }) => Promise<T>,
   options: { grpc?: boolean } = {},
 ): Promise<T> {
-  const server = await startServerProcess(spec, { ...env, ...observabilityEnv }, options);
+  const server = await startServerProcess(
+    spec,
+    { ...env, ...observabilityEnv },
+    { ...options, ...(serverEntry === undefined ? {} : { entry: serverEntry }) },
+  );
   track(server.child.pid);
   try {
     return await fn({ url: server.url, pid: server.child.pid!, grpcAddress: server.grpcAddress });
@@ -376,6 +387,32 @@ async function main(argv: string[]): Promise<number> {
     );
 
   const tmp = mkdtempSync(join(tmpdir(), 'ojs-bench-'));
+  const needsServer =
+    opts.phases.includes('backlog') ||
+    (anchorPhases.length > 0 && opts.modes.some((m) => m !== 'in-process'));
+  if (opts.server === 'packed' && needsServer && stores.length > 0) {
+    // What users run: `npm install @ojs/cli` gives built JavaScript, which
+    // starts without Node's TypeScript stripper (~18 MiB per thread that
+    // loads .ts). Built from the working tree, so uncommitted changes count.
+    const t = performance.now();
+    log('\n== packing and installing the server packages (--server packed)');
+    try {
+      serverEntry = (await installServer(join(tmp, 'packed'))).entry;
+    } catch (error) {
+      rmSync(tmp, { recursive: true, force: true });
+      process.stderr.write(
+        `bench: packing the server failed (--server source runs the repository's sources): ${(error as Error).message}\n`,
+      );
+      return 1;
+    }
+    log(`   installed in ${((performance.now() - t) / 1000).toFixed(0)} s: ${serverEntry}`);
+  }
+  if (needsServer)
+    note(
+      opts.server === 'packed'
+        ? 'server: the packages packed and installed as npm installs them (built JavaScript), from the working tree'
+        : "server: the repository's TypeScript sources (--server source)",
+    );
   const ours: OurRun[] = [];
   const backlogs: BacklogRun[] = [];
   const anchorResults: Partial<Record<Anchor, { result?: Obj; error?: string }>> = {};

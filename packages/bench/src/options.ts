@@ -30,6 +30,14 @@ export type StoreName = (typeof STORES)[number];
 export const MODES = ['http', 'in-process', 'raw', 'grpc'] as const;
 export type Mode = (typeof MODES)[number];
 
+/**
+ * packed: the server as npm installs it (every package `npm pack`ed, built
+ * to JavaScript, installed in a throwaway folder), what users run;
+ * source: the repository's TypeScript sources, stripped by Node at start.
+ */
+export const SERVERS = ['packed', 'source'] as const;
+export type ServerBuild = (typeof SERVERS)[number];
+
 export const ANCHORS = ['bullmq', 'graphile'] as const;
 export type Anchor = (typeof ANCHORS)[number];
 
@@ -44,6 +52,7 @@ export interface BenchOptions {
   anchors: Anchor[];
   phaseTimeoutS: number;
   out: string | undefined;
+  server: ServerBuild;
   /** false: the server runs with logging and metrics off (their cost, issue 16). */
   observability: boolean;
   help: boolean;
@@ -67,6 +76,8 @@ export const USAGE = `Usage: npm run bench -- [flags]
   --phases LIST     ${PHASES.join(', ')} (default all)
   --anchors X       on, off, or a list of bullmq, graphile (default on)
   --phase-timeout S time limit of each phase in seconds (default 180)
+  --server X        packed (the default: the packages built and installed as npm installs them, what
+                    users run) or source (this repository's TypeScript, as npm start runs it)
   --out FILE        JSON file of all raw figures (default packages/bench/results/bench-<time>.json)
   --observability X on (the server's defaults: logs at info, metrics) or off (OJS_LOG_LEVEL=silent,
                     OJS_METRICS=off): run twice to see what logging + metrics cost
@@ -83,6 +94,13 @@ function integer(flag: string, value: string, min: number, max: number): number 
     throw new UsageError(`--${flag}: ${n} is out of range (${min}..${max})`);
   }
   return n;
+}
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new UsageError(`--${flag}: unknown '${value}' (one of ${allowed.join(', ')})`);
+  }
+  return value as T;
 }
 
 function list<T extends string>(flag: string, value: string, allowed: readonly T[]): T[] {
@@ -119,6 +137,7 @@ export function parseOptions(argv: string[]): BenchOptions {
         anchors: { type: 'string', default: 'on' },
         'phase-timeout': { type: 'string', default: '180' },
         out: { type: 'string' },
+        server: { type: 'string', default: 'packed' },
         observability: { type: 'string', default: 'on' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -156,6 +175,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     anchors,
     phaseTimeoutS: integer('phase-timeout', values['phase-timeout'] as string, 5, 3600),
     out: values.out as string | undefined,
+    server: oneOf('server', values.server as string, SERVERS),
     observability: onOff('observability', values.observability as string),
     help: values.help === true,
   };

@@ -37,6 +37,8 @@ describe('bench flags', () => {
     assert.equal(parseOptions([]).observability, true);
     assert.equal(parseOptions(['--observability', 'off']).observability, false);
     assert.throws(() => parseOptions(['--observability', 'no']), UsageError);
+    assert.equal(parseOptions([]).server, 'packed');
+    assert.equal(parseOptions(['--server', 'source']).server, 'source');
     assert.deepEqual(skipList(o.phases), [
       'enqueue_seq',
       'enqueue_single',
@@ -56,6 +58,7 @@ describe('bench flags', () => {
     [['--anchors', 'pgboss'], /unknown 'pgboss'/],
     [['--phases', 'drain_bulk'], /drain_bulk drains what enqueue_bulk left/],
     [['--phases', ''], /empty list/],
+    [['--server', 'built'], /--server: unknown 'built' \(one of packed, source\)/],
   ] as const) {
     it(`rejects ${argv.join(' ')}`, () => {
       assert.throws(

@@ -12,20 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { installApp, nodeBinary, pack, run, typeScriptSources } from '../../../scripts/packed.ts';
-
-const PACKAGES = [
-  '@ojs/sdk',
-  '@ojs/core',
-  '@ojs/engine',
-  '@ojs/server',
-  '@ojs/dashboard',
-  '@ojs/grpc',
-  '@ojs/store-sqlite',
-  '@ojs/store-postgres',
-  '@ojs/conformance',
-  '@ojs/cli',
-];
+import { installServer, nodeBinary, run, typeScriptSources } from '../../../scripts/packed.ts';
 
 describe('@ojs/cli packed, installed outside the repository', () => {
   let work: string;
@@ -35,10 +22,7 @@ describe('@ojs/cli packed, installed outside the repository', () => {
   let url: string;
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'ojs-cli-tarball-'));
-    const tarballs: string[] = [];
-    for (const name of PACKAGES) tarballs.push(await pack(name, work));
-    app = await installApp(tarballs, work);
-    ojs = join(app, 'node_modules/@ojs/cli/dist/main.js');
+    ({ app, entry: ojs } = await installServer(work));
     server = spawn(
       await nodeBinary(24),
       [
