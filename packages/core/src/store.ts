@@ -178,6 +178,12 @@ export interface Store {
    * commit: one fsync from enqueue to delivery instead of two.
    */
   readonly pipelinedWrites?: boolean;
+  /**
+   * True when `onJobsAvailable` costs work for as long as it is subscribed
+   * (SQLite polls `PRAGMA data_version`): the engine then subscribes only
+   * while fetches wait. Pushed wake-ups (LISTEN/NOTIFY) leave it unset.
+   */
+  readonly polledWakeups?: boolean;
 
   init(): Promise<void>;
   close(): Promise<void>;

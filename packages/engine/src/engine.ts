@@ -66,6 +66,7 @@ import { VersionRouter } from './routing.ts';
 import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
 import { SettingsCache } from './settings-cache.ts';
+import { Wakeups } from './wakeups.ts';
 import { WorkerRegistry, type WorkerState } from './workers.ts';
 
 export interface EngineOptions {
@@ -80,6 +81,12 @@ export interface EngineOptions {
    * (jobs that become available by time, not by a write). Default 250 ms.
    */
   fetchRecheckMs?: number;
+  /**
+   * A store that polls for cross-process wake-ups (`Store.polledWakeups`)
+   * is watched while fetches wait and this long after the last one ended.
+   * Default 2000 ms.
+   */
+  wakeupLingerMs?: number;
   /** Largest `count` a single fetch may claim. */
   maxFetchCount?: number;
   /** Largest number of jobs in one batch enqueue. */
@@ -251,7 +258,8 @@ export class Engine {
   readonly #services: BackgroundServices;
   #lastPromotion = 0;
   #stopping = false;
-  readonly #unsubscribe: (() => void) | undefined;
+  /** Cross-process wake-ups of waiting fetches (Store.onJobsAvailable). */
+  readonly wakeups: Wakeups;
 
   constructor(options: EngineOptions) {
     this.store = options.store;
@@ -271,7 +279,11 @@ export class Engine {
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
     this.queueSettings = new QueueSettingsRegistry(this, options.retention);
     this.retention = new RetentionPruner(this, options.retentionPruner);
-    this.#unsubscribe = this.store.onJobsAvailable?.(() => this.notifier.notify());
+    this.wakeups = new Wakeups(
+      this.store,
+      () => this.notifier.notify(),
+      options.wakeupLingerMs ?? 2000,
+    );
     this.#services = new BackgroundServices(
       this,
       options.intervals,
@@ -308,7 +320,7 @@ export class Engine {
     this.#stopping = true;
     this.notifier.notify();
     await this.#services.stop();
-    this.#unsubscribe?.();
+    this.wakeups.close();
     this.notifier.notify();
   }
 
@@ -852,13 +864,21 @@ export class Engine {
       return [];
     }
     const handlers = await this.#handlersFor(request);
-    if (waitMs <= 0 || request.workerId === undefined)
-      return this.#claimLoop(request, handlers, count, deadline, request.signal);
-    const wait = this.#waitingFetches.enter(request.workerId, request.signal);
+    if (waitMs <= 0) return this.#claimLoop(request, handlers, count, deadline, request.signal);
+    // Watched before the first claim, so another process's commit between
+    // that claim and the wait still wakes this fetch.
+    const release = this.wakeups.hold();
     try {
-      return await this.#claimLoop(request, handlers, count, deadline, wait.signal);
+      if (request.workerId === undefined)
+        return await this.#claimLoop(request, handlers, count, deadline, request.signal);
+      const wait = this.#waitingFetches.enter(request.workerId, request.signal);
+      try {
+        return await this.#claimLoop(request, handlers, count, deadline, wait.signal);
+      } finally {
+        wait.leave();
+      }
     } finally {
-      wait.leave();
+      release();
     }
   }
 

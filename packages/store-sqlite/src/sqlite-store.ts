@@ -83,6 +83,8 @@ const SAFETY_NET_CHECKPOINT_PAGES = 10_000;
 export class SqliteStore implements Store {
   readonly backend = 'sqlite';
   readonly pipelinedWrites = true;
+  /** Cross-connection wake-ups poll PRAGMA data_version (wake-watch.ts): watched only while fetches wait. */
+  readonly polledWakeups = true;
   readonly #options: SqliteStoreOptions;
   #db: DatabaseSync | undefined;
   #group: GroupCommit | undefined;

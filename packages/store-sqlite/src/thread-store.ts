@@ -71,6 +71,8 @@ interface Pending {
 export class SqliteThreadStore implements Store {
   readonly backend = 'sqlite';
   readonly pipelinedWrites = true;
+  /** Cross-connection wake-ups poll PRAGMA data_version (wake-watch.ts): watched only while fetches wait. */
+  readonly polledWakeups = true;
   readonly #options: SqliteThreadStoreOptions;
   #worker: Worker | undefined;
   #nextId = 1;
