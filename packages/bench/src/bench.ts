@@ -148,7 +148,7 @@ async function withServer<T>(
   const server = await startServerProcess(
     spec,
     { ...env, ...observabilityEnv },
-    { ...options, ...(serverEntry === undefined ? {} : { entry: serverEntry }) },
+    { ...options, entry: serverEntry },
   );
   track(server.child.pid);
   try {
@@ -386,37 +386,37 @@ async function main(argv: string[]): Promise<number> {
       `load average at start ${load} on ${cpus().length} cores: other work is running, figures are noisier`,
     );
 
-  const tmp = mkdtempSync(join(tmpdir(), 'ojs-bench-'));
   const needsServer =
-    opts.phases.includes('backlog') ||
-    (anchorPhases.length > 0 && opts.modes.some((m) => m !== 'in-process'));
-  if (opts.server === 'packed' && needsServer && stores.length > 0) {
-    // What users run: `npm install @ojs/cli` gives built JavaScript, which
-    // starts without Node's TypeScript stripper (~18 MiB per thread that
-    // loads .ts). Built from the working tree, so uncommitted changes count.
-    const t = performance.now();
-    log('\n== packing and installing the server packages (--server packed)');
-    try {
-      serverEntry = (await installServer(join(tmp, 'packed'))).entry;
-    } catch (error) {
-      rmSync(tmp, { recursive: true, force: true });
-      process.stderr.write(
-        `bench: packing the server failed (--server source runs the repository's sources): ${(error as Error).message}\n`,
-      );
-      return 1;
-    }
-    log(`   installed in ${((performance.now() - t) / 1000).toFixed(0)} s: ${serverEntry}`);
-  }
+    stores.length > 0 &&
+    (opts.phases.includes('backlog') ||
+      (anchorPhases.length > 0 && opts.modes.some((m) => m !== 'in-process')));
   if (needsServer)
     note(
       opts.server === 'packed'
         ? 'server: the packages packed and installed as npm installs them (built JavaScript), from the working tree'
         : "server: the repository's TypeScript sources (--server source)",
     );
+  const tmp = mkdtempSync(join(tmpdir(), 'ojs-bench-'));
   const ours: OurRun[] = [];
   const backlogs: BacklogRun[] = [];
   const anchorResults: Partial<Record<Anchor, { result?: Obj; error?: string }>> = {};
   try {
+    if (opts.server === 'packed' && needsServer) {
+      // What users run: `npm install @ojs/cli` gives built JavaScript, which
+      // starts without Node's TypeScript stripper (~18 MiB per thread that
+      // loads .ts). Built from the working tree, so uncommitted changes count.
+      const t = performance.now();
+      log('\n== packing and installing the server packages (--server packed)');
+      try {
+        serverEntry = (await installServer(join(tmp, 'packed'))).entry;
+      } catch (error) {
+        process.stderr.write(
+          `bench: packing the server failed (--server source runs the repository's sources): ${(error as Error).message}\n`,
+        );
+        return 1;
+      }
+      log(`   installed in ${((performance.now() - t) / 1000).toFixed(0)} s: ${serverEntry}`);
+    }
     for (const store of stores) {
       if (anchorPhases.length > 0) {
         for (const mode of opts.modes) {

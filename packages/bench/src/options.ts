@@ -111,10 +111,8 @@ function list<T extends string>(flag: string, value: string, allowed: readonly T
   if (items.length === 0) throw new UsageError(`--${flag}: empty list`);
   const out: T[] = [];
   for (const item of items) {
-    if (!(allowed as readonly string[]).includes(item)) {
-      throw new UsageError(`--${flag}: unknown '${item}' (one of ${allowed.join(', ')})`);
-    }
-    if (!out.includes(item as T)) out.push(item as T);
+    const value = oneOf(flag, item, allowed);
+    if (!out.includes(value)) out.push(value);
   }
   return out;
 }
