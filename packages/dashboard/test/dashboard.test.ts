@@ -147,6 +147,9 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     assert.equal(first.length, 50);
     await page.getByRole('button', { name: 'Older →' }).click();
     await page.getByText('page 2').waitFor();
+    // The table is re-rendered after the heading: wait until page 1's rows
+    // are gone (reading earlier saw page 1's 50 rows or none at all).
+    await page.locator(`tr[data-job="${first[0]}"]`).waitFor({ state: 'detached' });
     await page.locator('tbody tr').nth(9).waitFor();
     const second = await page
       .locator('tbody tr')
