@@ -7,7 +7,7 @@
 import type { StatementSync } from 'node:sqlite';
 import { type ClaimRequest, claim, type JobRecord } from '@ojs/core';
 import type { JobCountDeltas } from './job-counts.ts';
-import { handlerFilter, lifecycleColumns, parseJob, type Row } from './rows.ts';
+import { handlerFilter, lifecycleValues, parseJob, type Row } from './rows.ts';
 import {
   ACTIVE_IN_QUEUE,
   ACTIVE_WITH_KEY,
@@ -49,15 +49,15 @@ export function claimFromQueue(
   // backlog cannot hide eligible jobs behind it.
   const blocked = new Set<string>();
   for (let scanned = 0; claimed.length < wanted && scanned < 10_000; ) {
-    const rows = page.all({
+    const rows = page.all(
       queue,
-      now: request.now,
-      priority: cursor.priority,
-      seq: cursor.seq,
-      blocked: JSON.stringify([...blocked]),
+      request.now,
+      cursor.priority,
+      cursor.seq,
+      JSON.stringify([...blocked]),
       handlers,
-      limit: Math.max(wanted - claimed.length, 16),
-    }) as Row[];
+      Math.max(wanted - claimed.length, 16),
+    ) as Row[];
     if (rows.length === 0) break;
     for (const row of rows) {
       scanned++;
@@ -101,10 +101,7 @@ export function claimFromQueue(
         now: request.now,
         visibilityTimeoutMs: request.visibilityTimeoutMs,
       });
-      const written = stmt(CLAIM_JOB).run({
-        ...lifecycleColumns(active),
-        expect_rev: job.rev,
-      });
+      const written = stmt(CLAIM_JOB).run(...lifecycleValues(active), job.id, job.rev);
       if (Number(written.changes) !== 1) continue;
       counts.move(queue, 'available', queue, 'active');
       if (queueRate) rateTake(stmt, queueRate.key, queueRate.period, request.now);

@@ -18,27 +18,52 @@ import {
 /** A row as node:sqlite returns it. */
 export type Row = Record<string, unknown>;
 
-/** The lifecycle columns of SET_LIFECYCLE, plus the document. */
-export function lifecycleColumns(job: JobRecord): Record<string, string | number | null> {
+/** A value bound to a statement parameter. */
+export type Value = string | number | null;
+
+/** The values of statements.ts SET_LIFECYCLE, in its order (state .. doc). */
+export function lifecycleValues(job: JobRecord): Value[] {
   const derived = jobColumns(job);
-  return {
-    id: derived.id,
-    state: derived.state,
-    attempt: derived.attempt,
-    rev: derived.rev,
-    run_at: derived.run_at,
-    deadline: derived.deadline,
-    finished_at: derived.finished_at,
-    dead_letter: derived.dead_letter ? 1 : 0,
-    worker_id: derived.worker_id,
-    doc: JSON.stringify(job),
-  };
+  return [
+    derived.state,
+    derived.attempt,
+    derived.rev,
+    derived.run_at,
+    derived.deadline,
+    derived.finished_at,
+    derived.dead_letter ? 1 : 0,
+    derived.worker_id,
+    JSON.stringify(job),
+  ];
 }
 
-/** The core-derived index columns in SQLite's types, plus the document. */
-export function columns(job: JobRecord): Record<string, string | number | null> {
+/** The values of statements.ts SET_JOB, in its order: every column but id and seq. */
+export function setValues(job: JobRecord): Value[] {
   const derived = jobColumns(job);
-  return { ...derived, dead_letter: derived.dead_letter ? 1 : 0, doc: JSON.stringify(job) };
+  return [
+    derived.queue,
+    derived.type,
+    derived.state,
+    derived.priority,
+    derived.attempt,
+    derived.rev,
+    derived.run_at,
+    derived.deadline,
+    derived.expires_at,
+    derived.finished_at,
+    derived.dead_letter ? 1 : 0,
+    derived.unique_key,
+    derived.workflow_id,
+    derived.rate_key,
+    derived.version_num,
+    derived.worker_id,
+    JSON.stringify(job),
+  ];
+}
+
+/** The values of statements.ts INSERT_JOB, in its column order. */
+export function insertValues(job: JobRecord, seq: number): Value[] {
+  return [job.id, seq, ...setValues(job)];
 }
 
 /** Version routing as JSON rows for the claim query: one row per (type, interval). */

@@ -46,18 +46,20 @@ import {
   type WorkflowRecord,
 } from '@ojs/core';
 import { type ClaimContext, claimFromQueue } from './claim.ts';
+import { ClaimedJobs } from './claimed-jobs.ts';
 import { GroupCommit, Rollback } from './group-commit.ts';
 import { ADD_JOB_COUNT, JobCountDeltas } from './job-counts.ts';
 import * as queries from './job-queries.ts';
 import { migrate } from './migrate.ts';
 import {
-  columns,
   cronColumns,
-  lifecycleColumns,
+  insertValues,
+  lifecycleValues,
   parseJob,
   queueInfo,
   type Row,
   settingRecord,
+  setValues,
   staleLease,
 } from './rows.ts';
 import * as sql from './statements.ts';
@@ -75,6 +77,12 @@ export interface SqliteStoreOptions {
    * files): the store's COMMITs then only append to the WAL.
    */
   checkpointThread?: boolean;
+  /**
+   * How many claimed jobs to keep in memory until settled, so an ACK or a
+   * FAIL needs no read of the row (claimed-jobs.ts); default 0. Only where
+   * claimed jobs reach the caller as copies (the store thread sets it).
+   */
+  keepClaimed?: number;
 }
 
 /** Auto-checkpoint threshold (pages) left to the store's own connection as a safety net. */
@@ -97,9 +105,12 @@ export class SqliteStore implements Store {
   readonly #statements = new Map<string, StatementSync>();
   /** Job counts per (queue, state), written once per group (job-counts.ts). */
   readonly #counts = new JobCountDeltas(() => this.#stmt(ADD_JOB_COUNT));
+  /** Claimed jobs as written, until settled (keepClaimed). */
+  readonly #claimed: ClaimedJobs;
 
   constructor(options: SqliteStoreOptions) {
     this.#options = options;
+    this.#claimed = new ClaimedJobs(options.keepClaimed ?? 0);
   }
 
   async init(): Promise<void> {
@@ -167,6 +178,7 @@ export class SqliteStore implements Store {
       await exited;
     }
     this.#statements.clear();
+    this.#claimed.clear();
     this.#db?.close();
     this.#db = undefined;
   }
@@ -260,7 +272,7 @@ export class SqliteStore implements Store {
 
   #insertJob(job: JobRecord, now: number): JobRecord {
     const stored: JobRecord = { ...job, seq: this.#nextSeq() };
-    this.#stmt(sql.INSERT_JOB).run({ ...columns(stored), seq: stored.seq! });
+    this.#stmt(sql.INSERT_JOB).run(...insertValues(stored, stored.seq!));
     this.#counts.add(stored.queue, stored.state, 1);
     this.#ensureQueue(job.queue, now);
     if (stored.unique_key !== undefined) {
@@ -283,7 +295,7 @@ export class SqliteStore implements Store {
     const before =
       from ?? (this.#stmt(sql.JOB_QUEUE_STATE).get(job.id, expectRev) as JobRecord | undefined);
     if (before === undefined) return false;
-    const result = this.#stmt(sql.UPDATE_JOB).run({ ...columns(job), expect_rev: expectRev });
+    const result = this.#stmt(sql.UPDATE_JOB).run(...setValues(job), job.id, expectRev);
     if (Number(result.changes) !== 1) return false;
     this.#counts.move(before.queue, before.state, job.queue, job.state);
     return true;
@@ -377,6 +389,7 @@ export class SqliteStore implements Store {
           ),
         ),
       );
+      for (const job of claimed) if (job.workflow_id === undefined) this.#claimed.keep(job);
       return claimed;
       // Answered at COMMIT, before the fsync: a claim lost to a power cut
       // only hands the job out again (group-commit.ts write, decision 0037).
@@ -442,10 +455,17 @@ export class SqliteStore implements Store {
 
   async settleJobs(request: SettleRequest): Promise<SettleResult[]> {
     return this.#write(() => {
-      const settle = this.#stmt(sql.SETTLE_JOB);
       const results: SettleResult[] = [];
       const events: OjsEvent[] = [];
       for (const item of request.items) {
+        // An expiry is decided on the lease, which a kept copy may have old.
+        const kept = item.settlement.kind === 'expire' ? undefined : this.#claimed.take(item.id);
+        const fromCopy = kept === undefined ? undefined : this.#settleOne(kept, item, request);
+        if (fromCopy?.status === 'settled') {
+          events.push(...fromCopy.events);
+          results.push(fromCopy.result);
+          continue;
+        }
         // Read inside the write transaction: a repeated id sees the earlier item's result.
         const job = this.#getJob(item.id);
         if (job === null) {
@@ -456,31 +476,50 @@ export class SqliteStore implements Store {
           results.push({ status: 'workflow', job });
           continue;
         }
-        let decision: ReturnType<typeof decideSettlement>;
-        try {
-          decision = decideSettlement(job, item, request.now, request.random);
-        } catch (error) {
-          if (!(error instanceof OjsError)) throw error;
-          results.push({ status: 'conflict', error, job });
-          continue;
-        }
-        const written = settle.run({
-          ...lifecycleColumns(decision.job),
-          expect_attempt: job.attempt,
-          expect_rev: job.rev,
-          expect_worker: job.worker_id ?? null,
-        });
-        if (Number(written.changes) !== 1) {
-          results.push({ status: 'conflict', error: staleLease(job), job });
-          continue;
-        }
-        this.#counts.move(job.queue, 'active', decision.job.queue, decision.job.state);
-        events.push(...decision.events);
-        results.push({ status: 'settled', job: decision.job });
+        const outcome = this.#settleOne(job, item, request);
+        if (outcome.status === 'settled') events.push(...outcome.events);
+        results.push(outcome.result);
       }
       this.#appendEvents(events);
       return results;
     });
+  }
+
+  /**
+   * One settlement decided on `job` (the row as read, or a kept copy) and
+   * written guarded on the lease as `job` has it. 'refused': the decision
+   * or the guard said no (for a kept copy: decide again on the row).
+   */
+  #settleOne(
+    job: JobRecord,
+    item: SettleRequest['items'][number],
+    request: SettleRequest,
+  ):
+    | { status: 'settled'; result: SettleResult; events: OjsEvent[] }
+    | { status: 'refused'; result: SettleResult } {
+    let decision: ReturnType<typeof decideSettlement>;
+    try {
+      decision = decideSettlement(job, item, request.now, request.random);
+    } catch (error) {
+      if (!(error instanceof OjsError)) throw error;
+      return { status: 'refused', result: { status: 'conflict', error, job } };
+    }
+    const written = this.#stmt(sql.SETTLE_JOB).run(
+      ...lifecycleValues(decision.job),
+      job.id,
+      job.attempt,
+      job.rev,
+      job.worker_id ?? null,
+    );
+    if (Number(written.changes) !== 1) {
+      return { status: 'refused', result: { status: 'conflict', error: staleLease(job), job } };
+    }
+    this.#counts.move(job.queue, 'active', decision.job.queue, decision.job.state);
+    return {
+      status: 'settled',
+      result: { status: 'settled', job: decision.job },
+      events: decision.events,
+    };
   }
 
   async extendLeases(items: LeaseItem[], now: number): Promise<LeaseResult[]> {
@@ -493,14 +532,14 @@ export class SqliteStore implements Store {
         const decision = decideLeaseExtension(job, item, now);
         if (decision.result.status === 'extended') {
           const extended = decision.result.job;
-          const written = extend.run({
-            id: extended.id,
-            deadline: jobColumns(extended).deadline,
-            doc: JSON.stringify(extended),
-            expect_attempt: job!.attempt,
-            expect_rev: job!.rev,
-            expect_worker: job!.worker_id ?? null,
-          });
+          const written = extend.run(
+            jobColumns(extended).deadline,
+            JSON.stringify(extended),
+            extended.id,
+            job!.attempt,
+            job!.rev,
+            job!.worker_id ?? null,
+          );
           if (Number(written.changes) !== 1) {
             results.push({ status: 'not_held', job });
             continue;
@@ -819,6 +858,7 @@ export class SqliteStore implements Store {
   async reset(): Promise<void> {
     return this.#write(() => {
       for (const table of sql.RESET_TABLES) this.#db!.exec(sql.deleteAll(table));
+      this.#claimed.clear();
       // The counts of jobs written earlier in this group went with them.
       this.#counts.forgetGroup();
       // Queue rows are gone: whatever deletes them must forget #queuesSeen.
