@@ -65,7 +65,8 @@ export function claimFromQueue(
       cursor = { priority: job.priority, seq: job.seq! };
       if (claimed.length >= wanted) break;
       if (typeof config?.concurrency === 'number') {
-        if (((activeInQueue.get(queue) as Row).n as number) >= config.concurrency) return claimed;
+        const stored = ((activeInQueue.get(queue) as Row | undefined)?.n as number) ?? 0;
+        if (stored + counts.pending(queue, 'active') >= config.concurrency) return claimed;
       }
       const limit = job.rate_limit;
       if (limit !== undefined && blocked.has(limit.key)) continue;

@@ -63,6 +63,16 @@ export class JobCountDeltas {
     this.#staged.clear();
   }
 
+  /**
+   * The pair's delta not yet in ojs_job_counts: the write in progress and
+   * the rest of the open group. Inside the group's transaction the pair's
+   * count is its row's n plus this (the group holds the write lock).
+   */
+  pending(queue: string, state: string): number {
+    const key = queue + SEPARATOR + state;
+    return (this.#staged.get(key) ?? 0) + (this.#group?.deltas.get(key) ?? 0);
+  }
+
   /** Everything in the jobs table was deleted in this group (reset): no delta of it applies. */
   forgetGroup(): void {
     this.#staged.clear();
@@ -70,6 +80,8 @@ export class JobCountDeltas {
   }
 
   #flush(deltas: Map<string, number>): void {
+    // Written now (or rolled back with the group): no longer pending.
+    if (this.#group?.deltas === deltas) this.#group = undefined;
     const upsert = this.#upsert();
     for (const [key, delta] of deltas) {
       if (delta === 0) continue;

@@ -85,10 +85,18 @@ export function listJobsQuery(request: JobPageRequest): Query {
     const where: string[] = [];
     for (const column of ['queue', 'state', 'type'] as const) {
       const value = range?.[column];
-      if (value !== undefined) {
-        params.push(value);
-        where.push(`${column} = ?`);
+      if (value === undefined) continue;
+      if (column === 'state' && value === 'active') {
+        // Active jobs are only in ojs_jobs_lease (migration 009): the literal
+        // makes it usable; they are few (the leases held), sorted here.
+        where.push("state = 'active'");
+        continue;
       }
+      params.push(value);
+      where.push(`${column} = ?`);
+      // Repeats the partial condition of the state indexes (migration 009),
+      // which SQLite requires to use them; the bound state is never 'active' here.
+      if (column === 'state') where.push("state <> 'active'");
     }
     if (request.afterSeq !== undefined) {
       params.push(request.afterSeq);

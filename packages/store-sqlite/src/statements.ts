@@ -186,9 +186,13 @@ export const FINISHED_SINCE =
 /** ? = queue. Its pause flag and limits (no row: a queue never configured). */
 export const QUEUE_LIMITS =
   'SELECT paused, concurrency, rate_limit, rate_period_ms FROM ojs_queues WHERE name = ?';
-/** ? = queue. Its active jobs, against the queue's concurrency limit. */
-export const ACTIVE_IN_QUEUE =
-  "SELECT count(*) AS n FROM ojs_jobs WHERE queue = ? AND state = 'active'";
+/**
+ * ? = queue. Its active jobs as counted in ojs_job_counts (no row: none),
+ * against the queue's concurrency limit; the claim adds the store's
+ * pending deltas (job-counts.ts). Active jobs are in no index by queue
+ * (migration 009).
+ */
+export const ACTIVE_IN_QUEUE = "SELECT n FROM ojs_job_counts WHERE queue = ? AND state = 'active'";
 /** ? = rate key. Its active jobs, against the key's concurrency limit. */
 export const ACTIVE_WITH_KEY =
   "SELECT count(*) AS n FROM ojs_jobs WHERE rate_key = ? AND state = 'active'";
