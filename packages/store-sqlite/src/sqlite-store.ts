@@ -458,9 +458,12 @@ export class SqliteStore implements Store {
       const results: SettleResult[] = [];
       const events: OjsEvent[] = [];
       for (const item of request.items) {
+        const kept = this.#claimed.take(item.id);
         // An expiry is decided on the lease, which a kept copy may have old.
-        const kept = item.settlement.kind === 'expire' ? undefined : this.#claimed.take(item.id);
-        const fromCopy = kept === undefined ? undefined : this.#settleOne(kept, item, request);
+        const fromCopy =
+          kept === undefined || item.settlement.kind === 'expire'
+            ? undefined
+            : this.#settleOne(kept, item, request);
         if (fromCopy?.status === 'settled') {
           events.push(...fromCopy.events);
           results.push(fromCopy.result);

@@ -20,6 +20,7 @@ import {
   type SettleItem,
   type SettleResult,
 } from '@ojs/core';
+import { ClaimedJobs } from '../src/claimed-jobs.ts';
 import { SqliteStore } from '../src/sqlite-store.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
@@ -193,5 +194,30 @@ describe('SQLite kept claimed jobs (keepClaimed)', () => {
     assert.equal((await stored(b, claimed!.id)).state, 'active');
     const [right] = await a.settleJobs({ items: [ack(claimed!)], now: T0 + 20 });
     assert.equal(right!.status, 'settled');
+  });
+});
+
+describe('ClaimedJobs', () => {
+  const job = (id: string) => ({ id }) as JobRecord;
+
+  it('keeps at most max copies, dropping the oldest first; take hands a copy out once', () => {
+    const kept = new ClaimedJobs(2);
+    kept.keep(job('a'));
+    kept.keep(job('b'));
+    kept.keep(job('a')); // kept again: now the newest
+    kept.keep(job('c')); // drops b, the oldest
+    assert.equal(kept.size, 2);
+    assert.equal(kept.take('b'), undefined);
+    assert.equal(kept.take('a')?.id, 'a');
+    assert.equal(kept.take('a'), undefined);
+    assert.equal(kept.take('c')?.id, 'c');
+    assert.equal(kept.size, 0);
+  });
+
+  it('max 0 keeps nothing', () => {
+    const kept = new ClaimedJobs(0);
+    kept.keep(job('a'));
+    assert.equal(kept.size, 0);
+    assert.equal(kept.take('a'), undefined);
   });
 });
