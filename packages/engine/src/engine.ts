@@ -344,18 +344,23 @@ export class Engine {
     // The waiting fetch's claim joins the insert's group commit (pipelinedWrites).
     if (this.store.pipelinedWrites && job.state === 'available') this.notifier.notify();
     const [result] = await inserted;
+    if (result!.status === 'inserted') this.#stored([result!.job]);
     const outcome = this.#pushOutcome(job, result!, warnings);
     if (outcome.status === 'error') throw outcome.error;
     if (outcome.status === 'created' && pressure !== undefined) return { ...outcome, pressure };
     return outcome;
   }
 
-  /** What one PUSH answers for the store's result of its job. */
+  /** Jobs now stored: the observers learn of them and waiting fetches wake. */
+  #stored(jobs: JobRecord[]): void {
+    this.observers.enqueued(jobs);
+    if (jobs.some((job) => job.state === 'available')) this.notifier.notify();
+  }
+
+  /** What one PUSH answers for the store's result of its job (#stored reports the job). */
   #pushOutcome(job: JobRecord, result: InsertResult, warnings: string[]): EnqueueManyOutcome {
     switch (result.status) {
       case 'inserted':
-        this.observers.enqueued([result.job]);
-        if (result.job.state === 'available') this.notifier.notify();
         return warnings.length > 0
           ? { status: 'created', job: result.job, warnings }
           : { status: 'created', job: result.job };
@@ -397,17 +402,23 @@ export class Engine {
     let pending: { index: number; job: JobRecord; warnings: string[] }[] = [];
     const ids = new Set<string>();
     const explicitRetry = new Set<string>();
-    for (const [index, body] of bodies.entries()) {
+    const defaults = this.#enqueueDefaults;
+    for (let index = 0; index < bodies.length; index++) {
+      const body = bodies[index];
       try {
-        const job = await runEnqueueChain(
-          this.enqueueMiddleware,
-          parseEnqueueRequest(body, now, { visibilityTimeoutMs: this.visibilityTimeoutMs }),
-        );
+        const parsed = parseEnqueueRequest(body, now, defaults);
+        // No middleware (the common case): no chain to run, no promise per job.
+        const job =
+          this.enqueueMiddleware.size === 0
+            ? parsed
+            : await runEnqueueChain(this.enqueueMiddleware, parsed);
         if (job === null) {
           outcomes[index] = { status: 'dropped' };
           continue;
         }
-        const warnings = [...optionWarnings(body), ...(await this.#prepareVersioned(job))];
+        const warnings = optionWarnings(body);
+        const versionWarnings = await this.#prepareVersioned(job);
+        if (versionWarnings.length > 0) warnings.push(...versionWarnings);
         if (ids.has(job.id)) {
           // As if sent one after the other: the first of the id wins.
           outcomes[index] = this.#pushOutcome(job, { status: 'duplicate_id', existing: job }, []);
@@ -432,14 +443,18 @@ export class Engine {
       );
       const refused = results.some((r) => r.status === 'duplicate_id' || r.status === 'rejected');
       const retry: typeof pending = [];
+      const stored: JobRecord[] = [];
       for (const [k, item] of pending.entries()) {
         const result = results[k]!;
         if (refused && result.status !== 'duplicate_id' && result.status !== 'rejected') {
           retry.push(item); // nothing was stored: insert it again without the refused ones
         } else {
+          if (result.status === 'inserted') stored.push(result.job);
           outcomes[item.index] = this.#pushOutcome(item.job, result, item.warnings);
         }
       }
+      // Reported once per store write, not per job.
+      if (stored.length > 0) this.#stored(stored);
       pending = retry;
     }
     return outcomes;

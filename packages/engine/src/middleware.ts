@@ -54,6 +54,10 @@ export class MiddlewareChain<M> {
     return this;
   }
 
+  get size(): number {
+    return this.#entries.length;
+  }
+
   names(): string[] {
     return this.#entries.map((e) => e.name);
   }

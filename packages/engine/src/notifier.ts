@@ -19,6 +19,8 @@ export class Notifier {
 
   notify(): void {
     this.#generation++;
+    // Called for every job stored; most calls find nobody waiting.
+    if (this.#waiters.size === 0) return;
     const waiters = [...this.#waiters];
     this.#waiters.clear();
     for (const wake of waiters) wake();

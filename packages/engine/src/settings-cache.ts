@@ -23,10 +23,16 @@ interface Entry<T> {
   refreshing?: boolean;
 }
 
+/** The cached reads of one kind (get or list): by namespace, then key or key prefix. */
+type Reads = Map<string, Map<string, Entry<unknown>>>;
+
 export class SettingsCache {
   readonly #store: Store;
   readonly #ttlMs: number;
-  readonly #entries = new Map<string, Entry<unknown>>();
+  // Two levels rather than one composite key: a read on the enqueue path
+  // (three per job) builds no key string and hashes none.
+  readonly #gets: Reads = new Map();
+  readonly #lists: Reads = new Map();
 
   readonly #now: () => number;
 
@@ -36,33 +42,47 @@ export class SettingsCache {
     this.#now = now;
   }
 
-  #cached<T>(key: string, load: () => Promise<T>): Promise<T> {
+  #cached<T>(reads: Reads, namespace: string, key: string, load: () => Promise<T>): Promise<T> {
     const now = this.#now();
-    const hit = this.#entries.get(key) as Entry<T> | undefined;
+    let entries = reads.get(namespace);
+    const hit = entries?.get(key) as Entry<T> | undefined;
     if (hit !== undefined && now - hit.at < this.#ttlMs) {
-      if (now - hit.at >= this.#ttlMs / 2 && !hit.refreshing) this.#refresh(key, hit, load, now);
+      if (now - hit.at >= this.#ttlMs / 2 && !hit.refreshing) {
+        this.#refresh(entries!, key, hit, load, now);
+      }
       return hit.value;
     }
     const value = load();
-    // Keys include worker ids, which come and go: bound the map.
-    if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear();
+    if (entries === undefined) {
+      entries = new Map();
+      reads.set(namespace, entries);
+    } else if (entries.size >= MAX_ENTRIES) {
+      // Keys include worker ids, which come and go: bound each namespace.
+      entries.clear();
+    }
     const entry: Entry<T> = { value, at: now };
-    this.#entries.set(key, entry);
+    entries.set(key, entry);
     // A failed read is not cached.
     value.catch(() => {
-      if (this.#entries.get(key) === entry) this.#entries.delete(key);
+      if (entries.get(key) === entry) entries.delete(key);
     });
     return value;
   }
 
   /** Reloads `key` in the background; the entry is replaced only by a successful load. */
-  #refresh<T>(key: string, hit: Entry<T>, load: () => Promise<T>, at: number): void {
+  #refresh<T>(
+    entries: Map<string, Entry<unknown>>,
+    key: string,
+    hit: Entry<T>,
+    load: () => Promise<T>,
+    at: number,
+  ): void {
     hit.refreshing = true;
     load().then(
       (loaded) => {
         // Invalidated or replaced meanwhile: that newer state wins.
-        if (this.#entries.get(key) === hit) {
-          this.#entries.set(key, { value: Promise.resolve(loaded), at });
+        if (entries.get(key) === hit) {
+          entries.set(key, { value: Promise.resolve(loaded), at });
         }
       },
       () => {
@@ -73,28 +93,28 @@ export class SettingsCache {
   }
 
   get(namespace: string, key: string): Promise<SettingRecord | null> {
-    return this.#cached(`get\0${namespace}\0${key}`, () => this.#store.getSetting(namespace, key));
+    return this.#cached(this.#gets, namespace, key, () => this.#store.getSetting(namespace, key));
   }
 
   list(namespace: string, keyPrefix: string): Promise<SettingRecord[]> {
-    return this.#cached(`list\0${namespace}\0${keyPrefix}`, () =>
+    return this.#cached(this.#lists, namespace, keyPrefix, () =>
       this.#store.listSettings(namespace, keyPrefix),
     );
   }
 
   /** After a local write to a namespace: its cached reads are dropped. */
   invalidate(namespace: string): void {
-    for (const key of this.#entries.keys()) {
-      if (key.split('\0')[1] === namespace) this.#entries.delete(key);
-    }
+    this.#gets.delete(namespace);
+    this.#lists.delete(namespace);
   }
 
   /** After a local write of one key: only that key's cached read is dropped. */
   forget(namespace: string, key: string): void {
-    this.#entries.delete(`get\0${namespace}\0${key}`);
+    this.#gets.get(namespace)?.delete(key);
   }
 
   clear(): void {
-    this.#entries.clear();
+    this.#gets.clear();
+    this.#lists.clear();
   }
 }

@@ -114,6 +114,46 @@ describe('SettingsCache', () => {
     assert.equal(versionOf(await cache.get('queue', 'a')), 3, 'the older reload was dropped');
   });
 
+  it('invalidate drops the gets and lists of its namespace, and only those', async () => {
+    const loads: string[] = [];
+    const store = {
+      async getSetting(namespace: string, key: string) {
+        loads.push(`get ${namespace} ${key}`);
+        return null;
+      },
+      async listSettings(namespace: string, prefix: string) {
+        loads.push(`list ${namespace} ${prefix}`);
+        return [];
+      },
+    } as unknown as Store;
+    const cache = new SettingsCache(store, 1000, () => 0);
+    const readAll = () =>
+      Promise.all([
+        cache.get('schema', 'a'),
+        cache.list('schema', 'a@'),
+        cache.get('routing', 'a'),
+        cache.list('routing', 'a@'),
+      ]);
+    await readAll();
+    await readAll();
+    assert.deepEqual(loads, ['get schema a', 'list schema a@', 'get routing a', 'list routing a@']);
+
+    loads.length = 0;
+    cache.invalidate('schema');
+    await readAll();
+    assert.deepEqual(loads, ['get schema a', 'list schema a@']);
+
+    loads.length = 0;
+    cache.forget('routing', 'a');
+    await readAll();
+    assert.deepEqual(loads, ['get routing a'], 'forget drops that get only');
+
+    loads.length = 0;
+    cache.clear();
+    await readAll();
+    assert.equal(loads.length, 4);
+  });
+
   it('a failed load is not cached', async () => {
     const { store, loads } = fakeStore();
     const cache = new SettingsCache(store, 1000, () => 0);

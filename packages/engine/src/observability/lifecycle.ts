@@ -64,8 +64,43 @@ export class JobObservers {
 /** Milliseconds between two ISO timestamps of a job, or undefined when either is missing. */
 export function elapsedMs(from: string | undefined, to: string | undefined): number | undefined {
   if (from === undefined || to === undefined) return undefined;
-  const ms = Date.parse(to) - Date.parse(from);
+  return nonNegative(Date.parse(to) - Date.parse(from));
+}
+
+function nonNegative(ms: number): number | undefined {
   return Number.isFinite(ms) ? Math.max(0, ms) : undefined;
+}
+
+/** An ISO timestamp in epoch ms; the last one read is remembered. */
+class TimestampReader {
+  #text: string | undefined;
+  #ms = Number.NaN;
+
+  ms(text: string): number {
+    if (text !== this.#text) {
+      this.#ms = Date.parse(text);
+      this.#text = text;
+    }
+    return this.#ms;
+  }
+}
+
+/**
+ * `elapsedMs` for an observer that reads one kind of interval per job
+ * (queue time, attempt duration), with the same results. The jobs of a batch
+ * share their timestamps: enqueued, claimed or settled together, they carry
+ * the same `enqueued_at`, `started_at` or `completed_at`. So each end
+ * remembers the last timestamp it parsed, and a batch costs a string
+ * comparison per job where it cost two Date.parse calls (~0.4 µs each).
+ */
+export class Elapsed {
+  readonly #from = new TimestampReader();
+  readonly #to = new TimestampReader();
+
+  ms(from: string | undefined, to: string | undefined): number | undefined {
+    if (from === undefined || to === undefined) return undefined;
+    return nonNegative(this.#to.ms(to) - this.#from.ms(from));
+  }
 }
 
 /** When the job finished its current attempt (the timestamp its new state carries). */

@@ -6,7 +6,7 @@
  */
 import type { JobRecord } from '@ojs/core';
 import { type Logger, pino } from 'pino';
-import { elapsedMs, finishedAt, type JobObserver } from './lifecycle.ts';
+import { Elapsed, finishedAt, type JobObserver } from './lifecycle.ts';
 
 export type { Logger };
 
@@ -57,6 +57,8 @@ type LineLevel = keyof typeof LEVEL_VALUES;
 export class LifecycleLog implements JobObserver {
   readonly #logger: Logger;
   readonly #routine: 'info' | 'debug';
+  readonly #queueTimeMs = new Elapsed();
+  readonly #durationMs = new Elapsed();
 
   constructor(logger: Logger, routine: 'info' | 'debug' = 'info') {
     this.#logger = logger;
@@ -75,7 +77,10 @@ export class LifecycleLog implements JobObserver {
       fields['ojs.job.attempt'] = job.attempt;
       fields['ojs.worker.id'] = job.worker_id;
       if (job.attempt === 1) {
-        fields.queue_time_ms = elapsedMs(job.scheduled_at ?? job.enqueued_at, job.started_at);
+        fields.queue_time_ms = this.#queueTimeMs.ms(
+          job.scheduled_at ?? job.enqueued_at,
+          job.started_at,
+        );
       }
       this.#logger[this.#routine](fields, 'job started');
     }
@@ -87,7 +92,7 @@ export class LifecycleLog implements JobObserver {
     if (this.#logger.levelVal > LEVEL_VALUES[level]) return;
     const fields = jobFields(job);
     fields['ojs.job.attempt'] = job.attempt;
-    fields.duration_ms = elapsedMs(job.started_at, finishedAt(job));
+    fields.duration_ms = this.#durationMs.ms(job.started_at, finishedAt(job));
     if (job.error !== undefined && job.state !== 'completed') {
       // The error's code and type, not its message: messages may quote args.
       fields.error_code = job.error.code;

@@ -4,14 +4,14 @@
  * `ojs_job_enqueued_total`, seconds in the name of histograms).
  *
  * Per-job cost: the children of each (queue, type) are created once and
- * cached, so counting a job is one Map lookup and an increment, with no
- * label hashing. Queue depths are read at scrape time from the per-(queue,
+ * cached, so counting a job is two Map lookups and an increment, with no
+ * key to build; durations read the timestamps a batch shares once (Elapsed). Queue depths are read at scrape time from the per-(queue,
  * state) counters the stores keep with triggers (decision 0036), one cheap
  * read per scrape, never a COUNT over the jobs table.
  */
 import { JOB_STATES, type JobRecord, type JobState, type Store } from '@ojs/core';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { elapsedMs, finishedAt, type JobObserver } from './lifecycle.ts';
+import { Elapsed, finishedAt, type JobObserver } from './lifecycle.ts';
 
 /** OBS §8 buckets (seconds). */
 export const DURATION_BUCKETS = [
@@ -57,7 +57,10 @@ export class JobMetrics implements JobObserver {
   readonly #leaseExpired: Counter<'queue' | 'type'>;
   readonly #duration: Histogram<'queue' | 'type' | 'state'>;
   readonly #queueTime: Histogram<'queue' | 'type'>;
-  readonly #series = new Map<string, JobSeries>();
+  /** Cached children by queue, then type. */
+  readonly #series = new Map<string, Map<string, JobSeries>>();
+  readonly #queueTimeMs = new Elapsed();
+  readonly #durationMs = new Elapsed();
 
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
@@ -96,8 +99,12 @@ export class JobMetrics implements JobObserver {
   }
 
   #of(job: JobRecord): JobSeries {
-    const key = `${job.queue}\u0000${job.type}`;
-    let series = this.#series.get(key);
+    let byType = this.#series.get(job.queue);
+    if (byType === undefined) {
+      byType = new Map();
+      this.#series.set(job.queue, byType);
+    }
+    let series = byType.get(job.type);
     if (series === undefined) {
       const labels = [job.queue, job.type] as const;
       series = {
@@ -123,7 +130,7 @@ export class JobMetrics implements JobObserver {
       ]) {
         counter.inc(0);
       }
-      this.#series.set(key, series);
+      byType.set(job.type, series);
     }
     return series;
   }
@@ -137,7 +144,7 @@ export class JobMetrics implements JobObserver {
       const series = this.#of(job);
       series.started.inc();
       if (job.attempt !== 1) continue;
-      const waited = elapsedMs(job.scheduled_at ?? job.enqueued_at, job.started_at);
+      const waited = this.#queueTimeMs.ms(job.scheduled_at ?? job.enqueued_at, job.started_at);
       if (waited !== undefined) series.queueTime.observe(waited / 1000);
     }
   }
@@ -164,7 +171,7 @@ export class JobMetrics implements JobObserver {
         break;
     }
     if (expired) series.leaseExpired.inc();
-    const ms = elapsedMs(job.started_at, finishedAt(job));
+    const ms = this.#durationMs.ms(job.started_at, finishedAt(job));
     if (ms === undefined) return;
     let duration = series.duration[job.state];
     if (duration === undefined) {
