@@ -303,13 +303,15 @@ export class PostgresStore implements Store {
   }
 
   async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
-    const jobs = await this.#transaction(async (tx) => {
-      const { jobs, events } = await claimInTransaction(tx, request);
-      await appendEvents(tx, events);
-      return jobs;
+    const { jobs, docs } = await this.#transaction(async (tx) => {
+      const claimed = await claimInTransaction(tx, request);
+      await appendEvents(tx, claimed.events);
+      return claimed;
     });
     // Kept once committed. Workflow jobs are settled by the engine's commit().
-    for (const job of jobs) if (!job.workflow_id) this.#claimed.keep(job);
+    for (const [index, job] of jobs.entries()) {
+      if (!job.workflow_id) this.#claimed.keep(job, docs[index]);
+    }
     return jobs;
   }
 
