@@ -151,14 +151,25 @@ class LimitState {
 
 const byClaimOrder = (a: JobRecord, b: JobRecord) => b.priority - a.priority || a.seq! - b.seq!;
 
+/** A claimed job's row: its document as the database sent it (JSON text), and the xid. */
+interface ClaimedRow {
+  doc: string;
+  xid: string;
+}
+
+/**
+ * The claim. `docs`: each claimed job's document as the database sent it
+ * (JSON text), in the order of `jobs`: a second JSON.parse of it is the
+ * cheapest copy of the job (claimed-jobs.ts).
+ */
 export async function claimInTransaction(
   ctx: ClaimContext,
   request: ClaimRequest,
-): Promise<{ jobs: JobRecord[]; events: OjsEvent[] }> {
+): Promise<{ jobs: JobRecord[]; docs: string[]; events: OjsEvent[] }> {
   const { client, sql, schema } = ctx;
   if (request.count <= 0 || request.queues.length === 0) {
     ctx.state.xid = null;
-    return { jobs: [], events: [] };
+    return { jobs: [], docs: [], events: [] };
   }
   const params = [
     request.now,
@@ -167,11 +178,12 @@ export async function claimInTransaction(
     request.workerId ?? null,
   ];
   const handlers = handlerRows(request);
-  const claimed: JobRecord[] = [];
+  const claimed: { job: JobRecord; doc: string }[] = [];
   let xid: string | null = null;
-  const take = (rows: { doc: JobRecord; xid: string }[]) => {
+  const take = (rows: ClaimedRow[]) => {
     if (rows.length > 0) xid = rows[0]!.xid;
-    claimed.push(...rows.map((row) => row.doc).sort(byClaimOrder));
+    const taken = rows.map((row) => ({ job: JSON.parse(row.doc) as JobRecord, doc: row.doc }));
+    claimed.push(...taken.sort((a, b) => byClaimOrder(a.job, b.job)));
   };
   const plan = (await client.query<PlanRow>(sql.claimPlan, [request.queues])).rows;
   const limited = (row: PlanRow) => row.concurrency !== null || row.rate_limit !== null;
@@ -191,31 +203,36 @@ export async function claimInTransaction(
     if (limited(queue) || queue.keyed) {
       take(await claimLimited(ctx, queue, wanted, params, limits, request.now, handlers));
     } else if (logged) {
-      const { rows } = await client.query<{ doc: JobRecord; xid: string }>(sql.claimQueueLogged, [
-        ...params,
-        queue.name,
-        wanted,
-        handlers,
-        // One fresh event id per job the statement may claim, in claim order.
-        Array.from({ length: wanted }, () => `evt_${uuidv7(request.now)}`),
-        EVENT_SOURCE,
-      ]);
+      const { rows } = await client.query<ClaimedRow>(
+        sql.claimQueueLogged,
+        [
+          ...params,
+          queue.name,
+          wanted,
+          handlers,
+          // One fresh event id per job the statement may claim, in claim order.
+          Array.from({ length: wanted }, () => `evt_${uuidv7(request.now)}`),
+          EVENT_SOURCE,
+        ],
+        true,
+      );
       take(rows);
     } else {
-      const { rows } = await client.query<{ doc: JobRecord; xid: string }>(sql.claimQueue, [
-        ...params,
-        queue.name,
-        wanted,
-        handlers,
-      ]);
+      const { rows } = await client.query<ClaimedRow>(
+        sql.claimQueue,
+        [...params, queue.name, wanted, handlers],
+        true,
+      );
       take(rows);
     }
   }
   await limits.save();
   // Rate windows are saved only for accepted (so claimed) jobs: no claim, no write.
   ctx.state.xid = xid;
-  if (logged) return { jobs: claimed, events: [] };
-  const events = claimed.map((job) =>
+  const jobs = claimed.map((c) => c.job);
+  const docs = claimed.map((c) => c.doc);
+  if (logged) return { jobs, docs, events: [] };
+  const events = jobs.map((job) =>
     jobEvent(
       'job.started',
       job,
@@ -223,7 +240,7 @@ export async function claimInTransaction(
       request.now,
     ),
   );
-  return { jobs: claimed, events };
+  return { jobs, docs, events };
 }
 
 async function claimLimited(
@@ -234,7 +251,7 @@ async function claimLimited(
   limits: LimitState,
   now: number,
   handlers: string | null,
-): Promise<{ doc: JobRecord; xid: string }[]> {
+): Promise<ClaimedRow[]> {
   const { client, sql } = ctx;
   let queueActive: number | undefined;
   if (queue.concurrency !== null) {
@@ -299,9 +316,6 @@ async function claimLimited(
     }
   }
   if (accepted.length === 0) return [];
-  const { rows } = await client.query<{ doc: JobRecord; xid: string }>(sql.claimIds, [
-    ...params,
-    accepted,
-  ]);
+  const { rows } = await client.query<ClaimedRow>(sql.claimIds, [...params, accepted], true);
   return rows;
 }

@@ -38,6 +38,7 @@ import {
 } from '@ojs/core';
 import pg from 'pg';
 import { claimInTransaction } from './claim.ts';
+import { ClaimedJobs } from './claimed-jobs.ts';
 import { DatabaseClock } from './clock.ts';
 import { Database, MAX_ATTEMPTS } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
@@ -85,6 +86,13 @@ export interface PostgresStoreOptions {
    * 1 s; 0 = never). Counts are exact either way; folding keeps them cheap.
    */
   countCompactionIntervalMs?: number;
+  /**
+   * How many of the jobs this process claimed are kept (as copies) until
+   * settled, so that their ACK or FAIL is written without reading the row
+   * first (claimed-jobs.ts); default 10,000, 0 keeps none. The oldest go
+   * first, as do copies beyond 32 MiB of JSON in all.
+   */
+  keepClaimed?: number;
   /** application_name of the connections (default 'ojs'); the LISTEN connection adds ':listen'. */
   applicationName?: string;
   /**
@@ -116,6 +124,8 @@ export class PostgresStore implements Store {
   #compactTimer: NodeJS.Timeout | undefined;
   #compacting: Promise<void> | undefined;
   #closed = false;
+  /** Claimed jobs as claimed, until settled (keepClaimed). */
+  readonly #claimed: ClaimedJobs;
   /** One `enqueue` statement, on its own. */
   readonly #enqueue = (jobs: JobRecord[], events: OjsEvent[], now: number) =>
     enqueue(this.#db, this.#sql, this.#channel, jobs, events, now);
@@ -129,6 +139,7 @@ export class PostgresStore implements Store {
       options.schema ?? schema ?? process.env.OJS_POSTGRES_SCHEMA ?? DEFAULT_SCHEMA,
     );
     this.#sql = statements(this.schema);
+    this.#claimed = new ClaimedJobs(options.keepClaimed ?? 10_000);
     this.#channel = jobsAvailableChannel(this.schema);
     this.#onError =
       options.onError ??
@@ -208,6 +219,7 @@ export class PostgresStore implements Store {
     await this.#compacting;
     await this.#listener.close();
     await this.#pool.end();
+    this.#claimed.clear();
   }
 
   async ping(): Promise<void> {
@@ -291,16 +303,21 @@ export class PostgresStore implements Store {
   }
 
   async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
-    return this.#transaction(async (tx) => {
-      const { jobs, events } = await claimInTransaction(tx, request);
-      await appendEvents(tx, events);
-      return jobs;
+    const { jobs, docs } = await this.#transaction(async (tx) => {
+      const claimed = await claimInTransaction(tx, request);
+      await appendEvents(tx, claimed.events);
+      return claimed;
     });
+    // Kept once committed. Workflow jobs are settled by the engine's commit().
+    for (const [index, job] of jobs.entries()) {
+      if (!job.workflow_id) this.#claimed.keep(job, docs[index]);
+    }
+    return jobs;
   }
 
   async settleJobs(request: SettleRequest): Promise<SettleResult[]> {
     if (request.items.length === 0) return [];
-    return this.#transaction((tx) => settleJobsTx(tx, request));
+    return this.#transaction((tx) => settleJobsTx(tx, request, this.#claimed));
   }
 
   async extendLeases(items: LeaseItem[], now: number): Promise<LeaseResult[]> {
@@ -593,5 +610,6 @@ export class PostgresStore implements Store {
     await this.#transaction(async (tx) => {
       await tx.client.query(this.#sql.reset);
     });
+    this.#claimed.clear();
   }
 }

@@ -1,17 +1,25 @@
 /**
  * The ACK / FAIL / lease-expiry and heartbeat hot path, batched (DESIGN §4
- * "Batched by default"). A batch is one transaction with two statements:
- *   1. `lockJobs` reads every job of the batch as stored and locks it
- *      (FOR UPDATE, in id order);
- *   2. core decides each item in memory (decideSettlement /
- *      decideLeaseExtension), and ONE statement (`settleJobs` /
- *      `extendLeases`) writes every decided job, guarded in its WHERE on
- *      what was read (state active, attempt, rev, worker_id), together with
- *      the events of the jobs it wrote (and the NOTIFY of a requeue).
- * Items are independent: a refused item is reported and the others commit.
- * The rows are locked, so the guard cannot fail in practice; it is there so
- * that a write never lands on a record other than the one decided on, and
- * an item whose row failed it is reported as a conflict.
+ * "Batched by default"). A settlement batch is one transaction:
+ *   1. the basis of each item: the kept copy of a job this process claimed
+ *      (claimed-jobs.ts; ACK and FAIL only), else the row as stored, read
+ *      and locked by `lockJobs` (FOR UPDATE, in id order) — skipped when
+ *      every item has a copy;
+ *   2. core decides each item in memory (decideSettlement), and ONE
+ *      statement (`settleJobs`) writes every decided job, guarded in its
+ *      WHERE on its basis (state active, attempt, rev, worker_id), together
+ *      with the events of the jobs it wrote (and the NOTIFY of a requeue),
+ *      returning the ids it wrote;
+ *   3. only if a copy's write was refused (a stale copy: the job was reaped
+ *      and re-claimed elsewhere, cancelled, ...), the items of those jobs
+ *      go through 1-2 again on the rows as read: a copy never decides
+ *      alone, not even a refusal.
+ * So a batch of kept jobs is BEGIN, `settleJobs`, COMMIT. Items are
+ * independent: a refused item is reported and the others commit. Rows read
+ * are locked, so their guard cannot fail in practice; it is there so that a
+ * write never lands on a record other than the one decided on, and an item
+ * whose row failed it is reported as a conflict. Heartbeats (extendLeases)
+ * always read the rows.
  */
 import {
   conflict,
@@ -23,9 +31,11 @@ import {
   type LeaseResult,
   OjsError,
   type OjsEvent,
+  type SettleItem,
   type SettleRequest,
   type SettleResult,
 } from '@ojs/core';
+import type { ClaimedJobs } from './claimed-jobs.ts';
 import { docPatch, eventRow, jobRow } from './rows.ts';
 import type { Tx } from './tx.ts';
 
@@ -34,6 +44,11 @@ interface Locked {
   doc: JobRecord;
   /** The worker_id column as stored (the guard compares the column, not the document). */
   worker_id: string | null;
+}
+
+/** What a settlement is decided on: a row as read, or a kept copy (`kept`). */
+interface Basis extends Locked {
+  kept?: true;
 }
 
 async function lockJobs(tx: Tx, ids: string[]): Promise<Map<string, Locked>> {
@@ -50,7 +65,7 @@ function taggedEvents(jobId: string, events: OjsEvent[]): Record<string, unknown
 
 /**
  * The guard of a settlement: the job still active (only active jobs are
- * settled), on the attempt, revision and lease holder as read.
+ * settled), on the attempt, revision and lease holder of its basis.
  */
 function guard(read: Locked) {
   return {
@@ -61,65 +76,134 @@ function guard(read: Locked) {
   };
 }
 
-export async function settleJobsTx(tx: Tx, request: SettleRequest): Promise<SettleResult[]> {
+/**
+ * The kept copies of the batch's jobs, each taken out of `kept` (used here
+ * or stale after this batch). A job with an expiry in the batch is decided
+ * on its row: an expiry depends on the lease, which heartbeats change
+ * without a new rev, so a copy may hold an old one.
+ */
+function keptCopies(kept: ClaimedJobs | undefined, items: SettleItem[]): Map<string, Basis> {
+  const copies = new Map<string, Basis>();
+  if (kept === undefined || kept.size === 0) return copies;
+  const expiring = new Set(
+    items.filter((item) => item.settlement.kind === 'expire').map((item) => item.id),
+  );
+  for (const item of items) {
+    const job = kept.take(item.id);
+    if (job === undefined || expiring.has(item.id)) continue;
+    copies.set(item.id, { doc: job, worker_id: job.worker_id ?? null, kept: true });
+  }
+  return copies;
+}
+
+export async function settleJobsTx(
+  tx: Tx,
+  request: SettleRequest,
+  kept?: ClaimedJobs,
+): Promise<SettleResult[]> {
+  tx.state.xid = null; // until a write returns the transaction's id
+  const { items } = request;
+  const results: SettleResult[] = new Array(items.length);
+  const basis = keptCopies(kept, items);
+  const unkept = items.filter((item) => !basis.has(item.id)).map((item) => item.id);
+  if (unkept.length > 0) {
+    for (const [id, read] of await lockJobs(tx, unkept)) basis.set(id, read);
+  }
+  const refused = await settleOn(tx, request, [...items.keys()], basis, results);
+  if (refused.length > 0) {
+    const ids = refused.map((index) => items[index]!.id);
+    await settleOn(tx, request, refused, await lockJobs(tx, ids), results);
+  }
+  return results;
+}
+
+/**
+ * Decides items `indexes` of the request on `basis` (per id), writes the
+ * decided jobs with one guarded `settleJobs`, and fills their `results`.
+ * Per id, items are decided in order, each against the previous one's
+ * result (one row written per id: the last decision). Returns the indexes
+ * of the items decided on a copy whose job was not written (the guard
+ * refused the copy, or every decision on it did): their results stand
+ * only once decided again on the row.
+ */
+async function settleOn(
+  tx: Tx,
+  request: SettleRequest,
+  indexes: number[],
+  basis: Map<string, Basis>,
+  results: SettleResult[],
+): Promise<number[]> {
   const { items, now } = request;
   const random = request.random ?? Math.random;
-  const stored = await lockJobs(
-    tx,
-    items.map((item) => item.id),
-  );
   // Per id, the record as last decided: a later item of the same id is
   // decided against it, and it is what gets written (one row per id).
   const decided = new Map<string, JobRecord>();
-  const results: SettleResult[] = [];
   const events: Record<string, unknown>[] = [];
-  for (const item of items) {
-    const read = stored.get(item.id);
+  for (const index of indexes) {
+    const item = items[index]!;
+    const read = basis.get(item.id);
     if (read === undefined) {
-      results.push({ status: 'not_found' });
+      results[index] = { status: 'not_found' };
       continue;
     }
     if (read.doc.workflow_id) {
       // Settled by the engine through commit(), with the workflow's advancement.
-      results.push({ status: 'workflow', job: read.doc });
+      results[index] = { status: 'workflow', job: read.doc };
       continue;
     }
     const job = decided.get(item.id) ?? read.doc;
     try {
       const decision = decideSettlement(job, item, now, random);
       decided.set(item.id, decision.job);
-      results.push({ status: 'settled', job: decision.job });
+      results[index] = { status: 'settled', job: decision.job };
       events.push(...taggedEvents(item.id, decision.events));
     } catch (error) {
       if (!(error instanceof OjsError) || error.code !== 'conflict') throw error;
-      results.push({ status: 'conflict', error, job });
+      results[index] = { status: 'conflict', error, job };
     }
   }
-  if (decided.size === 0) {
-    tx.state.xid = null; // read and locked only
-    return results;
+  const written = await writeSettled(tx, [...decided.values()], basis, events);
+  const refused: number[] = [];
+  for (const index of indexes) {
+    const id = items[index]!.id;
+    const read = basis.get(id);
+    if (read === undefined || written.has(id)) continue;
+    if (read.kept) {
+      refused.push(index);
+    } else if (results[index]!.status === 'settled') {
+      const error = conflict(`Job '${id}' changed while it was being settled.`, { job_id: id });
+      results[index] = { status: 'conflict', error, job: read.doc };
+    }
   }
-  const rows = [...decided.values()].map((job) => {
-    const read = stored.get(job.id)!;
-    const { doc: _whole, ...columns } = jobRow(job);
-    return { ...columns, ...docPatch(read.doc, job), ...guard(read) };
-  });
+  return refused;
+}
+
+/** One `settleJobs` statement for `jobs` (one per id), each guarded on its basis; the ids written. */
+async function writeSettled(
+  tx: Tx,
+  jobs: JobRecord[],
+  basis: Map<string, Basis>,
+  events: Record<string, unknown>[],
+): Promise<Set<string>> {
+  if (jobs.length === 0) return new Set();
+  const rows = jobs
+    .map((job) => {
+      const read = basis.get(job.id)!;
+      const { doc: _whole, ...columns } = jobRow(job);
+      return { ...columns, ...docPatch(read.doc, job), ...guard(read) };
+    })
+    // Rows not read first are locked by the UPDATE itself, in the order
+    // sent: the id order `lockJobs` uses, so that two batches over the same
+    // jobs lock them alike (a deadlock would only be retried, but waits).
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const written = await tx.client.query<{ id: string | null; xid: string | null }>(
     tx.sql.settleJobs,
     [JSON.stringify(rows), JSON.stringify(events), tx.channel],
   );
   // Nothing else in this transaction writes: no row written, nothing to lose at COMMIT.
-  tx.state.xid = written.rows.find((row) => row.xid !== null)?.xid ?? null;
-  const ids = new Set(written.rows.map((row) => row.id));
-  if (rows.every((row) => ids.has(row.id))) return results;
-  return items.map((item, index) => {
-    const result = results[index]!;
-    if (result.status !== 'settled' || ids.has(item.id)) return result;
-    const error = conflict(`Job '${item.id}' changed while it was being settled.`, {
-      job_id: item.id,
-    });
-    return { status: 'conflict', error, job: stored.get(item.id)!.doc };
-  });
+  const xid = written.rows.find((row) => row.xid !== null)?.xid;
+  if (xid !== undefined) tx.state.xid = xid;
+  return new Set(written.rows.map((row) => row.id).filter((id) => id !== null));
 }
 
 export async function extendLeasesTx(

@@ -8,7 +8,7 @@
  * (FOR UPDATE [SKIP LOCKED], unique-lock rows, advisory locks) carry the
  * correctness, never snapshot timing.
  */
-import type pg from 'pg';
+import pg from 'pg';
 import { quoteSchema } from './names.ts';
 
 const JOB_COLUMNS = `id text, seq bigint, queue text, type text, state text, priority integer,
@@ -565,6 +565,14 @@ export function preparedNames(sql: Statements): Map<string, string> {
 /** The transaction's id if it wrote anything (asked just before COMMIT). */
 export const TXID_SQL = 'SELECT txid_current_if_assigned()::text AS xid';
 
+/** Type parsers that leave json (114) and jsonb (3802) as text. */
+const RAW_JSON: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === 114 || oid === 3802
+      ? (value: string) => value
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
 /**
  * What the store's code queries through: a pooled client (or the pool) that
  * runs the known statements as prepared statements.
@@ -578,11 +586,15 @@ export class Session {
     this.#names = names;
   }
 
+  /** `rawJson`: json and jsonb columns come back as the text PostgreSQL sent, unparsed. */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     text: string,
     values: unknown[] = [],
+    rawJson = false,
   ): Promise<pg.QueryResult<R>> {
     const name = this.#names.get(text);
-    return this.#target.query<R>(name === undefined ? { text, values } : { name, text, values });
+    const config: pg.QueryConfig = name === undefined ? { text, values } : { name, text, values };
+    if (rawJson) config.types = RAW_JSON;
+    return this.#target.query<R>(config);
   }
 }
