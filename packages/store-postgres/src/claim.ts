@@ -160,7 +160,7 @@ interface ClaimedRow {
 /**
  * The claim. `docs`: each claimed job's document as the database sent it
  * (JSON text), in the order of `jobs`: a second JSON.parse of it is the
- * cheapest copy of the job (claimed-jobs.ts).
+ * cheapest copy of the job (core ClaimedJobs).
  */
 export async function claimInTransaction(
   ctx: ClaimContext,

@@ -9,6 +9,7 @@
  * schedules follow the database's clock (clock.ts).
  */
 import {
+  ClaimedJobs,
   type ClaimRequest,
   type Commit,
   type CronRecord,
@@ -38,7 +39,6 @@ import {
 } from '@ojs/core';
 import pg from 'pg';
 import { claimInTransaction } from './claim.ts';
-import { ClaimedJobs } from './claimed-jobs.ts';
 import { DatabaseClock } from './clock.ts';
 import { Database, MAX_ATTEMPTS } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
@@ -89,7 +89,7 @@ export interface PostgresStoreOptions {
   /**
    * How many of the jobs this process claimed are kept (as copies) until
    * settled, so that their ACK or FAIL is written without reading the row
-   * first (claimed-jobs.ts); default 10,000, 0 keeps none. The oldest go
+   * first (core ClaimedJobs); default 10,000, 0 keeps none. The oldest go
    * first, as do copies beyond 32 MiB of JSON in all.
    */
   keepClaimed?: number;
@@ -310,7 +310,12 @@ export class PostgresStore implements Store {
     });
     // Kept once committed. Workflow jobs are settled by the engine's commit().
     for (const [index, job] of jobs.entries()) {
-      if (!job.workflow_id) this.#claimed.keep(job, docs[index]);
+      // A second parse of the claim's JSON: the caller gets `job` itself
+      // (Engine.fetch in-process hands it on), and a handler changing it must
+      // not change what its settlement decides on (3.8 µs for a small job,
+      // against ~7 for a JSON round trip of the object, ~9 for structuredClone).
+      const text = docs[index]!;
+      if (!job.workflow_id) this.#claimed.keep(job.id, text.length, () => JSON.parse(text));
     }
     return jobs;
   }

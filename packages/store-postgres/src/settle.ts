@@ -2,7 +2,7 @@
  * The ACK / FAIL / lease-expiry and heartbeat hot path, batched (DESIGN §4
  * "Batched by default"). A settlement batch is one transaction:
  *   1. the basis of each item: the kept copy of a job this process claimed
- *      (claimed-jobs.ts; ACK and FAIL only), else the row as stored, read
+ *      (core ClaimedJobs; ACK and FAIL only), else the row as stored, read
  *      and locked by `lockJobs` (FOR UPDATE, in id order) — skipped when
  *      every item has a copy;
  *   2. core decides each item in memory (decideSettlement), and ONE
@@ -22,6 +22,7 @@
  * always read the rows.
  */
 import {
+  type ClaimedJobs,
   conflict,
   decideLeaseExtension,
   decideSettlement,
@@ -35,7 +36,6 @@ import {
   type SettleRequest,
   type SettleResult,
 } from '@ojs/core';
-import type { ClaimedJobs } from './claimed-jobs.ts';
 import { docPatch, eventRow, jobRow } from './rows.ts';
 import type { Tx } from './tx.ts';
 

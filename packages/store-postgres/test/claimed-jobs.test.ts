@@ -1,5 +1,5 @@
 /**
- * Kept claimed jobs (PostgresStoreOptions.keepClaimed, claimed-jobs.ts): an
+ * Kept claimed jobs (PostgresStoreOptions.keepClaimed, core ClaimedJobs): an
  * ACK or a FAIL of a job this store claimed is decided on its kept copy and
  * written by one guarded statement, without `lockJobs`; a copy made stale by
  * another writer (another process on the same schema, a cancel) never

@@ -5,7 +5,7 @@
  * available.
  */
 import type { StatementSync } from 'node:sqlite';
-import { type ClaimRequest, claim, type JobRecord } from '@ojs/core';
+import { type ClaimedJobs, type ClaimRequest, claim, type JobRecord } from '@ojs/core';
 import type { JobCountDeltas } from './job-counts.ts';
 import { handlerFilter, lifecycleValues, parseJob, type Row } from './rows.ts';
 import {
@@ -26,6 +26,12 @@ export interface ClaimContext {
   request: ClaimRequest;
   /** The store's job counts: a claim moves a job from available to active. */
   counts: JobCountDeltas;
+  /**
+   * Where claimed jobs are kept until settled (core ClaimedJobs). Kept as
+   * written: a write rolled back later leaves a copy the settlement's guard
+   * refuses. Workflow jobs settle through the generic commit.
+   */
+  kept: ClaimedJobs;
 }
 
 /**
@@ -33,7 +39,7 @@ export interface ClaimContext {
  * limit (they stay available).
  */
 export function claimFromQueue(
-  { stmt, request, counts }: ClaimContext,
+  { stmt, request, counts, kept }: ClaimContext,
   queue: string,
   wanted: number,
 ): JobRecord[] {
@@ -102,8 +108,13 @@ export function claimFromQueue(
         now: request.now,
         visibilityTimeoutMs: request.visibilityTimeoutMs,
       });
-      const written = stmt(CLAIM_JOB).run(...lifecycleValues(active), job.id, job.rev);
+      const values = lifecycleValues(active);
+      const written = stmt(CLAIM_JOB).run(...values, job.id, job.rev);
       if (Number(written.changes) !== 1) continue;
+      if (active.workflow_id === undefined) {
+        // The document is SET_LIFECYCLE's last value.
+        kept.keep(active.id, (values[values.length - 1] as string).length, () => active);
+      }
       counts.move(queue, 'available', queue, 'active');
       if (queueRate) rateTake(stmt, queueRate.key, queueRate.period, request.now);
       if (limit?.rate) rateTake(stmt, limit.key, limit.rate.period_ms, request.now);

@@ -8,6 +8,7 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import {
+  ClaimedJobs,
   type ClaimRequest,
   type Commit,
   type CronRecord,
@@ -46,7 +47,6 @@ import {
   type WorkflowRecord,
 } from '@ojs/core';
 import { type ClaimContext, claimFromQueue } from './claim.ts';
-import { ClaimedJobs } from './claimed-jobs.ts';
 import { GroupCommit, Rollback } from './group-commit.ts';
 import { ADD_JOB_COUNT, JobCountDeltas } from './job-counts.ts';
 import * as queries from './job-queries.ts';
@@ -79,7 +79,7 @@ export interface SqliteStoreOptions {
   checkpointThread?: boolean;
   /**
    * How many claimed jobs to keep in memory until settled, so an ACK or a
-   * FAIL needs no read of the row (claimed-jobs.ts); default 0. Only where
+   * FAIL needs no read of the row (core ClaimedJobs); default 0. Only where
    * claimed jobs reach the caller as copies (the store thread sets it).
    */
   keepClaimed?: number;
@@ -373,7 +373,12 @@ export class SqliteStore implements Store {
 
   async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
     return this.#write(() => {
-      const context: ClaimContext = { stmt: this.#prepare, request, counts: this.#counts };
+      const context: ClaimContext = {
+        stmt: this.#prepare,
+        request,
+        counts: this.#counts,
+        kept: this.#claimed,
+      };
       const claimed: JobRecord[] = [];
       for (const queue of request.queues) {
         if (claimed.length >= request.count) break;
@@ -389,7 +394,6 @@ export class SqliteStore implements Store {
           ),
         ),
       );
-      for (const job of claimed) if (job.workflow_id === undefined) this.#claimed.keep(job);
       return claimed;
       // Answered at COMMIT, before the fsync: a claim lost to a power cut
       // only hands the job out again (group-commit.ts write, decision 0037).

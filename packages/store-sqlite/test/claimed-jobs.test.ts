@@ -1,5 +1,5 @@
 /**
- * Kept claimed jobs (SqliteStoreOptions.keepClaimed, claimed-jobs.ts): an
+ * Kept claimed jobs (SqliteStoreOptions.keepClaimed, core ClaimedJobs): an
  * ACK or a FAIL of a job this store claimed is decided on its kept copy,
  * and a copy made stale by another writer (another process on the same
  * file, or this store's own guarded commit) never settles the job: the
@@ -20,7 +20,6 @@ import {
   type SettleItem,
   type SettleResult,
 } from '@ojs/core';
-import { ClaimedJobs } from '../src/claimed-jobs.ts';
 import { SqliteStore } from '../src/sqlite-store.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
@@ -194,30 +193,5 @@ describe('SQLite kept claimed jobs (keepClaimed)', () => {
     assert.equal((await stored(b, claimed!.id)).state, 'active');
     const [right] = await a.settleJobs({ items: [ack(claimed!)], now: T0 + 20 });
     assert.equal(right!.status, 'settled');
-  });
-});
-
-describe('ClaimedJobs', () => {
-  const job = (id: string) => ({ id }) as JobRecord;
-
-  it('keeps at most max copies, dropping the oldest first; take hands a copy out once', () => {
-    const kept = new ClaimedJobs(2);
-    kept.keep(job('a'));
-    kept.keep(job('b'));
-    kept.keep(job('a')); // kept again: now the newest
-    kept.keep(job('c')); // drops b, the oldest
-    assert.equal(kept.size, 2);
-    assert.equal(kept.take('b'), undefined);
-    assert.equal(kept.take('a')?.id, 'a');
-    assert.equal(kept.take('a'), undefined);
-    assert.equal(kept.take('c')?.id, 'c');
-    assert.equal(kept.size, 0);
-  });
-
-  it('max 0 keeps nothing', () => {
-    const kept = new ClaimedJobs(0);
-    kept.keep(job('a'));
-    assert.equal(kept.size, 0);
-    assert.equal(kept.take('a'), undefined);
   });
 });

@@ -5,9 +5,10 @@
  *
  * Per-job cost: the children of each (queue, type) are created once and
  * cached, so counting a job is two Map lookups and an increment, with no
- * key to build; durations read the timestamps a batch shares once (Elapsed). Queue depths are read at scrape time from the per-(queue,
- * state) counters the stores keep with triggers (decision 0036), one cheap
- * read per scrape, never a COUNT over the jobs table.
+ * key to build; durations read the timestamps a batch shares once
+ * (Elapsed). Queue depths are read at scrape time from the per-(queue,
+ * state) counters the stores keep (decisions 0036, 0038), one cheap read
+ * per scrape, never a COUNT over the jobs table.
  */
 import { JOB_STATES, type JobRecord, type JobState, type Store } from '@ojs/core';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
