@@ -73,6 +73,8 @@ async function serve(argv: string[]): Promise<number> {
     // The operator commands run on Node >= 18; the server needs node:sqlite.
     throw new Error(`ojs serve needs Node >= 22.13 (this is ${process.version}).`);
   }
+  // Before anything else is loaded: this may replace the process image.
+  (await import('./malloc-tuning.ts')).execWithMallocTuning();
   const { startServer } = await import('@ojs/server');
   const {
     optionsFromEnv,
