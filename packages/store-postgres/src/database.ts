@@ -42,6 +42,9 @@ export class OutcomeUnknown extends Error {}
 
 export const MAX_ATTEMPTS = 4;
 
+/** BEGIN of a transaction whose COMMIT does not wait for the WAL flush (decision 0078). */
+export const BEGIN_ASYNC_COMMIT = 'BEGIN; SET LOCAL synchronous_commit TO off';
+
 /**
  * A pooled connection checked out for one attempt. A checked-out client that
  * loses its connection between two queries emits 'error' (the pool listens
@@ -144,8 +147,16 @@ export class Database {
    * looked up with txid_status() on another connection: committed -> the
    * result stands; aborted -> the body runs again; unknowable -> 503 with
    * outcome "unknown".
+   *
+   * `durable: false` commits without waiting for the WAL flush
+   * (`synchronous_commit = off` for this transaction only): for a claim,
+   * whose loss in a database crash only hands its jobs out again (decision
+   * 0078). Every write whose caller is told "stored" stays durable.
    */
-  async transaction<T>(body: (client: Session, state: TxState) => Promise<T>): Promise<T> {
+  async transaction<T>(
+    body: (client: Session, state: TxState) => Promise<T>,
+    durable = true,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const lease = await this.#lease(attempt);
       if (lease === undefined) continue;
@@ -155,7 +166,8 @@ export class Database {
       let xid: string | null = null;
       let result: T | undefined;
       try {
-        await client.query('BEGIN');
+        // One round trip either way: a simple query may hold two statements.
+        await client.query(durable ? 'BEGIN' : BEGIN_ASYNC_COMMIT);
         try {
           result = await body(client, state);
         } catch (error) {

@@ -247,9 +247,11 @@ export class PostgresStore implements Store {
   }
 
   /** One transaction (database.ts) with the store's SQL and channel at hand. */
-  #transaction<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.#db.transaction((client, state) =>
-      body({ client, sql: this.#sql, schema: this.schema, channel: this.#channel, state }),
+  #transaction<T>(body: (tx: Tx) => Promise<T>, durable = true): Promise<T> {
+    return this.#db.transaction(
+      (client, state) =>
+        body({ client, sql: this.#sql, schema: this.schema, channel: this.#channel, state }),
+      durable,
     );
   }
 
@@ -303,11 +305,16 @@ export class PostgresStore implements Store {
   }
 
   async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
+    // Committed without waiting for the WAL flush (decision 0078): a claim
+    // lost in a database crash leaves its jobs available at their previous
+    // attempt, so they run again and the lost holder's ACK is refused by the
+    // fence. An ACK's flush covers every earlier commit in the WAL, so a job
+    // acknowledged as done had its claim on disk first.
     const { jobs, docs } = await this.#transaction(async (tx) => {
       const claimed = await claimInTransaction(tx, request);
       await appendEvents(tx, claimed.events);
       return claimed;
-    });
+    }, false);
     // Kept once committed. Workflow jobs are settled by the engine's commit().
     for (const [index, job] of jobs.entries()) {
       // A second parse of the claim's JSON: the caller gets `job` itself
