@@ -7,10 +7,12 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { describe, it } from 'node:test';
 import { enqueueEvents, parseEnqueueRequest, type Store } from '@ojs/core';
 import { SqliteStore } from '../src/sqlite-store.ts';
 import { SqliteThreadStore } from '../src/thread-store.ts';
+import { WakeWatch } from '../src/wake-watch.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 
@@ -62,3 +64,41 @@ for (const [label, open] of [
     });
   });
 }
+
+describe('SQLite wake-ups by the WAL watch', () => {
+  it('a commit wakes a watch whose poll would not come for an hour', {
+    skip: process.platform !== 'linux' && 'change events of the WAL are checked on Linux (inotify)',
+    timeout: 20_000,
+  }, async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'ojs-wake-wal-'));
+    const path = join(dir, 'ojs.db');
+    const writer = new SqliteStore({ path });
+    await writer.init();
+    const reader = new DatabaseSync(path);
+    const dataVersion = reader.prepare('PRAGMA data_version');
+    const watch = new WakeWatch(
+      () => (dataVersion.get() as { data_version: number }).data_version,
+      3_600_000,
+      `${path}-wal`,
+    );
+    // The watch's own handles never keep a process alive; this does, for the wait.
+    const alive = setInterval(() => {}, 1000);
+    try {
+      // Bounded by the test's timeout, which aborts t.signal: the test then fails and cleans up.
+      const woken = new Promise<void>((resolve, reject) => {
+        watch.subscribe(resolve);
+        t.signal.addEventListener('abort', () =>
+          reject(new Error('no wake-up from the WAL watch')),
+        );
+      });
+      await insertOne(writer);
+      await woken;
+    } finally {
+      clearInterval(alive);
+      watch.stop();
+      reader.close();
+      await writer.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
