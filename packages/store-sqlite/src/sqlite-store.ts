@@ -153,8 +153,7 @@ export class SqliteStore implements Store {
     if (this.#options.path === ':memory:') return () => {};
     this.#wake ??= new WakeWatch(
       () => (this.#stmt(sql.DATA_VERSION).get() as { data_version: number }).data_version,
-      undefined,
-      `${this.#options.path}-wal`,
+      { walPath: `${this.#options.path}-wal` },
     );
     return this.#wake.subscribe(listener);
   }

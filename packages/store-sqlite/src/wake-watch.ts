@@ -29,11 +29,17 @@ export class WakeWatch {
   #scheduled = false;
   #last = 0;
 
-  /** `walPath`: the database's WAL file, watched for changes (none: the poll only). */
-  constructor(readDataVersion: () => number, intervalMs = 5, walPath?: string) {
+  /**
+   * `walPath`: the database's WAL file, watched for changes (none: the poll
+   * only); `intervalMs`: the poll's interval.
+   */
+  constructor(
+    readDataVersion: () => number,
+    options: { walPath?: string; intervalMs?: number } = {},
+  ) {
     this.#read = readDataVersion;
-    this.#intervalMs = intervalMs;
-    this.#walPath = walPath;
+    this.#intervalMs = options.intervalMs ?? 5;
+    this.#walPath = options.walPath;
   }
 
   subscribe(listener: () => void): () => void {

@@ -78,8 +78,7 @@ describe('SQLite wake-ups by the WAL watch', () => {
     const dataVersion = reader.prepare('PRAGMA data_version');
     const watch = new WakeWatch(
       () => (dataVersion.get() as { data_version: number }).data_version,
-      3_600_000,
-      `${path}-wal`,
+      { walPath: `${path}-wal`, intervalMs: 3_600_000 },
     );
     // The watch's own handles never keep a process alive; this does, for the wait.
     const alive = setInterval(() => {}, 1000);
