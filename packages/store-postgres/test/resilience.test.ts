@@ -121,7 +121,14 @@ if (reason !== undefined) {
           while (acknowledged.size < (round + 1) * 5 && Date.now() < deadline) {
             await new Promise((resolve) => setTimeout(resolve, 10));
           }
-          terminated += await terminateBackends(app);
+          // Right after a kill the pool may hold no connection at all (all
+          // being re-established): a round kills once one exists again.
+          let killed = 0;
+          while (killed === 0 && Date.now() < deadline) {
+            killed = await terminateBackends(app);
+            if (killed === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+          }
+          terminated += killed;
         }
         running = false;
       };
