@@ -35,7 +35,7 @@ export interface ServeOptions {
   /** How often a waiting fetch re-checks the store without a notify (default 250 ms). */
   fetchRecheckMs?: number;
   sqliteSynchronous?: 'FULL' | 'NORMAL';
-  /** Run SQLite on its own thread (default true): fsyncs and statements off the event loop. */
+  /** Run SQLite's statements on their own thread (default false: on the event loop, decision 0080). */
   sqliteThread?: boolean;
   /** Default schema validation mode at enqueue: strict, warn (default) or off. */
   schemaValidation?: ValidationMode;
