@@ -879,21 +879,13 @@ export class Engine {
       return [];
     }
     const handlers = await this.#handlersFor(request);
-    if (waitMs <= 0) return this.#claimLoop(request, handlers, count, deadline, request.signal);
-    // Watched before the first claim, so another process's commit between
-    // that claim and the wait still wakes this fetch.
-    const release = this.wakeups.hold();
+    if (waitMs <= 0 || request.workerId === undefined)
+      return this.#claimLoop(request, handlers, count, deadline, request.signal);
+    const wait = this.#waitingFetches.enter(request.workerId, request.signal);
     try {
-      if (request.workerId === undefined)
-        return await this.#claimLoop(request, handlers, count, deadline, request.signal);
-      const wait = this.#waitingFetches.enter(request.workerId, request.signal);
-      try {
-        return await this.#claimLoop(request, handlers, count, deadline, wait.signal);
-      } finally {
-        wait.leave();
-      }
+      return await this.#claimLoop(request, handlers, count, deadline, wait.signal);
     } finally {
-      release();
+      wait.leave();
     }
   }
 
@@ -905,41 +897,65 @@ export class Engine {
     deadline: number,
     signal: AbortSignal | undefined,
   ): Promise<JobRecord[]> {
-    for (;;) {
-      const now = this.now();
-      // Promote lazily too, so a due job never waits for the next promoter
-      // tick. Issued, not awaited, before the claim: a store that orders its
-      // calls (SQLite) runs both in one group commit, so the claim sees what
-      // was promoted without a commit of its own in between.
-      let promoted: Promise<unknown> | undefined;
-      if (now - this.#lastPromotion >= 50) {
-        this.#lastPromotion = now;
-        promoted = this.store.promoteDueJobs(now);
+    // Cross-process wake-ups are watched only once a claim came back short
+    // and the fetch is about to wait (decision 0081).
+    let release: (() => void) | undefined;
+    try {
+      for (;;) {
+        const mark = this.wakeups.mark();
+        const { jobs, seen } = await this.#claimOnce(request, handlers, count);
+        const remaining = deadline - this.now();
+        if (
+          jobs.length > 0 ||
+          remaining <= 0 ||
+          signal?.aborted ||
+          this.#stopping ||
+          this.#draining
+        ) {
+          return jobs;
+        }
+        if (release === undefined) {
+          release = this.wakeups.hold();
+          // Another process's commit between that claim and the watch's
+          // start would wake nobody: claim once more, now watched.
+          if (!this.wakeups.covers(mark)) continue;
+        }
+        // Bounded slices: a job promoted by time (not by a notify) is still picked up.
+        await this.notifier.wait(Math.min(remaining, this.fetchRecheckMs), signal, seen);
       }
-      const seen = this.notifier.generation;
-      const claiming = this.store.claimJobs({
-        queues: request.queues,
-        count,
-        workerId: request.workerId,
-        visibilityTimeoutMs: request.visibilityTimeoutMs,
-        handlers,
-        now,
-      });
-      const [, jobs] = await Promise.all([promoted, claiming]);
-      this.observers.started(jobs);
-      const remaining = deadline - this.now();
-      if (
-        jobs.length > 0 ||
-        remaining <= 0 ||
-        signal?.aborted ||
-        this.#stopping ||
-        this.#draining
-      ) {
-        return jobs;
-      }
-      // Bounded slices: a job promoted by time (not by a notify) is still picked up.
-      await this.notifier.wait(Math.min(remaining, this.fetchRecheckMs), signal, seen);
+    } finally {
+      release?.();
     }
+  }
+
+  /** One claim, with the notifier generation seen before it (for the wait after). */
+  async #claimOnce(
+    request: FetchRequest,
+    handlers: HandlerDeclaration[] | undefined,
+    count: number,
+  ): Promise<{ jobs: JobRecord[]; seen: number }> {
+    const now = this.now();
+    // Promote lazily too, so a due job never waits for the next promoter
+    // tick. Issued, not awaited, before the claim: a store that orders its
+    // calls (SQLite) runs both in one group commit, so the claim sees what
+    // was promoted without a commit of its own in between.
+    let promoted: Promise<unknown> | undefined;
+    if (now - this.#lastPromotion >= 50) {
+      this.#lastPromotion = now;
+      promoted = this.store.promoteDueJobs(now);
+    }
+    const seen = this.notifier.generation;
+    const claiming = this.store.claimJobs({
+      queues: request.queues,
+      count,
+      workerId: request.workerId,
+      visibilityTimeoutMs: request.visibilityTimeoutMs,
+      handlers,
+      now,
+    });
+    const [, jobs] = await Promise.all([promoted, claiming]);
+    this.observers.started(jobs);
+    return { jobs, seen };
   }
 
   // ---------------------------------------------------------------- ACK / FAIL

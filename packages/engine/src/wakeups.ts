@@ -3,11 +3,12 @@
  * (`Store.onJobsAvailable`). A store whose wake-ups are pushed (PostgreSQL
  * LISTEN) is subscribed for the engine's whole life. A store that has to
  * poll for them (`Store.polledWakeups`: SQLite reads `PRAGMA data_version`
- * every 5 ms) is subscribed only while a fetch may wait, and for
- * `lingerMs` after the last one ended, so a worker re-polling right away
- * does not turn the watch off and on: an idle server with no worker
- * waiting polls nothing (the watch was 200 reads a second, about a third
- * of an idle SQLite server's CPU).
+ * every 5 ms, and watches the WAL's folder) is subscribed only while a
+ * fetch waits, and for `lingerMs` after the last one ended, so a worker
+ * re-polling right away does not turn the watch off and on: an idle server
+ * with no worker waiting polls nothing (the watch was 200 reads a second,
+ * about a third of an idle SQLite server's CPU), and a busy one whose
+ * fetches always fill watches nothing either (decision 0081).
  */
 import type { Store } from '@ojs/core';
 
@@ -17,6 +18,8 @@ export class Wakeups {
   readonly #lingerMs: number;
   readonly #polled: boolean;
   #unsubscribe: (() => void) | undefined;
+  /** How many times the watch started: tells a gap in the watch (see mark). */
+  #starts = 0;
   #holders = 0;
   #linger: NodeJS.Timeout | undefined;
   #closed = false;
@@ -35,8 +38,31 @@ export class Wakeups {
   }
 
   /**
-   * A fetch may wait: watch from now on (before its first claim, so a
-   * commit between that claim and the wait is seen). Returns its release.
+   * The watch as it is now, for `covers`: taken before a claim, it tells
+   * afterwards whether every commit since that claim began was watched.
+   */
+  mark(): number {
+    return this.#unsubscribe === undefined ? -1 : this.#starts;
+  }
+
+  /**
+   * Whether the store was watched without a gap since `mark` was taken: a
+   * commit of another process after that point has woken, or will wake,
+   * the notifier. If not, a fetch that just started the watch claims once
+   * more before it waits (a commit between its claim and the watch's start
+   * would otherwise be missed).
+   */
+  covers(mark: number): boolean {
+    // A store without wake-ups has no other process to watch.
+    if (this.#store.onJobsAvailable === undefined) return true;
+    return mark !== -1 && this.#unsubscribe !== undefined && this.#starts === mark;
+  }
+
+  /**
+   * A fetch is about to wait: watch from now on. Returns its release. A
+   * fetch takes it only once its claim came back short, so a busy worker
+   * whose fetches always fill never costs a watch (on SQLite an inotify
+   * event for every write of the WAL, decision 0081).
    */
   hold(): () => void {
     if (!this.#polled) return () => {};
@@ -68,6 +94,7 @@ export class Wakeups {
   #subscribe(): void {
     if (this.#unsubscribe !== undefined || this.#closed) return;
     this.#unsubscribe = this.#store.onJobsAvailable?.(this.#listener);
+    if (this.#unsubscribe !== undefined) this.#starts++;
   }
 
   #stop(): void {
