@@ -13,6 +13,7 @@ import {
   ACTIVE_WITH_KEY,
   CLAIM_JOB,
   CLAIM_PAGE,
+  CLAIM_PAGE_PLAIN,
   QUEUE_LIMITS,
   RATE_WINDOW,
   TAKE_RATE,
@@ -48,23 +49,31 @@ export function claimFromQueue(
   const activeInQueue = stmt(ACTIVE_IN_QUEUE);
   const activeWithKey = stmt(ACTIVE_WITH_KEY);
   const page = stmt(CLAIM_PAGE);
+  const plainPage = stmt(CLAIM_PAGE_PLAIN);
   const handlers = handlerFilter(request);
   const claimed: JobRecord[] = [];
   let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };
   // Keys found at their limit are excluded from later pages, so one key's
   // backlog cannot hide eligible jobs behind it.
   const blocked = new Set<string>();
-  for (let scanned = 0; claimed.length < wanted && scanned < 10_000; ) {
-    const rows = page.all(
-      queue,
-      request.now,
-      cursor.priority,
-      cursor.seq,
-      JSON.stringify([...blocked]),
-      handlers,
-      Math.max(wanted - claimed.length, 16),
+  for (let scanned = 0, more = true; more && claimed.length < wanted && scanned < 10_000; ) {
+    const limit = Math.max(wanted - claimed.length, 16);
+    const rows = (
+      blocked.size === 0 && handlers === null
+        ? plainPage.all(queue, request.now, cursor.priority, cursor.seq, limit)
+        : page.all(
+            queue,
+            request.now,
+            cursor.priority,
+            cursor.seq,
+            JSON.stringify([...blocked]),
+            handlers,
+            limit,
+          )
     ) as Row[];
-    if (rows.length === 0) break;
+    // A short page was the last: no candidate is left after it (keys
+    // blocked while reading it only leave out more).
+    more = rows.length === limit;
     for (const row of rows) {
       scanned++;
       const job = parseJob(row)!;

@@ -222,6 +222,18 @@ export const CLAIM_PAGE = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state =
                   AND (h.value ->> 'hi' IS NULL OR ojs_jobs.version_num < h.value ->> 'hi')))))
   ORDER BY priority DESC, seq ASC LIMIT ?7`;
 
+/**
+ * CLAIM_PAGE without the blocked keys and the handler filter, for the
+ * common claim that has neither: ?1 queue, ?2 now, ?3 priority and ?4 seq
+ * (the cursor), ?5 the limit. The full statement builds its json_each
+ * lists on every run even when they are empty: 25 against 10 us for a
+ * page of an empty queue.
+ */
+export const CLAIM_PAGE_PLAIN = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state = 'available'
+    AND (expires_at IS NULL OR expires_at > ?2)
+    AND (priority < ?3 OR (priority = ?3 AND seq > ?4))
+  ORDER BY priority DESC, seq ASC LIMIT ?5`;
+
 /** ? = rate key. Its current fixed window (no row: never started). */
 export const RATE_WINDOW = 'SELECT window_start, count FROM ojs_rate_windows WHERE key = ?';
 

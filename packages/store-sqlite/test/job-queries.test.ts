@@ -14,6 +14,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { type JobFilter, parseEnqueueRequest } from '@ojs/core';
 import { listJobsQuery } from '../src/job-queries.ts';
+import { CLAIM_PAGE, CLAIM_PAGE_PLAIN } from '../src/statements.ts';
 import { SqliteStore } from '../src/sqlite-store.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
@@ -76,6 +77,20 @@ describe('job queries on SQLite', () => {
       if (filter.states?.includes('active')) assert.match(text, /INDEX ojs_jobs_lease/);
       assert.deepEqual(tableSorts, [], text);
       assert.equal(text.includes('subquery'), merged, text);
+    });
+  }
+
+  for (const [name, sql, params] of [
+    ['CLAIM_PAGE', CLAIM_PAGE, ['q1', T0, Number.MAX_SAFE_INTEGER, 0, '["k"]', null, 16]],
+    ['CLAIM_PAGE_PLAIN', CLAIM_PAGE_PLAIN, ['q1', T0, Number.MAX_SAFE_INTEGER, 0, 16]],
+  ] as const) {
+    it(`${name} reads the claim index in claim order (no sort)`, () => {
+      const plan = (
+        db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]
+      ).map((row) => row.detail);
+      const text = plan.join('\n');
+      assert.match(text, /SEARCH ojs_jobs USING INDEX ojs_jobs_claim \(queue=\?/, text);
+      assert.doesNotMatch(text, /TEMP B-TREE/, text);
     });
   }
 });
