@@ -14,8 +14,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { type JobFilter, parseEnqueueRequest } from '@ojs/core';
 import { listJobsQuery } from '../src/job-queries.ts';
-import { CLAIM_PAGE, CLAIM_PAGE_PLAIN } from '../src/statements.ts';
 import { SqliteStore } from '../src/sqlite-store.ts';
+import { CLAIM_PAGE, CLAIM_PAGE_PLAIN } from '../src/statements.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 
