@@ -288,39 +288,6 @@ if (reason !== undefined) {
       assert.equal(late!.status, 'settled');
     });
 
-    it('what a caller does to the claimed objects is not what gets decided or written', async () => {
-      await insert(2);
-      const [one, two] = await claim(a, 'w1', T0, 2);
-      // A handler changing its job in place (the engine hands out the store's objects).
-      (one!.args as unknown[]).push('changed');
-      one!.retry.max_attempts = 1;
-      one!.errors.push({
-        code: 'junk',
-        type: 'junk',
-        message: 'junk',
-        attempt: 1,
-        occurred_at: 'x',
-      });
-      one!.meta.added = true;
-      (two!.args as unknown[]).length = 0;
-      const results = await a.settleJobs({
-        items: [failure(one!), ack(two!)],
-        now: T0 + 10,
-        random: () => 0.5,
-      });
-      assert.deepEqual(statuses(results), ['settled', 'settled']);
-      const failed = await stored(one!.id);
-      // Retried under the stored policy (3 attempts), not discarded under the caller's 1.
-      assert.equal(failed.state, 'retryable');
-      assert.deepEqual(failed.args, [0]);
-      assert.deepEqual(
-        failed.errors.map((e) => e.code),
-        ['boom'],
-      );
-      assert.deepEqual(failed.meta, {});
-      assert.deepEqual((await stored(two!.id)).args, [1]);
-    });
-
     it('keeps no copies with keepClaimed 0: every settlement reads its rows', async () => {
       await insert(1);
       const [claimed] = await claim(b, 'w1', T0);

@@ -33,6 +33,8 @@ export interface ClaimContext {
    * refuses. Workflow jobs settle through the generic commit.
    */
   kept: ClaimedJobs;
+  /** Keep the returned objects themselves (their caller gets copies), not a parse of the JSON written. */
+  keepReturned: boolean;
 }
 
 /**
@@ -40,7 +42,7 @@ export interface ClaimContext {
  * limit (they stay available).
  */
 export function claimFromQueue(
-  { stmt, request, counts, kept }: ClaimContext,
+  { stmt, request, counts, kept, keepReturned }: ClaimContext,
   queue: string,
   wanted: number,
 ): JobRecord[] {
@@ -122,7 +124,8 @@ export function claimFromQueue(
       if (Number(written.changes) !== 1) continue;
       if (active.workflow_id === undefined) {
         // The document is SET_LIFECYCLE's last value.
-        kept.keep(active.id, (values[values.length - 1] as string).length, () => active);
+        const doc = values[values.length - 1] as string;
+        kept.keep(active.id, doc.length, () => (keepReturned ? active : parseKept(doc)));
       }
       counts.move(queue, 'available', queue, 'active');
       if (queueRate) rateTake(stmt, queueRate.key, queueRate.period, request.now);
@@ -148,4 +151,9 @@ function rateAllows(
 
 function rateTake(stmt: Prepare, key: string, periodMs: number, now: number): void {
   stmt(TAKE_RATE).run({ key, now, period: periodMs });
+}
+
+/** The kept copy of a claimed job: the JSON written, parsed again (a record of its own). */
+function parseKept(doc: string): JobRecord {
+  return JSON.parse(doc) as JobRecord;
 }

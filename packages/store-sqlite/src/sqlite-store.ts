@@ -79,10 +79,18 @@ export interface SqliteStoreOptions {
   checkpointThread?: boolean;
   /**
    * How many claimed jobs to keep in memory until settled, so an ACK or a
-   * FAIL needs no read of the row (core ClaimedJobs); default 0. Only where
-   * claimed jobs reach the caller as copies (the store thread sets it).
+   * FAIL needs no read of the row (core ClaimedJobs); default 10,000, 0
+   * keeps none.
    */
   keepClaimed?: number;
+  /**
+   * True where claimed jobs reach the caller as copies anyway (the store
+   * thread: replies are structured clones), so the store keeps the objects
+   * it returned. Otherwise it keeps a parse of the JSON it wrote, as the
+   * PostgreSQL store does: a caller changing what it was handed cannot
+   * change what an ACK is decided on.
+   */
+  callerGetsCopies?: boolean;
 }
 
 /** Auto-checkpoint threshold (pages) left to the store's own connection as a safety net. */
@@ -110,7 +118,7 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteStoreOptions) {
     this.#options = options;
-    this.#claimed = new ClaimedJobs(options.keepClaimed ?? 0);
+    this.#claimed = new ClaimedJobs(options.keepClaimed ?? 10_000);
   }
 
   async init(): Promise<void> {
@@ -379,6 +387,7 @@ export class SqliteStore implements Store {
         request,
         counts: this.#counts,
         kept: this.#claimed,
+        keepReturned: this.#options.callerGetsCopies === true,
       };
       const claimed: JobRecord[] = [];
       for (const queue of request.queues) {

@@ -21,8 +21,8 @@ import type { SqliteThreadStoreOptions } from './thread-store.ts';
 const port = parentPort!;
 const options = workerData as SqliteThreadStoreOptions;
 // Claimed jobs reach the server's thread as structured clones, so the store
-// may keep its own copies until they are settled (core ClaimedJobs).
-const store = new SqliteStore({ keepClaimed: 10_000, ...options });
+// may keep the objects it returned until they are settled (core ClaimedJobs).
+const store = new SqliteStore({ callerGetsCopies: true, ...options });
 if (options.quietGc === true) startQuietGc();
 const allowed = new Set<string>(STORE_METHODS);
 

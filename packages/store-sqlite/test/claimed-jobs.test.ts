@@ -34,7 +34,7 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'ojs-kept-'));
   const path = join(dir, 'ojs.db');
   a = new SqliteStore({ path, keepClaimed: 100, checkpointThread: false });
-  b = new SqliteStore({ path, checkpointThread: false });
+  b = new SqliteStore({ path, keepClaimed: 0, checkpointThread: false });
   await a.init();
   await b.init();
 });

@@ -118,6 +118,52 @@ export function settleTests(ctx: SuiteContext): void {
       );
     });
 
+    it('what a caller does to the claimed objects is not what gets decided or written', async () => {
+      const queue = `kept-${uuidv7()}`;
+      await insertOk(
+        ctx.store,
+        [0, 1].map((i) => newJob({ args: [i], options: { queue } })),
+      );
+      const [one, two] = await ctx.store.claimJobs({
+        queues: [queue],
+        count: 2,
+        workerId: 'w1',
+        now: T0,
+      });
+      // A handler changing its job in place: a store that keeps claimed
+      // jobs to decide ACKs on (decision 0076) must keep copies of its own.
+      (one!.args as unknown[]).push('changed');
+      one!.retry!.max_attempts = 1;
+      one!.errors.push({
+        code: 'junk',
+        type: 'junk',
+        message: 'junk',
+        attempt: 1,
+        occurred_at: 'x',
+      });
+      one!.meta.added = true;
+      (two!.args as unknown[]).length = 0;
+      const results = await ctx.store.settleJobs({
+        items: [nack(one!), ack(two!)],
+        now: T0 + 10,
+        random: fixed,
+      });
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['settled', 'settled'],
+      );
+      const failed = await mustGet(ctx.store, one!.id);
+      // Retried under the stored policy, not discarded under the caller's 1 attempt.
+      assert.equal(failed.state, 'retryable');
+      assert.deepEqual(failed.args, [0]);
+      assert.deepEqual(
+        failed.errors.map((e) => e.code),
+        ['handler_error'],
+      );
+      assert.deepEqual(failed.meta, {});
+      assert.deepEqual((await mustGet(ctx.store, two!.id)).args, [1]);
+    });
+
     it('a repeated id: the first item decides, the second is refused', async () => {
       const job = await activeJob(ctx.store);
       const results = await ctx.store.settleJobs({
