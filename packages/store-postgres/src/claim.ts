@@ -48,7 +48,7 @@ const MAX_LIMITED_SCAN = 10_000;
 const MAX_PRIORITY = 2_147_483_647;
 const MAX_PAGE = 256;
 
-interface PlanRow {
+export interface PlanRow {
   name: string;
   paused: boolean;
   concurrency: number | null;
@@ -152,7 +152,7 @@ class LimitState {
 const byClaimOrder = (a: JobRecord, b: JobRecord) => b.priority - a.priority || a.seq! - b.seq!;
 
 /** A claimed job's row: its document as the database sent it (JSON text), and the xid. */
-interface ClaimedRow {
+export interface ClaimedRow {
   doc: string;
   xid: string;
 }
@@ -165,6 +165,7 @@ interface ClaimedRow {
 export async function claimInTransaction(
   ctx: ClaimContext,
   request: ClaimRequest,
+  readPlan?: PlanRow[],
 ): Promise<{ jobs: JobRecord[]; docs: string[]; events: OjsEvent[] }> {
   const { client, sql, schema } = ctx;
   if (request.count <= 0 || request.queues.length === 0) {
@@ -185,7 +186,9 @@ export async function claimInTransaction(
     const taken = rows.map((row) => ({ job: JSON.parse(row.doc) as JobRecord, doc: row.doc }));
     claimed.push(...taken.sort((a, b) => byClaimOrder(a.job, b.job)));
   };
-  const plan = (await client.query<PlanRow>(sql.claimPlan, [request.queues])).rows;
+  // A plan read before the transaction is as good as one read in it: under
+  // READ COMMITTED each statement sees its own snapshot either way.
+  const plan = readPlan ?? (await client.query<PlanRow>(sql.claimPlan, [request.queues])).rows;
   const limited = (row: PlanRow) => row.concurrency !== null || row.rate_limit !== null;
   const queueLocks = [...new Set(plan.filter((r) => !r.paused && limited(r)).map((r) => r.name))];
   for (const name of queueLocks.sort()) {
@@ -205,15 +208,7 @@ export async function claimInTransaction(
     } else if (logged) {
       const { rows } = await client.query<ClaimedRow>(
         sql.claimQueueLogged,
-        [
-          ...params,
-          queue.name,
-          wanted,
-          handlers,
-          // One fresh event id per job the statement may claim, in claim order.
-          Array.from({ length: wanted }, () => `evt_${uuidv7(request.now)}`),
-          EVENT_SOURCE,
-        ],
+        claimQueueLoggedParams(request, queue.name, wanted),
         true,
       );
       take(rows);
@@ -241,6 +236,58 @@ export async function claimInTransaction(
     ),
   );
   return { jobs, docs, events };
+}
+
+/** The values of claimQueueLogged for `wanted` jobs of `queue`. */
+function claimQueueLoggedParams(request: ClaimRequest, queue: string, wanted: number): unknown[] {
+  return [
+    request.now,
+    toIso(request.now),
+    request.visibilityTimeoutMs ?? null,
+    request.workerId ?? null,
+    queue,
+    wanted,
+    handlerRows(request),
+    // One fresh event id per job the statement may claim, in claim order.
+    Array.from({ length: wanted }, () => `evt_${uuidv7(request.now)}`),
+    EVENT_SOURCE,
+  ];
+}
+
+/**
+ * Whether the claim of this plan is one unlimited queue's claimQueueLogged
+ * (no limit to check under a lock, no rate-limited job waiting): the
+ * statement can then run on its own, in autocommit mode (decision 0082).
+ */
+export function claimsInOneStatement(plan: PlanRow[]): boolean {
+  const open = plan.filter((row) => !row.paused);
+  return (
+    open.length <= 1 &&
+    open.every((row) => row.concurrency === null && row.rate_limit === null && !row.keyed)
+  );
+}
+
+/**
+ * The claim of a plan `claimsInOneStatement` accepted: claimQueueLogged
+ * (claim and job.started events) run through `run`, which sends it on its
+ * own. Nothing when the one queue is paused.
+ */
+export async function claimOneQueue(
+  run: (text: string, params: unknown[]) => Promise<ClaimedRow[]>,
+  sql: ClaimContext['sql'],
+  request: ClaimRequest,
+  plan: PlanRow[],
+): Promise<{ jobs: JobRecord[]; docs: string[] }> {
+  const queue = plan.find((row) => !row.paused);
+  if (queue === undefined || request.count <= 0) return { jobs: [], docs: [] };
+  const rows = await run(
+    sql.claimQueueLogged,
+    claimQueueLoggedParams(request, queue.name, request.count),
+  );
+  const claimed = rows
+    .map((row) => ({ job: JSON.parse(row.doc) as JobRecord, doc: row.doc }))
+    .sort((a, b) => byClaimOrder(a.job, b.job));
+  return { jobs: claimed.map((c) => c.job), docs: claimed.map((c) => c.doc) };
 }
 
 async function claimLimited(

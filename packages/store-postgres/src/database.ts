@@ -239,13 +239,18 @@ export class Database {
     params: unknown[],
     decode: (rows: R[]) => T,
     verify: () => Promise<T | undefined>,
+    rawJson = false,
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const lease = await this.#lease(attempt);
       if (lease === undefined) continue;
       const pid = (lease.client as unknown as { processID: number | null }).processID;
       try {
-        const { rows } = await new Session(lease.client, this.#names).query<R>(text, params);
+        const { rows } = await new Session(lease.client, this.#names).query<R>(
+          text,
+          params,
+          rawJson,
+        );
         return decode(rows);
       } catch (error) {
         if (!isConnectionError(error)) {

@@ -38,9 +38,15 @@ import {
   type WorkflowRecord,
 } from '@ojs/core';
 import pg from 'pg';
-import { claimInTransaction } from './claim.ts';
+import {
+  type ClaimedRow,
+  claimInTransaction,
+  claimOneQueue,
+  claimsInOneStatement,
+  type PlanRow,
+} from './claim.ts';
 import { DatabaseClock } from './clock.ts';
-import { Database, MAX_ATTEMPTS } from './database.ts';
+import { Database, MAX_ATTEMPTS, OutcomeUnknown } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
 import { EnqueueTurn, enqueue, enqueueInOneStatement, insertJobsTx } from './inserts.ts';
 import { countJobsQuery, listJobsQuery, pruneQuery } from './job-queries.ts';
@@ -103,6 +109,11 @@ export interface PostgresStoreOptions {
   onError?: (error: Error, context: string) => void;
 }
 
+/** Connections of the claim pool (decision 0082): claims are short, the long poll waits in the engine. */
+const CLAIM_CONNECTIONS = 5;
+/** Startup option of the claim pool's connections: their commits do not wait for the WAL flush. */
+export const ASYNC_COMMIT_OPTION = '-c synchronous_commit=off';
+
 /** Jobs inserted through this process between two background ANALYZEs of the jobs table. */
 const ANALYZE_EVERY = 20_000;
 
@@ -114,6 +125,13 @@ export class PostgresStore implements Store {
   readonly #options: PostgresStoreOptions;
   readonly #pool: pg.Pool;
   readonly #db: Database;
+  /**
+   * Connections whose commits do not wait for the WAL flush
+   * (`synchronous_commit=off` for the session), for claims run as one
+   * statement (decision 0082); nothing else runs on them.
+   */
+  readonly #claimPool: pg.Pool;
+  readonly #claimDb: Database;
   #insertedSinceAnalyze = 0;
   #analyzing = false;
   readonly #sql: Statements;
@@ -155,6 +173,12 @@ export class PostgresStore implements Store {
       ...options.pool,
     };
     this.#pool = new pg.Pool({ max: 10, idleTimeoutMillis: 30_000, ...base });
+    this.#claimPool = new pg.Pool({
+      max: CLAIM_CONNECTIONS,
+      idleTimeoutMillis: 30_000,
+      ...base,
+      options: [base.options, ASYNC_COMMIT_OPTION].filter(Boolean).join(' '),
+    });
     // Idle connections that die (pg_terminate_backend, restarts) are removed by
     // the pool, which reports them here; without a listener they would crash the process.
     this.#pool.on('error', (error) => this.#onError(error, 'idle pooled connection'));
@@ -167,6 +191,8 @@ export class PostgresStore implements Store {
       client.on('error', () => {});
     });
     this.#db = new Database(this.#pool, preparedNames(this.#sql), this.#onError);
+    this.#claimPool.on('error', (error) => this.#onError(error, 'idle pooled connection'));
+    this.#claimDb = new Database(this.#claimPool, preparedNames(this.#sql), this.#onError);
     this.#listener = new JobsAvailableListener({
       config: { ...base, application_name: `${base.application_name}:listen` },
       channel: this.#channel,
@@ -218,7 +244,7 @@ export class PostgresStore implements Store {
     this.#compactTimer = undefined;
     await this.#compacting;
     await this.#listener.close();
-    await this.#pool.end();
+    await Promise.all([this.#pool.end(), this.#claimPool.end()]);
     this.#claimed.clear();
   }
 
@@ -310,11 +336,7 @@ export class PostgresStore implements Store {
     // attempt, so they run again and the lost holder's ACK is refused by the
     // fence. An ACK's flush covers every earlier commit in the WAL, so a job
     // acknowledged as done had its claim on disk first.
-    const { jobs, docs } = await this.#transaction(async (tx) => {
-      const claimed = await claimInTransaction(tx, request);
-      await appendEvents(tx, claimed.events);
-      return claimed;
-    }, false);
+    const { jobs, docs } = await this.#claim(request);
     // Kept once committed. Workflow jobs are settled by the engine's commit().
     for (const [index, job] of jobs.entries()) {
       // A second parse of the claim's JSON: the caller gets `job` itself
@@ -325,6 +347,45 @@ export class PostgresStore implements Store {
       if (!job.workflow_id) this.#claimed.keep(job.id, text.length, () => JSON.parse(text));
     }
     return jobs;
+  }
+
+  /**
+   * The claim of one unlimited queue (a worker's usual fetch) is its plan
+   * and then one statement on its own, in autocommit mode on a claim
+   * connection (decision 0082): two round trips instead of BEGIN, plan,
+   * claim, COMMIT. Every other claim is one transaction.
+   */
+  async #claim(request: ClaimRequest): Promise<{ jobs: JobRecord[]; docs: string[] }> {
+    let plan: PlanRow[] | undefined;
+    if (request.queues.length === 1 && request.count > 0) {
+      plan = (await this.#db.query<PlanRow>(this.#sql.claimPlan, [request.queues])).rows;
+      if (claimsInOneStatement(plan)) {
+        return claimOneQueue(
+          (text, params) =>
+            this.#claimDb.autocommit<ClaimedRow, ClaimedRow[]>(
+              text,
+              params,
+              (rows) => rows,
+              // Sent and then lost: whether it committed cannot be told
+              // without a trace of its own. The fetch fails (503, outcome
+              // unknown); jobs it may have claimed come back when their
+              // lease expires, like those of a fetch response lost on the way.
+              async () => {
+                throw new OutcomeUnknown();
+              },
+              true,
+            ),
+          this.#sql,
+          request,
+          plan,
+        );
+      }
+    }
+    return this.#transaction(async (tx) => {
+      const claimed = await claimInTransaction(tx, request, plan);
+      await appendEvents(tx, claimed.events);
+      return claimed;
+    }, false);
   }
 
   async settleJobs(request: SettleRequest): Promise<SettleResult[]> {

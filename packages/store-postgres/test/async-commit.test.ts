@@ -1,9 +1,11 @@
 /**
  * Claims commit without waiting for the WAL flush; every other write waits
- * (decision 0078). What each store operation sends is recorded per
- * connection, and the BEGIN a claim uses is checked on a real connection:
- * asynchronous commit inside that transaction only, never left on the
- * pooled connection for the transactions after it.
+ * (decisions 0078, 0082). What each store operation sends is recorded with
+ * the startup options of the connection it went on. A claim of one
+ * unlimited queue is one statement on a claim connection (started with
+ * synchronous_commit off), any other claim a transaction whose BEGIN turns
+ * it off for that transaction only; both settings are checked on real
+ * connections.
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it, test } from 'node:test';
@@ -11,22 +13,44 @@ import { enqueueEvents, type JobRecord, parseEnqueueRequest } from '@ojs/core';
 import pg from 'pg';
 import { BEGIN_ASYNC_COMMIT } from '../src/database.ts';
 import type { PostgresStore } from '../src/index.ts';
-import { dropSchema, openStore, testSchema, unavailable, withAdmin } from './helpers.ts';
+import { ASYNC_COMMIT_OPTION } from '../src/postgres-store.ts';
+import {
+  dropSchema,
+  openStore,
+  POSTGRES_URL,
+  testSchema,
+  unavailable,
+  withAdmin,
+} from './helpers.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 const QUEUE = 'async-commit';
 
-/** What the store's connections sent, in order: statement names or texts. */
-const sent: string[] = [];
+/** What the store's connections sent, in order: statement names or texts, and the connection's startup options. */
+const sent: { text: string; options: string }[] = [];
 
 class RecordingClient extends pg.Client {
+  readonly #options: string;
+  constructor(config: pg.ClientConfig) {
+    super(config);
+    this.#options = config.options ?? '';
+  }
   // biome-ignore lint/suspicious/noExplicitAny: pg's overloads of query
   override query(config: any, ...rest: any[]): any {
-    if (typeof config === 'string') sent.push(config);
-    else if (typeof config === 'object' && config !== null) sent.push(config.name ?? config.text);
+    const text =
+      typeof config === 'string'
+        ? config
+        : typeof config === 'object' && config !== null
+          ? (config.name ?? config.text)
+          : undefined;
+    if (text !== undefined) sent.push({ text, options: this.#options });
     return (super.query as (...args: unknown[]) => unknown)(config, ...rest);
   }
 }
+
+const texts = (records: typeof sent) => records.map((r) => r.text);
+const asyncConnection = (record: (typeof sent)[number]) =>
+  record.options.includes(ASYNC_COMMIT_OPTION);
 
 const reason = await unavailable();
 if (reason !== undefined) {
@@ -64,11 +88,49 @@ if (reason !== undefined) {
       });
     });
 
-    it('a claim commits asynchronously; the enqueue and the ACK wait for the flush', async () => {
-      const job = parseEnqueueRequest({ type: 'a.b', args: [1], options: { queue: QUEUE } }, T0, {
+    it('a claim connection is started with asynchronous commit for its whole session', async () => {
+      const client = new pg.Client({
+        connectionString: POSTGRES_URL,
+        options: ASYNC_COMMIT_OPTION,
+      });
+      await client.connect();
+      try {
+        const setting = async () =>
+          (await client.query<{ s: string }>("SELECT current_setting('synchronous_commit') AS s"))
+            .rows[0]!.s;
+        assert.equal(await setting(), 'off');
+        await client.query('BEGIN');
+        await client.query('COMMIT');
+        assert.equal(await setting(), 'off');
+      } finally {
+        await client.end();
+      }
+    });
+
+    const enqueue = async (queue: string) => {
+      const job = parseEnqueueRequest({ type: 'a.b', args: [1], options: { queue } }, T0, {
         visibilityTimeoutMs: 30_000,
       });
       await store.insertJobs([job], enqueueEvents(job, T0), T0);
+      return job;
+    };
+    const ack = async (claimed: JobRecord) => {
+      const [settled] = await store.settleJobs({
+        items: [
+          {
+            id: claimed.id,
+            workerId: 'w1',
+            attempt: claimed.attempt,
+            settlement: { kind: 'complete', result: null },
+          },
+        ],
+        now: T0 + 2,
+      });
+      assert.equal(settled!.status, 'settled');
+    };
+
+    it('a claim of one queue is one statement on a claim connection; the enqueue and the ACK wait for the flush', async () => {
+      const job = await enqueue(QUEUE);
       const enqueueSent = sent.splice(0);
       const [claimed] = (await store.claimJobs({
         queues: [QUEUE],
@@ -78,34 +140,41 @@ if (reason !== undefined) {
       })) as [JobRecord];
       assert.equal(claimed.id, job.id);
       const claimSent = sent.splice(0);
-      const [settled] = await store.settleJobs({
-        items: [
-          {
-            id: job.id,
-            workerId: 'w1',
-            attempt: claimed.attempt,
-            settlement: { kind: 'complete', result: null },
-          },
-        ],
-        now: T0 + 2,
-      });
-      assert.equal(settled!.status, 'settled');
+      await ack(claimed);
       const ackSent = sent.splice(0);
 
-      assert.equal(claimSent[0], BEGIN_ASYNC_COMMIT);
-      assert.equal(claimSent.at(-1), 'COMMIT');
-      for (const [what, texts] of [
+      // The plan on any connection, then the claim alone on an asynchronous one.
+      const claims = claimSent.filter(asyncConnection);
+      assert.deepEqual(texts(claims), ['ojs_claimQueueLogged'], texts(claimSent).join(' | '));
+      assert.ok(!texts(claimSent).some((text) => text.startsWith('BEGIN') || text === 'COMMIT'));
+      for (const [what, records] of [
         ['enqueue', enqueueSent],
         ['ack', ackSent],
       ] as const) {
-        assert.ok(texts.length > 0, `${what} sent nothing`);
+        assert.ok(records.length > 0, `${what} sent nothing`);
         assert.ok(
-          texts.every((text) => !text.includes('synchronous_commit')),
-          `${what} must commit synchronously: ${texts.join(' | ')}`,
+          records.every((r) => !asyncConnection(r) && !r.text.includes('synchronous_commit')),
+          `${what} must commit synchronously: ${texts(records).join(' | ')}`,
         );
       }
       // The job is completed and stays so on a fresh read.
       assert.equal((await store.getJob(job.id))!.state, 'completed');
+    });
+
+    it('a claim of several queues is a transaction that turns asynchronous commit on for itself', async () => {
+      const job = await enqueue(`${QUEUE}-2`);
+      sent.length = 0;
+      const [claimed] = (await store.claimJobs({
+        queues: [QUEUE, `${QUEUE}-2`],
+        count: 1,
+        workerId: 'w1',
+        now: T0 + 1,
+      })) as [JobRecord];
+      assert.equal(claimed.id, job.id);
+      const claimSent = texts(sent.splice(0));
+      assert.equal(claimSent[0], BEGIN_ASYNC_COMMIT);
+      assert.equal(claimSent.at(-1), 'COMMIT');
+      await ack(claimed);
     });
   });
 }
