@@ -48,7 +48,7 @@ const MAX_LIMITED_SCAN = 10_000;
 const MAX_PRIORITY = 2_147_483_647;
 const MAX_PAGE = 256;
 
-export interface PlanRow {
+interface PlanRow {
   name: string;
   paused: boolean;
   concurrency: number | null;
@@ -153,6 +153,7 @@ const byClaimOrder = (a: JobRecord, b: JobRecord) => b.priority - a.priority || 
 
 /** A claimed job's row: its document as the database sent it (JSON text), and the xid. */
 export interface ClaimedRow {
+  /** Null: claimQueueGated found the queue needs the transaction. */
   doc: string;
   xid: string;
 }
@@ -165,7 +166,6 @@ export interface ClaimedRow {
 export async function claimInTransaction(
   ctx: ClaimContext,
   request: ClaimRequest,
-  readPlan?: PlanRow[],
 ): Promise<{ jobs: JobRecord[]; docs: string[]; events: OjsEvent[] }> {
   const { client, sql, schema } = ctx;
   if (request.count <= 0 || request.queues.length === 0) {
@@ -186,9 +186,7 @@ export async function claimInTransaction(
     const taken = rows.map((row) => ({ job: JSON.parse(row.doc) as JobRecord, doc: row.doc }));
     claimed.push(...taken.sort((a, b) => byClaimOrder(a.job, b.job)));
   };
-  // A plan read before the transaction is as good as one read in it: under
-  // READ COMMITTED each statement sees its own snapshot either way.
-  const plan = readPlan ?? (await client.query<PlanRow>(sql.claimPlan, [request.queues])).rows;
+  const plan = (await client.query<PlanRow>(sql.claimPlan, [request.queues])).rows;
   const limited = (row: PlanRow) => row.concurrency !== null || row.rate_limit !== null;
   const queueLocks = [...new Set(plan.filter((r) => !r.paused && limited(r)).map((r) => r.name))];
   for (const name of queueLocks.sort()) {
@@ -255,35 +253,21 @@ function claimQueueLoggedParams(request: ClaimRequest, queue: string, wanted: nu
 }
 
 /**
- * Whether the claim of this plan is one unlimited queue's claimQueueLogged
- * (no limit to check under a lock, no rate-limited job waiting): the
- * statement can then run on its own, in autocommit mode (decision 0082).
- */
-export function claimsInOneStatement(plan: PlanRow[]): boolean {
-  const open = plan.filter((row) => !row.paused);
-  return (
-    open.length <= 1 &&
-    open.every((row) => row.concurrency === null && row.rate_limit === null && !row.keyed)
-  );
-}
-
-/**
- * The claim of a plan `claimsInOneStatement` accepted: claimQueueLogged
- * (claim and job.started events) run through `run`, which sends it on its
- * own. Nothing when the one queue is paused.
+ * The claim of the one queue of `request` as claimQueueGated, sent through
+ * `run` on its own (decision 0082); undefined, with nothing claimed, when
+ * the queue needs the transaction (paused, limited, or rate-limited jobs
+ * waiting in it).
  */
 export async function claimOneQueue(
   run: (text: string, params: unknown[]) => Promise<ClaimedRow[]>,
   sql: ClaimContext['sql'],
   request: ClaimRequest,
-  plan: PlanRow[],
-): Promise<{ jobs: JobRecord[]; docs: string[] }> {
-  const queue = plan.find((row) => !row.paused);
-  if (queue === undefined || request.count <= 0) return { jobs: [], docs: [] };
+): Promise<{ jobs: JobRecord[]; docs: string[] } | undefined> {
   const rows = await run(
-    sql.claimQueueLogged,
-    claimQueueLoggedParams(request, queue.name, request.count),
+    sql.claimQueueGated,
+    claimQueueLoggedParams(request, request.queues[0]!, request.count),
   );
+  if (rows.some((row) => row.doc === null)) return undefined;
   const claimed = rows
     .map((row) => ({ job: JSON.parse(row.doc) as JobRecord, doc: row.doc }))
     .sort((a, b) => byClaimOrder(a.job, b.job));

@@ -38,13 +38,7 @@ import {
   type WorkflowRecord,
 } from '@ojs/core';
 import pg from 'pg';
-import {
-  type ClaimedRow,
-  claimInTransaction,
-  claimOneQueue,
-  claimsInOneStatement,
-  type PlanRow,
-} from './claim.ts';
+import { type ClaimedRow, claimInTransaction, claimOneQueue } from './claim.ts';
 import { DatabaseClock } from './clock.ts';
 import { Database, MAX_ATTEMPTS, OutcomeUnknown } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
@@ -350,39 +344,36 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The claim of one unlimited queue (a worker's usual fetch) is its plan
-   * and then one statement on its own, in autocommit mode on a claim
-   * connection (decision 0082): two round trips instead of BEGIN, plan,
-   * claim, COMMIT. Every other claim is one transaction.
+   * The claim of one queue (a worker's usual fetch) is one statement on its
+   * own, in autocommit mode on a claim connection (decision 0082): it
+   * checks that the queue needs no transaction (not paused, unlimited, no
+   * rate-limited job waiting) and claims, in one round trip instead of
+   * BEGIN, plan, claim, COMMIT. Every other claim is one transaction.
    */
   async #claim(request: ClaimRequest): Promise<{ jobs: JobRecord[]; docs: string[] }> {
-    let plan: PlanRow[] | undefined;
     if (request.queues.length === 1 && request.count > 0) {
-      plan = (await this.#db.query<PlanRow>(this.#sql.claimPlan, [request.queues])).rows;
-      if (claimsInOneStatement(plan)) {
-        return claimOneQueue(
-          (text, params) =>
-            this.#claimDb.autocommit<ClaimedRow, ClaimedRow[]>(
-              text,
-              params,
-              (rows) => rows,
-              // Sent and then lost: whether it committed cannot be told
-              // without a trace of its own. The fetch fails (503, outcome
-              // unknown); jobs it may have claimed come back when their
-              // lease expires, like those of a fetch response lost on the way.
-              async () => {
-                throw new OutcomeUnknown();
-              },
-              true,
-            ),
-          this.#sql,
-          request,
-          plan,
-        );
-      }
+      const claimed = await claimOneQueue(
+        (text, params) =>
+          this.#claimDb.autocommit<ClaimedRow, ClaimedRow[]>(
+            text,
+            params,
+            (rows) => rows,
+            // Sent and then lost: whether it committed cannot be told
+            // without a trace of its own. The fetch fails (503, outcome
+            // unknown); jobs it may have claimed come back when their
+            // lease expires, like those of a fetch response lost on the way.
+            async () => {
+              throw new OutcomeUnknown();
+            },
+            true,
+          ),
+        this.#sql,
+        request,
+      );
+      if (claimed !== undefined) return claimed;
     }
     return this.#transaction(async (tx) => {
-      const claimed = await claimInTransaction(tx, request, plan);
+      const claimed = await claimInTransaction(tx, request);
       await appendEvents(tx, claimed.events);
       return claimed;
     }, false);

@@ -115,6 +115,30 @@ const claimUpdateLogged = (s: string, picked: string) => `WITH ${claimCtes(picke
      ORDER BY o.rn)
 SELECT doc, xid FROM ordered ORDER BY rn`;
 
+/**
+ * claimUpdateLogged for one queue ($5) that is first checked to need no
+ * transaction: not paused, no concurrency or rate limit, no rate-limited
+ * job waiting (what `claimPlan` tells). Otherwise it claims nothing and
+ * returns one row with a NULL doc, and the caller takes the transaction.
+ */
+const claimUpdateGated = (s: string) => {
+  const gated = pickQueue(s, '$5').replace(
+    "WHERE queue = $5 AND state = 'available'",
+    "WHERE (SELECT open FROM gate) AND queue = $5 AND state = 'available'",
+  );
+  return `WITH gate AS MATERIALIZED (
+    SELECT NOT EXISTS (SELECT 1 FROM ${s}.queues q WHERE q.name = $5
+                         AND (q.paused OR q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL))
+       AND NOT EXISTS (SELECT 1 FROM ${s}.jobs k WHERE k.queue = $5 AND k.state = 'available'
+                         AND k.rate_key IS NOT NULL) AS open),
+  ${claimUpdateLogged(s, gated)
+    .slice('WITH '.length)
+    .replace(
+      'SELECT doc, xid FROM ordered ORDER BY rn',
+      'SELECT doc, xid FROM ordered UNION ALL SELECT NULL, NULL FROM gate WHERE NOT gate.open',
+    )}`;
+};
+
 /** The pick of an unlimited queue ($5 = its name): see `claimQueue`. */
 const pickQueue = (s: string, queue: string) => `SELECT id, attempt, rev, doc FROM ${s}.jobs j
         WHERE queue = ${queue} AND state = 'available' AND rate_key IS NULL
@@ -380,6 +404,8 @@ export function statements(schema: string) {
     claimQueue: claimUpdate(s, pickQueue(s, '$5')),
     /** claimQueue with the job.started events inserted by the same statement ($8 event ids, $9 source). */
     claimQueueLogged: claimUpdateLogged(s, pickQueue(s, '$5')),
+    /** claimQueueLogged that first checks its queue needs no transaction (decision 0082). */
+    claimQueueGated: claimUpdateGated(s),
     /** Claims jobs $5 (text[]) the limited path already locked and accepted. */
     claimIds: claimUpdate(
       s,
