@@ -389,9 +389,11 @@ export function statements(schema: string) {
     /**
      * Per requested queue ($1, in order): its config and whether
      * rate-limited jobs are waiting in it (which sends the claim down the
-     * limited path). Kept apart from the claim itself: merged into one
-     * statement with it, the claim took longer to plan than both together
-     * take to run (measured; see README).
+     * limited path), for claims of several queues and those the gate of
+     * claimQueueGated turned away. (Merged whole into the claim, before
+     * statements were prepared, the claim took longer to plan than both
+     * together took to run; claimQueueGated checks one queue in a
+     * MATERIALIZED CTE instead, decision 0082.)
      */
     claimPlan: `${planOf(s, '$1')} ORDER BY n.ord`,
     /**
