@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { SqliteStore, SqliteThreadStore } from '@ojs/store-sqlite';
 import { checkStoreSpec, createStore } from '../src/stores.ts';
 import { assertError, type Ctx, type Json, setup, snapshot } from './helpers.ts';
 
@@ -292,6 +293,28 @@ describe('store specs', () => {
       () => checkStoreSpec('mysql://root@localhost/db'),
       /Unknown store scheme 'mysql:'/,
     );
+  });
+
+  it('SQLite runs on the event loop unless OJS_SQLITE_THREAD=on asks for its thread (decision 0080)', async () => {
+    const { optionsFromEnv } = await import('../src/serve.ts');
+    assert.equal(optionsFromEnv({}).sqliteThread, undefined);
+    assert.equal(optionsFromEnv({ OJS_SQLITE_THREAD: 'on' }).sqliteThread, true);
+    assert.throws(
+      () => optionsFromEnv({ OJS_SQLITE_THREAD: 'yes please' }),
+      /OJS_SQLITE_THREAD must be on or off/,
+    );
+    for (const [thread, expected] of [
+      [undefined, SqliteStore],
+      [false, SqliteStore],
+      [true, SqliteThreadStore],
+    ] as const) {
+      const store = await createStore(':memory:', { sqliteThread: thread });
+      try {
+        assert.equal(store.constructor, expected, `sqliteThread ${thread}`);
+      } finally {
+        await store.close();
+      }
+    }
   });
 
   it('refuses it before creating anything (no folder named after the scheme)', async () => {
