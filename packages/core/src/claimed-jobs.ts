@@ -51,6 +51,11 @@ export class ClaimedJobs {
     }
   }
 
+  /** Whether a copy of `id` is kept. */
+  has(id: string): boolean {
+    return this.#kept.has(id);
+  }
+
   /** The copy of `id`, no longer kept; undefined if there is none. */
   take(id: string): JobRecord | undefined {
     const kept = this.#kept.get(id);

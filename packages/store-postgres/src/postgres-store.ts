@@ -61,7 +61,15 @@ import {
   settingRecord,
   toNumber,
 } from './rows.ts';
-import { extendLeasesTx, settleJobsTx } from './settle.ts';
+import {
+  extendLeasesTx,
+  keptAlone,
+  settleJobsTx,
+  settleKept,
+  settleParams,
+  settleRefusedTx,
+  type Writer,
+} from './settle.ts';
 import { preparedNames, type Statements, statements } from './statements.ts';
 import { appendEvents, notifyAvailable, type Tx } from './tx.ts';
 import { commitTx, promoteDueJobsTx } from './writes.ts';
@@ -379,10 +387,54 @@ export class PostgresStore implements Store {
     }, false);
   }
 
+  /**
+   * A batch of jobs this process claimed and kept (the SDK worker's usual
+   * ACK batch) is decided on the copies and written by ONE statement on its
+   * own, in autocommit mode (decision 0083): one round trip instead of
+   * BEGIN, settleJobs, COMMIT, and a synchronous commit as before. Items
+   * whose copy the guard refused are decided again on their rows in a
+   * transaction; every other batch is one transaction.
+   */
   async settleJobs(request: SettleRequest): Promise<SettleResult[]> {
     if (request.items.length === 0) return [];
-    return this.#transaction((tx) => settleJobsTx(tx, request, this.#claimed));
+    if (!keptAlone(this.#claimed, request)) {
+      return this.#transaction((tx) => settleJobsTx(tx, request, this.#claimed));
+    }
+    const { results, refused } = await settleKept(this.#settleAlone, request, this.#claimed);
+    if (refused.length > 0) {
+      await this.#transaction((tx) => settleRefusedTx(tx, request, refused, results));
+    }
+    return results;
   }
+
+  /** settleJobs run on its own (autocommit) for settleKept. */
+  readonly #settleAlone: Writer = async (jobs, basis, events) => {
+    if (jobs.length === 0) return new Set();
+    return this.#db.autocommit<{ id: string | null }, Set<string>>(
+      this.#sql.settleJobs,
+      settleParams(jobs, basis, events, this.#channel),
+      (rows) => new Set(rows.flatMap((row) => (row.id === null ? [] : [row.id]))),
+      async () => {
+        // Lost after it was sent. The statement is atomic: it committed if
+        // any job shows what it wrote (its decided state and rev). None
+        // does: not committed (or every row refused), and it is sent again,
+        // guarded as before.
+        const { rows } = await this.#db.query<{ doc: JobRecord }>(this.#sql.jobsByIds, [
+          jobs.map((job) => job.id),
+        ]);
+        const stored = new Map(rows.map((row) => [row.doc.id, row.doc]));
+        const written = new Set(
+          jobs
+            .filter((job) => {
+              const now = stored.get(job.id);
+              return now !== undefined && now.rev === job.rev && now.state === job.state;
+            })
+            .map((job) => job.id),
+        );
+        return written.size > 0 ? written : undefined;
+      },
+    );
+  };
 
   async extendLeases(items: LeaseItem[], now: number): Promise<LeaseResult[]> {
     if (items.length === 0) return [];

@@ -14,7 +14,9 @@
  *      and re-claimed elsewhere, cancelled, ...), the items of those jobs
  *      go through 1-2 again on the rows as read: a copy never decides
  *      alone, not even a refusal.
- * So a batch of kept jobs is BEGIN, `settleJobs`, COMMIT. Items are
+ * So a batch of kept jobs is `settleJobs` alone, in autocommit mode
+ * (`settleKept`, decision 0083), and only refused items need a transaction
+ * (`settleRefusedTx`); other batches are one transaction. Items are
  * independent: a refused item is reported and the others commit. Rows read
  * are locked, so their guard cannot fail in practice; it is there so that a
  * write never lands on a record other than the one decided on, and an item
@@ -47,7 +49,7 @@ interface Locked {
 }
 
 /** What a settlement is decided on: a row as read, or a kept copy (`kept`). */
-interface Basis extends Locked {
+export interface Basis extends Locked {
   kept?: true;
 }
 
@@ -109,12 +111,77 @@ export async function settleJobsTx(
   if (unkept.length > 0) {
     for (const [id, read] of await lockJobs(tx, unkept)) basis.set(id, read);
   }
-  const refused = await settleOn(tx, request, [...items.keys()], basis, results);
-  if (refused.length > 0) {
-    const ids = refused.map((index) => items[index]!.id);
-    await settleOn(tx, request, refused, await lockJobs(tx, ids), results);
-  }
+  const refused = await settleOn(txWriter(tx), request, [...items.keys()], basis, results);
+  await settleRefusedTx(tx, request, refused, results);
   return results;
+}
+
+/**
+ * Items `refused` (decided on copies whose write the guard refused) decided
+ * again on their rows as read and locked, filling their `results`.
+ */
+export async function settleRefusedTx(
+  tx: Tx,
+  request: SettleRequest,
+  refused: number[],
+  results: SettleResult[],
+): Promise<void> {
+  if (refused.length === 0) return;
+  const ids = refused.map((index) => request.items[index]!.id);
+  await settleOn(txWriter(tx), request, refused, await lockJobs(tx, ids), results);
+}
+
+/**
+ * Whether a batch can be written by one statement on its own (decision
+ * 0083): every item has a kept copy, none is an expiry, and no id repeats
+ * (a repeated id is decided against the item before it, on the row).
+ */
+export function keptAlone(kept: ClaimedJobs, request: SettleRequest): boolean {
+  const ids = new Set<string>();
+  for (const item of request.items) {
+    if (item.settlement.kind === 'expire' || ids.has(item.id) || !kept.has(item.id)) return false;
+    ids.add(item.id);
+  }
+  return true;
+}
+
+/**
+ * A batch `keptAlone` accepted, decided on the kept copies and written by
+ * `write` (one statement on its own). Returns the results and the indexes
+ * of items whose copy the guard refused, to be settled on their rows
+ * (settleRefusedTx); their results are filled then.
+ */
+export async function settleKept(
+  write: Writer,
+  request: SettleRequest,
+  kept: ClaimedJobs,
+): Promise<{ results: SettleResult[]; refused: number[] }> {
+  const results: SettleResult[] = new Array(request.items.length);
+  const basis = keptCopies(kept, request.items);
+  const refused = await settleOn(write, request, [...request.items.keys()], basis, results);
+  return { results, refused };
+}
+
+/** Writes decided jobs guarded on their basis, with their events; returns the ids written. */
+export type Writer = (
+  jobs: JobRecord[],
+  basis: Map<string, Basis>,
+  events: Record<string, unknown>[],
+) => Promise<Set<string>>;
+
+/** The Writer of a transaction: settleJobs in it, noting its xid. */
+function txWriter(tx: Tx): Writer {
+  return async (jobs, basis, events) => {
+    if (jobs.length === 0) return new Set();
+    const written = await tx.client.query<{ id: string | null; xid: string | null }>(
+      tx.sql.settleJobs,
+      settleParams(jobs, basis, events, tx.channel),
+    );
+    // Nothing else in this transaction writes: no row written, nothing to lose at COMMIT.
+    const xid = written.rows.find((row) => row.xid !== null)?.xid;
+    if (xid !== undefined) tx.state.xid = xid;
+    return new Set(written.rows.map((row) => row.id).filter((id) => id !== null));
+  };
 }
 
 /**
@@ -127,7 +194,7 @@ export async function settleJobsTx(
  * only once decided again on the row.
  */
 async function settleOn(
-  tx: Tx,
+  write: Writer,
   request: SettleRequest,
   indexes: number[],
   basis: Map<string, Basis>,
@@ -162,7 +229,7 @@ async function settleOn(
       results[index] = { status: 'conflict', error, job };
     }
   }
-  const written = await writeSettled(tx, [...decided.values()], basis, events);
+  const written = await write([...decided.values()], basis, events);
   const refused: number[] = [];
   for (const index of indexes) {
     const id = items[index]!.id;
@@ -179,13 +246,13 @@ async function settleOn(
 }
 
 /** One `settleJobs` statement for `jobs` (one per id), each guarded on its basis; the ids written. */
-async function writeSettled(
-  tx: Tx,
+/** The values of settleJobs: the decided rows, guarded on their basis, the events, the channel. */
+export function settleParams(
   jobs: JobRecord[],
   basis: Map<string, Basis>,
   events: Record<string, unknown>[],
-): Promise<Set<string>> {
-  if (jobs.length === 0) return new Set();
+  channel: string,
+): unknown[] {
   const rows = jobs
     .map((job) => {
       const read = basis.get(job.id)!;
@@ -196,14 +263,7 @@ async function writeSettled(
     // sent: the id order `lockJobs` uses, so that two batches over the same
     // jobs lock them alike (a deadlock would only be retried, but waits).
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const written = await tx.client.query<{ id: string | null; xid: string | null }>(
-    tx.sql.settleJobs,
-    [JSON.stringify(rows), JSON.stringify(events), tx.channel],
-  );
-  // Nothing else in this transaction writes: no row written, nothing to lose at COMMIT.
-  const xid = written.rows.find((row) => row.xid !== null)?.xid;
-  if (xid !== undefined) tx.state.xid = xid;
-  return new Set(written.rows.map((row) => row.id).filter((id) => id !== null));
+  return [JSON.stringify(rows), JSON.stringify(events), channel];
 }
 
 export async function extendLeasesTx(

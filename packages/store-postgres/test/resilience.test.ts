@@ -164,5 +164,89 @@ if (reason !== undefined) {
         process.env.OJS_TEST_VERBOSE ? failures.map((e) => (e as Error).message) : '',
       );
     });
+
+    it('completes no job twice and loses no acknowledged ACK', async (t) => {
+      const app = `ojs-test-${schema}-ack`;
+      const store = await openStore(schema, { applicationName: app, pool: { max: 6 } });
+      const check = await openStore(schema, { applicationName: `ojs-test-${schema}-ackcheck` });
+      t.after(() => Promise.all([store.close(), check.close()]));
+      await check.reset();
+      const total = 400;
+      await check.insertJobs(
+        Array.from({ length: total }, (_, i) => newJob(i)),
+        [],
+        T0,
+      );
+      const acked = new Set<string>();
+      const failures: unknown[] = [];
+      let running = true;
+      let terminated = 0;
+      // Claims five at a time and ACKs them in one batch (kept copies: the
+      // batch is one statement on its own, decision 0083).
+      const acker = async () => {
+        while (running) {
+          try {
+            const jobs = await store.claimJobs({
+              queues: ['default'],
+              count: 5,
+              workerId: 'w1',
+              now: T0 + 1000,
+            });
+            if (jobs.length === 0) break;
+            const results = await store.settleJobs({
+              items: jobs.map((job) => ({
+                id: job.id,
+                workerId: 'w1',
+                attempt: job.attempt,
+                settlement: { kind: 'complete', result: null },
+              })),
+              now: T0 + 2000,
+            });
+            for (const [index, result] of results.entries()) {
+              if (result.status === 'settled') acked.add(jobs[index]!.id);
+            }
+          } catch (error) {
+            failures.push(error);
+          }
+        }
+      };
+      const killer = async () => {
+        const deadline = Date.now() + 60_000;
+        for (let round = 0; round < 8 && running; round++) {
+          while (acked.size < (round + 1) * 25 && running && Date.now() < deadline) {
+            await new Promise((resolve) => setTimeout(resolve, 5));
+          }
+          terminated += await terminateBackends(app);
+        }
+      };
+      // The ackers end when the queue is empty; the killer with them.
+      const ackers = Promise.all([acker(), acker()]).finally(() => {
+        running = false;
+      });
+      await Promise.all([killer(), ackers]);
+      assert.ok(terminated >= 1, `backends terminated: ${terminated}`);
+      for (const error of failures) {
+        assert.ok(error instanceof OjsError, `unexpected error: ${String(error)}`);
+        assert.equal(error.code, 'backend_unavailable');
+      }
+      // Every ACK answered 'settled' is stored; no job has two completions.
+      for (const id of acked) assert.equal((await check.getJob(id))!.state, 'completed');
+      const completions = new Map<string, number>();
+      for (const event of await check.listEvents({ types: ['job.completed'], limit: 10_000 })) {
+        const id = event.data.job_id as string;
+        completions.set(id, (completions.get(id) ?? 0) + 1);
+      }
+      assert.deepEqual(
+        [...completions].filter(([, n]) => n > 1),
+        [],
+        'a job completed twice',
+      );
+      const stats = await check.queueStats('default', T0 + 3000);
+      assert.equal(stats.counts.completed, completions.size);
+      assert.ok(acked.size >= 100, `ACKs answered: ${acked.size}; ${failures.length} failed`);
+      console.log(
+        `# chaos: ${acked.size} ACKs answered, ${completions.size} jobs completed, ${failures.length} calls failed with 503, ${terminated} backends terminated`,
+      );
+    });
   });
 }
