@@ -152,10 +152,15 @@ class LimitState {
 const byClaimOrder = (a: JobRecord, b: JobRecord) => b.priority - a.priority || a.seq! - b.seq!;
 
 /** A claimed job's row: its document as the database sent it (JSON text), and the xid. */
-export interface ClaimedRow {
-  /** Null: claimQueueGated found the queue needs the transaction. */
+interface ClaimedRow {
   doc: string;
   xid: string;
+}
+
+/** A row of claimQueueGated: a claimed job, or doc NULL when the queue needs the transaction. */
+export interface GatedRow {
+  doc: string | null;
+  xid: string | null;
 }
 
 /**
@@ -259,7 +264,7 @@ function claimQueueLoggedParams(request: ClaimRequest, queue: string, wanted: nu
  * waiting in it).
  */
 export async function claimOneQueue(
-  run: (text: string, params: unknown[]) => Promise<ClaimedRow[]>,
+  run: (text: string, params: unknown[]) => Promise<GatedRow[]>,
   sql: ClaimContext['sql'],
   request: ClaimRequest,
 ): Promise<{ jobs: JobRecord[]; docs: string[] } | undefined> {
@@ -267,9 +272,10 @@ export async function claimOneQueue(
     sql.claimQueueGated,
     claimQueueLoggedParams(request, request.queues[0]!, request.count),
   );
-  if (rows.some((row) => row.doc === null)) return undefined;
-  const claimed = rows
-    .map((row) => ({ job: JSON.parse(row.doc) as JobRecord, doc: row.doc }))
+  const docs = rows.map((row) => row.doc);
+  if (docs.includes(null)) return undefined;
+  const claimed = (docs as string[])
+    .map((doc) => ({ job: JSON.parse(doc) as JobRecord, doc }))
     .sort((a, b) => byClaimOrder(a.job, b.job));
   return { jobs: claimed.map((c) => c.job), docs: claimed.map((c) => c.doc) };
 }

@@ -38,7 +38,7 @@ import {
   type WorkflowRecord,
 } from '@ojs/core';
 import pg from 'pg';
-import { type ClaimedRow, claimInTransaction, claimOneQueue } from './claim.ts';
+import { claimInTransaction, claimOneQueue, type GatedRow } from './claim.ts';
 import { DatabaseClock } from './clock.ts';
 import { Database, MAX_ATTEMPTS, OutcomeUnknown } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
@@ -62,11 +62,11 @@ import {
   toNumber,
 } from './rows.ts';
 import {
+  autocommitWriter,
   extendLeasesTx,
   keptAlone,
   settleJobsTx,
   settleKept,
-  settleParams,
   settleRefusedTx,
   type Writer,
 } from './settle.ts';
@@ -134,6 +134,8 @@ export class PostgresStore implements Store {
    */
   readonly #claimPool: pg.Pool;
   readonly #claimDb: Database;
+  /** settleJobs run on its own (autocommit) for settleKept (decision 0083). */
+  readonly #settleAlone: Writer;
   #insertedSinceAnalyze = 0;
   #analyzing = false;
   readonly #sql: Statements;
@@ -193,6 +195,7 @@ export class PostgresStore implements Store {
       client.on('error', () => {});
     });
     this.#db = new Database(this.#pool, preparedNames(this.#sql), this.#onError);
+    this.#settleAlone = autocommitWriter(this.#db, this.#sql, this.#channel);
     this.#claimPool.on('error', (error) => this.#onError(error, 'idle pooled connection'));
     this.#claimDb = new Database(this.#claimPool, preparedNames(this.#sql), this.#onError);
     this.#listener = new JobsAvailableListener({
@@ -362,7 +365,7 @@ export class PostgresStore implements Store {
     if (request.queues.length === 1 && request.count > 0) {
       const claimed = await claimOneQueue(
         (text, params) =>
-          this.#claimDb.autocommit<ClaimedRow, ClaimedRow[]>(
+          this.#claimDb.autocommit<GatedRow, GatedRow[]>(
             text,
             params,
             (rows) => rows,
@@ -406,35 +409,6 @@ export class PostgresStore implements Store {
     }
     return results;
   }
-
-  /** settleJobs run on its own (autocommit) for settleKept. */
-  readonly #settleAlone: Writer = async (jobs, basis, events) => {
-    if (jobs.length === 0) return new Set();
-    return this.#db.autocommit<{ id: string | null }, Set<string>>(
-      this.#sql.settleJobs,
-      settleParams(jobs, basis, events, this.#channel),
-      (rows) => new Set(rows.flatMap((row) => (row.id === null ? [] : [row.id]))),
-      async () => {
-        // Lost after it was sent. The statement is atomic: it committed if
-        // any job shows what it wrote (its decided state and rev). None
-        // does: not committed (or every row refused), and it is sent again,
-        // guarded as before.
-        const { rows } = await this.#db.query<{ doc: JobRecord }>(this.#sql.jobsByIds, [
-          jobs.map((job) => job.id),
-        ]);
-        const stored = new Map(rows.map((row) => [row.doc.id, row.doc]));
-        const written = new Set(
-          jobs
-            .filter((job) => {
-              const now = stored.get(job.id);
-              return now !== undefined && now.rev === job.rev && now.state === job.state;
-            })
-            .map((job) => job.id),
-        );
-        return written.size > 0 ? written : undefined;
-      },
-    );
-  };
 
   async extendLeases(items: LeaseItem[], now: number): Promise<LeaseResult[]> {
     if (items.length === 0) return [];

@@ -38,7 +38,9 @@ import {
   type SettleRequest,
   type SettleResult,
 } from '@ojs/core';
+import type { Database } from './database.ts';
 import { docPatch, eventRow, jobRow } from './rows.ts';
+import type { Statements } from './statements.ts';
 import type { Tx } from './tx.ts';
 
 /** A job as read under the row lock: the document and the guard columns. */
@@ -169,18 +171,58 @@ export type Writer = (
   events: Record<string, unknown>[],
 ) => Promise<Set<string>>;
 
+/** The rows settleJobs returns: one per job written, plus one with id NULL when it notified. */
+type WrittenRow = { id: string | null; xid: string | null };
+
+function writtenIds(rows: WrittenRow[]): Set<string> {
+  return new Set(rows.flatMap((row) => (row.id === null ? [] : [row.id])));
+}
+
 /** The Writer of a transaction: settleJobs in it, noting its xid. */
 function txWriter(tx: Tx): Writer {
   return async (jobs, basis, events) => {
     if (jobs.length === 0) return new Set();
-    const written = await tx.client.query<{ id: string | null; xid: string | null }>(
+    const written = await tx.client.query<WrittenRow>(
       tx.sql.settleJobs,
       settleParams(jobs, basis, events, tx.channel),
     );
     // Nothing else in this transaction writes: no row written, nothing to lose at COMMIT.
     const xid = written.rows.find((row) => row.xid !== null)?.xid;
     if (xid !== undefined) tx.state.xid = xid;
-    return new Set(written.rows.map((row) => row.id).filter((id) => id !== null));
+    return writtenIds(written.rows);
+  };
+}
+
+/**
+ * The Writer of settleKept: settleJobs on its own, in autocommit mode
+ * (decision 0083). Lost after it was sent: the statement is atomic, so it
+ * committed if any job shows what it wrote (its decided state and rev);
+ * if none does it did not commit (or every row was refused), and it is
+ * sent again, guarded as before.
+ */
+export function autocommitWriter(db: Database, sql: Statements, channel: string): Writer {
+  return async (jobs, basis, events) => {
+    if (jobs.length === 0) return new Set();
+    return db.autocommit<WrittenRow, Set<string>>(
+      sql.settleJobs,
+      settleParams(jobs, basis, events, channel),
+      writtenIds,
+      async () => {
+        const { rows } = await db.query<{ doc: JobRecord }>(sql.jobsByIds, [
+          jobs.map((job) => job.id),
+        ]);
+        const stored = new Map(rows.map((row) => [row.doc.id, row.doc]));
+        const written = new Set(
+          jobs
+            .filter((job) => {
+              const now = stored.get(job.id);
+              return now !== undefined && now.rev === job.rev && now.state === job.state;
+            })
+            .map((job) => job.id),
+        );
+        return written.size > 0 ? written : undefined;
+      },
+    );
   };
 }
 
@@ -245,9 +287,8 @@ async function settleOn(
   return refused;
 }
 
-/** One `settleJobs` statement for `jobs` (one per id), each guarded on its basis; the ids written. */
 /** The values of settleJobs: the decided rows, guarded on their basis, the events, the channel. */
-export function settleParams(
+function settleParams(
   jobs: JobRecord[],
   basis: Map<string, Basis>,
   events: Record<string, unknown>[],

@@ -100,11 +100,12 @@ const startedEvent = (id: string) => `jsonb_build_object(
               END)`;
 
 /**
- * The claim with its job.started events in the same statement (one round
- * trip fewer): $8 holds at least as many fresh event ids as jobs can be
- * claimed, handed out in claim order, which is also the events' order.
+ * The CTEs of a claim with its job.started events in the same statement
+ * (one round trip fewer): $8 holds at least as many fresh event ids as jobs
+ * can be claimed, handed out in claim order, which is also the events'
+ * order. `ordered` holds the claimed documents.
  */
-const claimUpdateLogged = (s: string, picked: string) => `WITH ${claimCtes(picked)},
+const claimLoggedCtes = (s: string, picked: string) => `${claimCtes(picked)},
   updated AS (${claimSet(s).replace('RETURNING j.doc,', 'RETURNING j.doc, j.priority, j.seq,')}),
   ordered AS (SELECT doc, xid, row_number() OVER (ORDER BY priority DESC, seq) AS rn FROM updated),
   logged AS (
@@ -112,7 +113,9 @@ const claimUpdateLogged = (s: string, picked: string) => `WITH ${claimCtes(picke
     SELECT ($8::text[])[o.rn], 'job.started', o.doc->>'queue', o.doc->>'type',
            ${startedEvent('($8::text[])[o.rn]')}
       FROM ordered o
-     ORDER BY o.rn)
+     ORDER BY o.rn)`;
+
+const claimUpdateLogged = (s: string, picked: string) => `WITH ${claimLoggedCtes(s, picked)}
 SELECT doc, xid FROM ordered ORDER BY rn`;
 
 /**
@@ -121,27 +124,21 @@ SELECT doc, xid FROM ordered ORDER BY rn`;
  * job waiting (what `claimPlan` tells). Otherwise it claims nothing and
  * returns one row with a NULL doc, and the caller takes the transaction.
  */
-const claimUpdateGated = (s: string) => {
-  const gated = pickQueue(s, '$5').replace(
-    "WHERE queue = $5 AND state = 'available'",
-    "WHERE (SELECT open FROM gate) AND queue = $5 AND state = 'available'",
-  );
-  return `WITH gate AS MATERIALIZED (
+const claimUpdateGated = (s: string) => `WITH gate AS MATERIALIZED (
     SELECT NOT EXISTS (SELECT 1 FROM ${s}.queues q WHERE q.name = $5
                          AND (q.paused OR q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL))
        AND NOT EXISTS (SELECT 1 FROM ${s}.jobs k WHERE k.queue = $5 AND k.state = 'available'
                          AND k.rate_key IS NOT NULL) AS open),
-  ${claimUpdateLogged(s, gated)
-    .slice('WITH '.length)
-    .replace(
-      'SELECT doc, xid FROM ordered ORDER BY rn',
-      'SELECT doc, xid FROM ordered UNION ALL SELECT NULL, NULL FROM gate WHERE NOT gate.open',
-    )}`;
-};
+  ${claimLoggedCtes(s, pickQueue(s, '$5', '(SELECT open FROM gate) AND '))}
+SELECT doc, xid FROM ordered UNION ALL SELECT NULL, NULL FROM gate WHERE NOT gate.open`;
 
-/** The pick of an unlimited queue ($5 = its name): see `claimQueue`. */
-const pickQueue = (s: string, queue: string) => `SELECT id, attempt, rev, doc FROM ${s}.jobs j
-        WHERE queue = ${queue} AND state = 'available' AND rate_key IS NULL
+/** The pick of an unlimited queue ($5 = its name): see `claimQueue`. `gate`: a condition first. */
+const pickQueue = (
+  s: string,
+  queue: string,
+  gate = '',
+) => `SELECT id, attempt, rev, doc FROM ${s}.jobs j
+        WHERE ${gate}queue = ${queue} AND state = 'available' AND rate_key IS NULL
           AND (expires_at IS NULL OR expires_at > ($1::numeric)::double precision)
           AND ${admitted(7, 'j')}
         ORDER BY priority DESC, seq

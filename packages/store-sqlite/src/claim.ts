@@ -125,7 +125,8 @@ export function claimFromQueue(
       if (active.workflow_id === undefined) {
         // The document is SET_LIFECYCLE's last value.
         const doc = values[values.length - 1] as string;
-        kept.keep(active.id, doc.length, () => (keepReturned ? active : parseKept(doc)));
+        // A parse of the JSON written is a record of its own (the caller holds `active`).
+        kept.keep(active.id, doc.length, () => (keepReturned ? active : JSON.parse(doc)));
       }
       counts.move(queue, 'available', queue, 'active');
       if (queueRate) rateTake(stmt, queueRate.key, queueRate.period, request.now);
@@ -151,9 +152,4 @@ function rateAllows(
 
 function rateTake(stmt: Prepare, key: string, periodMs: number, now: number): void {
   stmt(TAKE_RATE).run({ key, now, period: periodMs });
-}
-
-/** The kept copy of a claimed job: the JSON written, parsed again (a record of its own). */
-function parseKept(doc: string): JobRecord {
-  return JSON.parse(doc) as JobRecord;
 }
