@@ -2,6 +2,7 @@ export * from './admin-actions.ts';
 export * from './claimed-jobs.ts';
 export * from './clock.ts';
 export * from './cron.ts';
+export * from './database-clock.ts';
 export * from './duration.ts';
 export * from './envelope.ts';
 export * from './envelope-hints.ts';

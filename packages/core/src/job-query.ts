@@ -7,7 +7,9 @@
  * that still matches the filter (an offset would shift under them).
  */
 import { invalidRequest } from './errors.ts';
+import type { JobRecord } from './job.ts';
 import { isJobState, JOB_STATES, type JobState } from './states.ts';
+import { jobColumns } from './store-columns.ts';
 import { parseTimestamp } from './time.ts';
 
 export interface JobFilter {
@@ -225,4 +227,30 @@ export function indexRanges(filter: JobFilter): IndexRange[] | undefined {
     return filter.types.map((type) => ({ type }));
   }
   return undefined;
+}
+
+/**
+ * Whether `job` matches `filter`: the meaning of every filter field for a
+ * store that filters jobs it read from an index (Redis) rather than in SQL.
+ * The SQL stores' WHERE clauses (job-queries.ts) say the same thing.
+ */
+export function jobMatchesFilter(filter: JobFilter, job: JobRecord): boolean {
+  if (filter.states !== undefined && !filter.states.includes(job.state)) return false;
+  if (filter.queues !== undefined && !filter.queues.includes(job.queue)) return false;
+  if (filter.types !== undefined && !filter.types.includes(job.type)) return false;
+  if (filter.typePrefix !== undefined && !job.type.startsWith(filter.typePrefix)) return false;
+  if (filter.createdFrom !== undefined || filter.createdTo !== undefined) {
+    const created = Date.parse(job.created_at);
+    if (filter.createdFrom !== undefined && !(created >= filter.createdFrom)) return false;
+    if (filter.createdTo !== undefined && !(created < filter.createdTo)) return false;
+  }
+  if (filter.errorType !== undefined && job.error?.type !== filter.errorType) return false;
+  if (filter.tag !== undefined && !(job.tags ?? []).includes(filter.tag)) return false;
+  if (filter.metaKey !== undefined && !Object.hasOwn(job.meta ?? {}, filter.metaKey)) return false;
+  if (filter.deadLetter === true && !jobColumns(job).dead_letter) return false;
+  if (filter.finishedFrom !== undefined) {
+    const finished = jobColumns(job).finished_at;
+    if (finished === null || finished < filter.finishedFrom) return false;
+  }
+  return true;
 }

@@ -261,6 +261,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     sqliteThread: options.sqliteThread,
     quietGc: options.quietGc ?? true,
     onError: (error, context) => storeErrors.failed(`store: ${context}`, error, 'store error'),
+    log: (level, message) => logger[level](message),
   });
   // A shared store that is down at start is retried in the background while
   // /ojs/v1/health answers 503: the process does not crash-loop.

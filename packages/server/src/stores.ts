@@ -21,6 +21,8 @@ export interface StoreOptions {
   quietGc?: boolean;
   /** Background errors of a shared store (idle connections, listener); logged, never fatal. */
   onError?: (error: Error, context: string) => void;
+  /** A shared store's notes at start (Redis: what its persistence means for an acknowledged job). */
+  log?: (level: 'info' | 'warn', message: string) => void;
 }
 
 /** The store specs `--store` accepts, for error messages and `--help`. */
@@ -71,10 +73,16 @@ export async function createStore(spec: string, options: StoreOptions = {}): Pro
     return new PostgresStore({ connectionString: spec, onError: options.onError });
   }
   if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
+    const { url, prefix } = redisSpec(spec);
     const { RedisStore } = (await importStorePackage('@ojs/store-redis', 'Redis')) as {
-      RedisStore: new (options: { url: string }) => Store;
+      RedisStore: new (options: {
+        url: string;
+        prefix?: string;
+        onError?: StoreOptions['onError'];
+        log?: StoreOptions['log'];
+      }) => Store;
     };
-    return new RedisStore({ url: spec });
+    return new RedisStore({ url, prefix, onError: options.onError, log: options.log });
   }
   const path = spec.startsWith('sqlite:') ? spec.slice('sqlite:'.length) : spec;
   if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
@@ -84,6 +92,30 @@ export async function createStore(spec: string, options: StoreOptions = {}): Pro
   return options.sqliteThread === true
     ? new SqliteThreadStore({ ...sqliteOptions, quietGc: options.quietGc })
     : new SqliteStore(sqliteOptions);
+}
+
+/** Query parameters a Redis store spec may carry. */
+const REDIS_PARAMS = ['prefix'];
+
+/**
+ * A Redis spec's connection URL and key prefix
+ * (`redis://host:6379/0?prefix=myapp`): several deployments share one Redis
+ * by prefix. Any other query parameter is refused by name, so a typo is not
+ * silently ignored.
+ */
+export function redisSpec(spec: string): { url: string; prefix?: string } {
+  const url = new URL(spec);
+  for (const name of url.searchParams.keys()) {
+    if (!REDIS_PARAMS.includes(name)) {
+      const guess = closestName(name, REDIS_PARAMS);
+      throw new Error(
+        `Unknown parameter '${name}' in the Redis store spec${guess ? ` (did you mean '${guess}'?)` : ''}; supported: ${REDIS_PARAMS.join(', ')}.`,
+      );
+    }
+  }
+  const prefix = url.searchParams.get('prefix') ?? undefined;
+  url.search = '';
+  return { url: url.toString(), prefix };
 }
 
 /** A printable form of the store spec with credentials removed. */

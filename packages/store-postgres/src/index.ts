@@ -1,4 +1,4 @@
-export { DatabaseClock } from './clock.ts';
+export { DatabaseClock } from '@ojs/core';
 export {
   type Connectable,
   loadMigrations,

@@ -6,11 +6,12 @@
  * commit apply together or not at all (writes.ts, inserts.ts); claims take
  * jobs with FOR UPDATE SKIP LOCKED (claim.ts). Jobs that become available
  * are announced with NOTIFY in the same transaction (listener.ts); leases and
- * schedules follow the database's clock (clock.ts).
+ * schedules follow the database's clock (core database-clock.ts).
  */
 import {
   ClaimedJobs,
   type ClaimRequest,
+  DatabaseClock,
   type Commit,
   type CronRecord,
   type EventFilter,
@@ -39,7 +40,6 @@ import {
 } from '@ojs/core';
 import pg from 'pg';
 import { claimInTransaction, claimOneQueue, type GatedRow } from './claim.ts';
-import { DatabaseClock } from './clock.ts';
 import { Database, MAX_ATTEMPTS, OutcomeUnknown } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
 import { EnqueueTurn, enqueue, enqueueInOneStatement, insertJobsTx } from './inserts.ts';
@@ -121,7 +121,7 @@ const ANALYZE_EVERY = 20_000;
 
 export class PostgresStore implements Store {
   readonly backend = 'postgres';
-  /** The database's clock (see clock.ts): decides leases and schedules in every process alike. */
+  /** The database's clock (core database-clock.ts): decides leases and schedules in every process alike. */
   readonly clock: DatabaseClock = new DatabaseClock();
   readonly schema: string;
   readonly #options: PostgresStoreOptions;

@@ -1,11 +1,12 @@
 /**
  * The database clock (DESIGN §4 "Time"): leases and schedules are decided
- * on PostgreSQL's time, so several server processes on different machines
- * agree even when their own clocks drift.
+ * on the shared store's time (PostgreSQL clock_timestamp(), Redis TIME), so
+ * several server processes on different machines agree even when their own
+ * clocks drift. Pure arithmetic over samples a store takes.
  *
  * Clock.now() must be synchronous and cheap (it is read on every request),
  * so instead of a round trip per reading the store measures the offset
- * between the local monotonic clock and the database's clock_timestamp():
+ * between the local monotonic clock and the database's clock:
  * a few samples, keeping the one with the shortest round trip, and taking
  * the database reading as the midpoint of that trip (error <= RTT / 2,
  * sub-millisecond on a LAN). The offset is re-measured periodically
@@ -15,7 +16,7 @@
  * re-measurement that moves the offset backwards never makes now() go back
  * (it holds still until the database clock catches up).
  */
-import type { Clock } from '@ojs/core';
+import type { Clock } from './clock.ts';
 
 export interface ClockSample {
   /** Database time in epoch ms. */

@@ -1,0 +1,124 @@
+/**
+ * The claim on Redis: read the head of each queue (read.lua `claim`: the
+ * available jobs in priority and FIFO order, a page per round trip), let
+ * core decide each candidate's claimed record, then apply the page in one
+ * script (apply.lua, 'each' mode) that claims at most `wanted` of them, each
+ * guarded on its rev and state 'available' and on the limits as they are
+ * now: queue pause, concurrency and rate window; the job's rate key
+ * concurrency and window. A candidate another process claimed first fails
+ * its guard and is skipped; keys found at their limit are left out of later
+ * pages and a queue found paused or at its limit is not read again, as on
+ * the other stores. Two round trips per page, whatever the page's size.
+ */
+import {
+  type ClaimedJobs,
+  type ClaimRequest,
+  claim,
+  handlersAdmit,
+  type JobRecord,
+  jobEvent,
+} from '@ojs/core';
+import { parseJob, type Reply } from './records.ts';
+import { type Applied, Ops } from './scripts.ts';
+
+export interface ClaimIo {
+  read(args: string[]): Promise<Reply[]>;
+  apply(ops: Ops, mode: 'each', now: number, wanted: number): Promise<Applied>;
+}
+
+/** Candidates read beyond the wanted count, for the ones other processes take first. */
+const SPARE_CANDIDATES = 4;
+/** Candidates a claim looks at before it gives up on a backlog no handler or limit admits. */
+const MAX_SCANNED = 10_000;
+
+export async function claimJobs(
+  io: ClaimIo,
+  request: ClaimRequest,
+  kept: ClaimedJobs,
+): Promise<JobRecord[]> {
+  const claimed: JobRecord[] = [];
+  const cursors = new Map<string, string>();
+  const closed = new Set<string>();
+  const blocked = new Set<string>();
+  let scanned = 0;
+  while (claimed.length < request.count && scanned < MAX_SCANNED) {
+    const queues = request.queues.filter((q) => !closed.has(q));
+    if (queues.length === 0) break;
+    const wanted = request.count - claimed.length;
+    const page = wanted + SPARE_CANDIDATES;
+    const reply = (await io.read([
+      'claim',
+      String(page),
+      ...queues.flatMap((q) => [q, cursors.get(q) ?? '-inf']),
+    ])) as Reply[][];
+    const ops = new Ops();
+    const decided: { job: JobRecord; doc: string; queue: string; key?: string }[] = [];
+    let found = 0;
+    for (let i = 0; i < queues.length; i++) {
+      const queue = queues[i]!;
+      const entries = reply[i]!;
+      if (entries[0] === 'unread') continue;
+      if (entries[0] === 'paused') {
+        closed.add(queue);
+        continue;
+      }
+      const asked = page - found;
+      const count = (entries.length - 1) / 4;
+      found += count;
+      // A queue that had fewer than asked for has nothing after this page.
+      if (count < asked) closed.add(queue);
+      for (let j = 1; j < entries.length; j += 4) {
+        cursors.set(queue, String(entries[j + 1]));
+        scanned++;
+        const job = parseJob(entries[j + 2], entries[j + 3]);
+        if (job === null) continue;
+        if (job.expires_at_ms !== undefined && job.expires_at_ms <= request.now) continue;
+        if (!handlersAdmit(request.handlers, job)) continue;
+        const limit = job.rate_limit;
+        if (limit !== undefined && blocked.has(limit.key)) continue;
+        const active = claim(job, {
+          workerId: request.workerId,
+          now: request.now,
+          visibilityTimeoutMs: request.visibilityTimeoutMs,
+        });
+        const doc = JSON.stringify(active);
+        ops.job(job.id, job.rev, 'available').queueAdmits(queue);
+        if (limit?.concurrency !== undefined) ops.keyConcurrency(limit.key, limit.concurrency);
+        if (limit?.rate) ops.keyRate(limit.key, limit.rate.limit, limit.rate.period_ms);
+        ops.put(active, doc).takeQueueRate(queue);
+        if (limit?.rate) ops.takeKeyRate(limit.key, limit.rate.period_ms);
+        ops.events([
+          jobEvent(
+            'job.started',
+            active,
+            { worker_id: active.worker_id ?? null, attempt: active.attempt },
+            request.now,
+          ),
+        ]);
+        ops.end();
+        decided.push({ job: active, doc, queue, key: limit?.key });
+      }
+    }
+    if (found === 0) break;
+    if (decided.length === 0) continue;
+    const applied = await io.apply(ops, 'each', request.now, wanted);
+    applied.statuses.forEach((status, i) => {
+      const { job, doc, queue, key } = decided[i]!;
+      if (status === 1) {
+        claimed.push(job);
+        if (job.workflow_id === undefined) {
+          // A parse of the JSON written: the caller holds `job` and may change it.
+          kept.keep(job.id, doc.length, () => ({
+            ...(JSON.parse(doc) as JobRecord),
+            seq: job.seq,
+          }));
+        }
+      } else if (status === 'paused' || status === 'qconc' || status === 'qrate') {
+        closed.add(queue);
+      } else if ((status === 'kconc' || status === 'krate') && key !== undefined) {
+        blocked.add(key);
+      }
+    });
+  }
+  return claimed;
+}

@@ -1,0 +1,3 @@
+export { isConnectionError } from './errors.ts';
+export { judgePersistence, type Persistence, type PersistenceVerdict } from './persistence.ts';
+export { RedisStore, type RedisStoreOptions } from './redis-store.ts';
