@@ -196,3 +196,45 @@ export async function withPostgres<T>(
 export function dropPostgresSchema(url: string, schema: string): Promise<unknown> {
   return withPostgres(url, (client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
 }
+
+interface RedisClient {
+  ping(): Promise<string>;
+  scan(cursor: string, ...args: (string | number)[]): Promise<[string, string[]]>;
+  unlink(...keys: string[]): Promise<number>;
+  connect(): Promise<void>;
+  disconnect(): void;
+  on(event: string, listener: () => void): void;
+}
+
+export async function withRedis<T>(
+  url: string,
+  fn: (redis: RedisClient) => Promise<T>,
+): Promise<T> {
+  const { Redis } = (await import('ioredis')) as unknown as {
+    Redis: new (url: string, options: Record<string, unknown>) => RedisClient;
+  };
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 3000,
+  });
+  redis.on('error', () => {});
+  await redis.connect();
+  try {
+    return await fn(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Deletes every key of a Redis store's prefix (`{prefix}:*`). */
+export function dropRedisPrefix(url: string, prefix: string): Promise<void> {
+  return withRedis(url, async (redis) => {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  });
+}

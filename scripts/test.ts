@@ -2,17 +2,19 @@
  * The full test suite (`npm test`):
  *   1. unit, store, HTTP and SDK tests of every package (node --test);
  *   2. every shared official conformance suite against `ojs serve
- *      --test-mode` on each store (SQLite, and PostgreSQL in a throwaway
- *      schema), failing on any test outside KNOWN_SUITE_DEFECTS. The stores
- *      run side by side: most of a run is the suite's own waiting.
- * PostgreSQL is read from OJS_TEST_POSTGRES_URL (default on loopback); when
- * it is unreachable its run is skipped with the reason, except with CI=true.
+ *      --test-mode` on each store (SQLite, PostgreSQL in a throwaway schema,
+ *      Redis under a throwaway key prefix), failing on any test outside
+ *      KNOWN_SUITE_DEFECTS. The stores run side by side: most of a run is
+ *      the suite's own waiting.
+ * PostgreSQL is read from OJS_TEST_POSTGRES_URL and Redis from
+ * OJS_TEST_REDIS_URL (defaults on loopback); when one is unreachable its run
+ * is skipped with the reason, except with CI=true.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runConformance } from './conformance.ts';
-import { dropPostgresSchema, ROOT, run, withPostgres } from './lib.ts';
+import { dropPostgresSchema, dropRedisPrefix, ROOT, run, withPostgres, withRedis } from './lib.ts';
 
 /**
  * Suite tests that cannot pass as written (../shared/spec/conformance-suite.md §0 item 9, §8):
@@ -45,6 +47,7 @@ const SUITES = (
 ).split(',');
 
 const POSTGRES_URL = process.env.OJS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_URL = process.env.OJS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 function testFiles(): string[] {
   const files: string[] = [];
@@ -105,6 +108,21 @@ async function postgresProblem(): Promise<string | undefined> {
   }
 }
 
+/** A reachable Redis with the store package installed, or the reason there is none. */
+async function redisProblem(): Promise<string | undefined> {
+  if (!existsSync(join(ROOT, 'packages', 'store-redis', 'package.json'))) {
+    return 'the store-redis package is not present';
+  }
+  try {
+    await withRedis(REDIS_URL, async (redis) => {
+      await redis.ping();
+    });
+    return undefined;
+  } catch (error) {
+    return `Redis unreachable at ${REDIS_URL}: ${(error as Error).message}`;
+  }
+}
+
 // A hang must fail the run, not outlast CI: each test has 5 minutes, and the
 // whole unit run 40 (it takes about 10). Not --test-force-exit: it ends a
 // file before the tests it registers after a top-level await (12 of the
@@ -130,11 +148,24 @@ if (problem === undefined) {
 } else {
   process.stdout.write(`\nconformance on postgres: skipped, ${problem}\n`);
 }
+const redisDown = await redisProblem();
+const prefix = `ojs-conformance-${process.pid}`;
+if (redisDown === undefined) {
+  const url = new URL(REDIS_URL);
+  url.searchParams.set('prefix', prefix);
+  runs.push(conformanceOnStore('redis', url.toString()));
+} else if (process.env.CI === 'true') {
+  process.stdout.write(`\nconformance on redis: FAILED, ${redisDown}\n`);
+  ok = false;
+} else {
+  process.stdout.write(`\nconformance on redis: skipped, ${redisDown}\n`);
+}
 process.stdout.write(
   `\n== conformance (${SUITES.join(', ')}) on ${runs.length} store(s), running side by side\n`,
 );
 const outcomes = await Promise.all(runs);
 if (problem === undefined) await dropPostgresSchema(POSTGRES_URL, schema).catch(() => {});
+if (redisDown === undefined) await dropRedisPrefix(REDIS_URL, prefix).catch(() => {});
 for (const outcome of outcomes) {
   process.stdout.write(`\n---- ${outcome.label}\n${outcome.output}`);
 }

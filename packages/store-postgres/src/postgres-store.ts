@@ -11,9 +11,9 @@
 import {
   ClaimedJobs,
   type ClaimRequest,
-  DatabaseClock,
   type Commit,
   type CronRecord,
+  DatabaseClock,
   type EventFilter,
   type InsertResult,
   JOB_STATES,

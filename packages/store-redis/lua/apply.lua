@@ -1,5 +1,6 @@
 --[[
-apply.lua: every write of the Redis store (DESIGN §4 "decide in core, commit
+apply.lua (function ojs_apply of the store's function library, lib.ts):
+every write of the Redis store (DESIGN §4 "decide in core, commit
 in the store"). The TypeScript side reads, lets core decide, and sends the
 decided records here as groups of guards and writes; this script checks the
 guards and applies the writes in one atomic step, keeping every index of a
@@ -15,109 +16,234 @@ ARGV[1] = mode: 'all' (every guard of every group is checked before any
 ARGV[2] = now (epoch ms, the store's Redis-synced clock)
 ARGV[3] = now as an ISO 8601 string (queue created_at, paused_at)
 ARGV[4] = wanted: in 'each' mode, stop after this many applied groups (0: all)
-ARGV[5..] = records: an opcode and its fixed number of arguments; 'E' ends
-          a group.
+ARGV[5..] = records: an opcode and its fixed number of arguments (ARITY);
+          'E' ends a group.
+
+A job is a hash: d (its JSON document, the source of truth), s (its FIFO
+sequence number, given here at insert) and c (its index columns, FIELDS
+joined by \31, derived by core jobColumns). Indexes are sorted sets whose
+members are job ids (see entries()).
 
 Returns { statuses, seqs }: statuses[i] is 1 (applied), 0 (not attempted)
 or the reason its guard failed; seqs lists id, seq of each job inserted.
-Numbers are passed as strings and compared with tonumber; they are never
-concatenated (Lua prints numbers with 14 digits).
+Numbers arrive as strings and are compared with tonumber; large ones are
+never concatenated (Lua prints numbers with 14 digits).
+
+This function runs on every job transition, so it is written for few
+redis.call()s (each costs about 1-2 us): a job's columns and a queue's
+limits are read once per call, sequence numbers are reserved with one
+INCRBY, index changes and events are written once per key at the end; everything that
+does not change between calls (tables, helpers) is built once, when the
+library is loaded, not on every call as an EVAL script's body would be.
 --]]
-local P = string.sub(KEYS[1], 1, -5)
-local mode = ARGV[1]
-local now = tonumber(ARGV[2])
-local nowIso = ARGV[3]
-local wanted = tonumber(ARGV[4])
+-- Per call (set by apply(); Redis runs one function at a time).
+local KEYS, ARGV, P, now, nowIso
 
 local ARITY = {
-  Gjob = 3, Gabsent = 1, Gunique = 2, Gqueue = 1,
-  Gkconc = 2, Gkrate = 3, Gwf = 2, Gcron = 2, Gset = 3,
-  Wput = 17, Wdel = 1, Wlock = 3, Wqrate = 1, Wkrate = 2, Wwf = 3, Wcron = 5,
+  Gjob = 3, Gabsent = 1, Gunique = 2, Gqueue = 1, Gkconc = 2, Gkrate = 3,
+  Gwf = 2, Gcron = 2, Gset = 3,
+  Wput = 3, Wdel = 1, Wlock = 3, Wqrate = 1, Wkrate = 2, Wwf = 3, Wcron = 5,
   Wcrondel = 1, Wset = 4, Wsetdel = 2, Wev = 2, Wqpause = 2, Wqconf = 4, E = 0,
 }
--- The job columns kept in its hash beside the document, in Wput's order.
+-- The job columns in c, in the order core's jobColumns are packed (scripts.ts putArgs).
 local FIELDS = { 'q', 'st', 'p', 't', 'rev', 'att', 'wid', 'ra', 'dl', 'ex', 'fin', 'dead', 'wf', 'rk', 'uk' }
 local UNSTARTED = { scheduled = true, available = true, pending = true, retryable = true }
 local TERMINAL = { completed = true, cancelled = true, discarded = true }
 -- Priority descending, then seq: (100 - priority) * 2^44 + seq stays below 2^53.
 local PRIORITY_SPAN = 17592186044416
 
-local function key(...) return P .. ':' .. table.concat({ ... }, ':') end
-local function jobKey(id) return P .. ':j:' .. id end
+local PJ, PQS, PAV, PFIN, PRET, PRKA, PRKW, PWFJ, PDEAD
+local KALL, KDUE, KEXP, KWEXP, KLEASE, KDEADALL
+local function usePrefix(prefix)
+  if P == prefix then return end
+  P = prefix
+  PJ, PQS, PAV, PFIN, PRET = P .. ':j:', P .. ':qs:', P .. ':av:', P .. ':fin:', P .. ':ret:'
+  PRKA, PRKW, PWFJ, PDEAD = P .. ':rka:', P .. ':rkw:', P .. ':wfj:', P .. ':dead:'
+  KALL, KDUE, KEXP, KWEXP, KLEASE, KDEADALL = P .. ':all', P .. ':due', P .. ':exp', P .. ':wexp', P .. ':lease', P .. ':dead'
+end
 
--- The index entries (sorted set key -> score) a job with columns c and seq has.
+local function unpackColumns(c)
+  local t, i = {}, 1
+  for v in string.gmatch(c, '([^\31]*)\31?') do
+    if i > 15 then break end
+    t[FIELDS[i]] = v
+    i = i + 1
+  end
+  return t
+end
+
+-- The index entries (sorted set key -> score) of a job with columns c and seq.
 local function entries(c, seq)
   local e = {}
   if c == nil then return e end
   local st, q = c.st, c.q
-  e[key('all')] = seq
-  e[key('st', st)] = seq
-  e[key('qs', q, st)] = seq
-  e[key('ty', c.t)] = seq
-  if st == 'available' then e[key('av', q)] = (100 - tonumber(c.p)) * PRIORITY_SPAN + seq end
-  if (st == 'scheduled' or st == 'retryable') and c.ra ~= '' then e[key('due')] = tonumber(c.ra) end
-  if c.ex ~= '' and UNSTARTED[st] then
-    if c.wf == '' then e[key('exp')] = tonumber(c.ex) else e[key('wexp')] = tonumber(c.ex) end
+  e[KALL] = seq
+  -- Available jobs are indexed once, in claim order: av:<queue> is also the
+  -- queue's (queue, available) set, one priority band of seqs per priority.
+  if st == 'available' then
+    e[PAV .. q] = (100 - tonumber(c.p)) * PRIORITY_SPAN + seq
+  else
+    e[PQS .. q .. ':' .. st] = seq
   end
-  if st == 'active' and c.dl ~= '' then e[key('lease')] = tonumber(c.dl) end
+  if (st == 'scheduled' or st == 'retryable') and c.ra ~= '' then e[KDUE] = tonumber(c.ra) end
+  if c.ex ~= '' and UNSTARTED[st] then
+    if c.wf == '' then e[KEXP] = tonumber(c.ex) else e[KWEXP] = tonumber(c.ex) end
+  end
+  if st == 'active' and c.dl ~= '' then e[KLEASE] = tonumber(c.dl) end
   if c.dead == '1' then
-    e[key('dead')] = seq
-    e[key('dead', q)] = seq
+    e[KDEADALL] = seq
+    e[PDEAD .. q] = seq
   end
   if TERMINAL[st] and c.fin ~= '' then
     local fin = tonumber(c.fin)
-    e[key('fin', q, st)] = fin
+    e[PFIN .. q .. ':' .. st] = fin
     if c.wf == '' then
       local class = st
       if st == 'discarded' and c.dead == '1' then class = 'dead_letter' end
-      e[key('ret', q, class)] = fin
+      e[PRET .. q .. ':' .. class] = fin
     end
   end
   if c.rk ~= '' then
-    if st == 'active' then e[key('rka', c.rk)] = seq end
-    if st == 'available' then e[key('rkw', c.rk)] = seq end
+    if st == 'active' then e[PRKA .. c.rk] = seq end
+    if st == 'available' then e[PRKW .. c.rk] = seq end
   end
-  if c.wf ~= '' then e[key('wfj', c.wf)] = seq end
+  if c.wf ~= '' then e[PWFJ .. c.wf] = seq end
   return e
+end
+
+-- Sorted set changes are buffered per key (member -> score, or false for a
+-- removal; the last change of a member wins) and written with one ZADD and
+-- one ZREM per key at the end of the call: a batch of 50 claims moves 50
+-- members of each index in two calls instead of a hundred. A key is
+-- flushed early before anything reads it (ZCARD of a limit).
+local zbuf, zkeys
+local function zset(k, id, score)
+  local b = zbuf[k]
+  if b == nil then
+    b = {}
+    zbuf[k] = b
+    zkeys[#zkeys + 1] = k
+  end
+  b[id] = score
+end
+
+-- Lua's unpack() is bounded by its C stack: arguments go in slices.
+local SLICE = 2000
+local function callSliced(cmd, k, list)
+  for from = 1, #list, SLICE do
+    redis.call(cmd, k, unpack(list, from, math.min(from + SLICE - 1, #list)))
+  end
+end
+
+local function zflush(k)
+  local b = zbuf[k]
+  if b == nil then return end
+  zbuf[k] = nil
+  local adds, rems = {}, {}
+  for m, score in pairs(b) do
+    if score == false then
+      rems[#rems + 1] = m
+    else
+      adds[#adds + 1] = score
+      adds[#adds + 1] = m
+    end
+  end
+  if #rems > 0 then callSliced('ZREM', k, rems) end
+  -- Pairs: an even slice size keeps each score with its member.
+  if #adds > 0 then callSliced('ZADD', k, adds) end
+end
+
+local function zcard(k)
+  zflush(k)
+  return redis.call('ZCARD', k)
 end
 
 local function reindex(id, old, new, seq)
   local before, after = entries(old, seq), entries(new, seq)
   for k, _ in pairs(before) do
-    if after[k] == nil then redis.call('ZREM', k, id) end
+    if after[k] == nil then zset(k, id, false) end
   end
   for k, score in pairs(after) do
-    if before[k] ~= score then redis.call('ZADD', k, score, id) end
+    if before[k] ~= score then zset(k, id, score) end
   end
 end
 
-local function columns(id)
-  local values = redis.call('HMGET', jobKey(id), 's', unpack(FIELDS))
-  if not values[1] then return nil, nil end
-  local c = {}
-  for i, f in ipairs(FIELDS) do c[f] = values[i + 1] or '' end
-  return c, tonumber(values[1])
+-- Jobs as this call has seen them: id -> { c = columns or false, s = seq }.
+local jobs
+local function stored(id)
+  local j = jobs[id]
+  if j == nil then
+    local v = redis.call('HMGET', PJ .. id, 'c', 's')
+    if v[1] then
+      j = { c = unpackColumns(v[1]), s = tonumber(v[2]) }
+    else
+      j = { c = false }
+    end
+    jobs[id] = j
+  end
+  return j
 end
 
-local seqs = {}
-local wake = false
+-- Sequence numbers: the first one a call needs reserves as many as the call
+-- can use (its Wput records: an update takes none, leaving a gap FIFO
+-- order does not mind) with one INCRBY.
+local putCount, seqNext, seqTop
+local function nextSeq()
+  if seqNext == nil or seqNext > seqTop then
+    seqTop = redis.call('INCRBY', KEYS[1], putCount)
+    seqNext = seqTop - putCount + 1
+  end
+  local seq = seqNext
+  seqNext = seqNext + 1
+  return seq
+end
 
+-- Events of the call, written together at its end: one INCRBY, one ZADD
+-- (id by sequence) and one HSET (id -> envelope).
+local events
+local function flushEvents()
+  if #events == 0 then return end
+  local top = redis.call('INCRBY', P .. ':evseq', #events / 2)
+  local first = top - #events / 2
+  local ranked = {}
+  for n = 1, #events, 2 do
+    ranked[#ranked + 1] = first + (n + 1) / 2
+    ranked[#ranked + 1] = events[n]
+  end
+  callSliced('ZADD', P .. ':ev', ranked)
+  callSliced('HSET', P .. ':evd', events)
+end
+
+local seqs, wake, queuesSeen
 local function ensureQueue(q)
-  if redis.call('ZADD', key('queues'), 'NX', 0, q) == 1 then
-    redis.call('HSETNX', key('q', q), 'created_at', nowIso)
+  if queuesSeen[q] then return end
+  queuesSeen[q] = true
+  if redis.call('ZADD', P .. ':queues', 'NX', 0, q) == 1 then
+    redis.call('HSETNX', P .. ':q:' .. q, 'created_at', nowIso)
   end
+end
+
+local limits
+local function queueLimits(q)
+  local l = limits[q]
+  if l == nil then
+    local v = redis.call('HMGET', P .. ':q:' .. q, 'paused', 'conc', 'rate', 'period')
+    l = { paused = v[1] == '1', conc = tonumber(v[2]), rate = tonumber(v[3]), period = tonumber(v[4]) }
+    limits[q] = l
+  end
+  return l
 end
 
 -- Fixed rate window: one starts at the first start after the previous ended.
 local function rateAllows(k, limit, period)
-  local w = redis.call('HMGET', key('rate', k), 'start', 'count')
+  local w = redis.call('HMGET', P .. ':rate:' .. k, 'start', 'count')
   if not w[1] then return true end
   if now >= tonumber(w[1]) + period then return true end
   return tonumber(w[2]) < limit
 end
 
 local function rateTake(k, period)
-  local rk = key('rate', k)
+  local rk = P .. ':rate:' .. k
   local w = redis.call('HMGET', rk, 'start', 'count')
   if not w[1] or now >= tonumber(w[1]) + period then
     redis.call('HSET', rk, 'start', ARGV[2], 'count', 1)
@@ -128,209 +254,236 @@ local function rateTake(k, period)
   redis.call('PEXPIRE', rk, period * 2 + 60000)
 end
 
-local function queueLimits(q)
-  local v = redis.call('HMGET', key('q', q), 'paused', 'conc', 'rate', 'period')
-  return v[1] == '1', tonumber(v[2]), tonumber(v[3]), tonumber(v[4])
-end
-
--- A failed guard's reason, and whether it stops every later claim of its queue.
-local function check(op, a)
-  if op == 'Gjob' then
-    local v = redis.call('HMGET', jobKey(a[1]), 'rev', 'st')
-    if not v[1] then return 'missing' end
-    if a[2] ~= '' and v[1] ~= a[2] then return 'stale' end
-    if a[3] ~= '' and v[2] ~= a[3] then return 'stale' end
-  elseif op == 'Gabsent' then
-    if redis.call('EXISTS', jobKey(a[1])) == 1 then return 'dup:' .. a[1] end
-  elseif op == 'Gunique' then
-    local holder = redis.call('HGET', key('u', a[1]), 'id') or ''
-    if holder ~= a[2] then return 'unique' end
-  elseif op == 'Gqueue' then
-    -- The queue is open, below its concurrency and within its rate window.
-    local paused, conc, rate, period = queueLimits(a[1])
-    if paused then return 'paused', a[1] end
-    if conc ~= nil and redis.call('ZCARD', key('qs', a[1], 'active')) >= conc then return 'qconc', a[1] end
-    if rate ~= nil and not rateAllows('queue-config:' .. a[1], rate, period) then return 'qrate', a[1] end
-  elseif op == 'Gkconc' then
-    if redis.call('ZCARD', key('rka', a[1])) >= tonumber(a[2]) then return 'kconc' end
-  elseif op == 'Gkrate' then
-    if not rateAllows(a[1], tonumber(a[2]), tonumber(a[3])) then return 'krate' end
-  elseif op == 'Gwf' then
-    local rev = redis.call('HGET', key('wf', a[1]), 'rev')
-    if a[2] == '' then
-      if rev then return 'stale' end
-    elseif rev ~= a[2] then return 'stale' end
-  elseif op == 'Gcron' then
-    local rev = redis.call('HGET', key('cron', a[1]), 'rev')
-    if a[2] == '' then
-      if rev then return 'stale' end
-    elseif rev ~= a[2] then return 'stale' end
-  elseif op == 'Gset' then
-    local rev = redis.call('HGET', key('sr', a[1]), a[2])
-    if a[3] == '' then
-      if rev then return 'stale' end
-    elseif rev ~= a[3] then return 'stale' end
+local function guardRev(k, want)
+  local rev = redis.call('HGET', k, 'rev')
+  if want == '' then
+    if rev then return 'stale' end
+  elseif rev ~= want then
+    return 'stale'
   end
   return nil
 end
 
-local function write(op, a)
-  if op == 'Wput' then
-    local id = a[1]
-    local old, seq = columns(id)
-    local new = {}
-    local pairs_ = { 'd', a[2] }
-    for i, f in ipairs(FIELDS) do
-      new[f] = a[i + 2]
-      pairs_[#pairs_ + 1] = f
-      pairs_[#pairs_ + 1] = a[i + 2]
+-- A failed guard's reason (and the queue it stops, for a claim), or nil.
+local function check(op, i)
+  local a1, a2, a3 = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  if op == 'Gjob' then
+    local j = stored(a1)
+    if not j.c then return 'missing' end
+    if a2 ~= '' and j.c.rev ~= a2 then return 'stale' end
+    if a3 ~= '' and j.c.st ~= a3 then return 'stale' end
+  elseif op == 'Gabsent' then
+    if stored(a1).c then return 'dup:' .. a1 end
+  elseif op == 'Gunique' then
+    local holder = redis.call('HGET', P .. ':u:' .. a1, 'id') or ''
+    if holder ~= a2 then return 'unique' end
+  elseif op == 'Gqueue' then
+    -- The queue is open, below its concurrency and within its rate window.
+    local l = queueLimits(a1)
+    if l.paused then return 'paused', a1 end
+    if l.conc ~= nil and zcard(PQS .. a1 .. ':active') >= l.conc then return 'qconc', a1 end
+    if l.rate ~= nil and not rateAllows('queue-config:' .. a1, l.rate, l.period) then return 'qrate', a1 end
+  elseif op == 'Gkconc' then
+    if zcard(PRKA .. a1) >= tonumber(a2) then return 'kconc' end
+  elseif op == 'Gkrate' then
+    if not rateAllows(a1, tonumber(a2), tonumber(a3)) then return 'krate' end
+  elseif op == 'Gwf' then
+    return guardRev(P .. ':wf:' .. a1, a2)
+  elseif op == 'Gcron' then
+    return guardRev(P .. ':cron:' .. a1, a2)
+  elseif op == 'Gset' then
+    local rev = redis.call('HGET', P .. ':sr:' .. a1, a2)
+    if a3 == '' then
+      if rev then return 'stale' end
+    elseif rev ~= a3 then
+      return 'stale'
     end
-    if seq == nil then
-      seq = redis.call('INCR', KEYS[1])
-      pairs_[#pairs_ + 1] = 's'
-      pairs_[#pairs_ + 1] = seq
-      seqs[#seqs + 1] = id
+  end
+  return nil
+end
+
+local function write(op, i)
+  local a1, a2, a3, a4 = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  if op == 'Wput' then
+    local j = stored(a1)
+    local old = j.c or nil
+    local new = unpackColumns(a3)
+    local seq = j.s
+    if old == nil then
+      seq = nextSeq()
+      redis.call('HSET', PJ .. a1, 'd', a2, 'c', a3, 's', seq)
+      seqs[#seqs + 1] = a1
       seqs[#seqs + 1] = seq
       ensureQueue(new.q)
+    else
+      redis.call('HSET', PJ .. a1, 'd', a2, 'c', a3)
     end
-    redis.call('HSET', jobKey(id), unpack(pairs_))
-    reindex(id, old, new, seq)
+    reindex(a1, old, new, seq)
+    jobs[a1] = { c = new, s = seq }
     if new.st == 'available' and (old == nil or old.st ~= 'available') then wake = true end
   elseif op == 'Wdel' then
-    local id = a[1]
-    local old, seq = columns(id)
-    if old ~= nil then
-      reindex(id, old, nil, seq)
-      redis.call('DEL', jobKey(id))
-      if old.uk ~= '' and redis.call('HGET', key('u', old.uk), 'id') == id then
-        redis.call('DEL', key('u', old.uk))
+    local j = stored(a1)
+    if j.c then
+      reindex(a1, j.c, nil, j.s)
+      redis.call('DEL', PJ .. a1)
+      if j.c.uk ~= '' and redis.call('HGET', P .. ':u:' .. j.c.uk, 'id') == a1 then
+        redis.call('DEL', P .. ':u:' .. j.c.uk)
       end
+      jobs[a1] = { c = false }
     end
   elseif op == 'Wlock' then
-    redis.call('HSET', key('u', a[1]), 'id', a[2], 'at', a[3])
+    redis.call('HSET', P .. ':u:' .. a1, 'id', a2, 'at', a3)
   elseif op == 'Wqrate' then
-    local _, _, rate, period = queueLimits(a[1])
-    if rate ~= nil then rateTake('queue-config:' .. a[1], period) end
+    local l = queueLimits(a1)
+    if l.rate ~= nil then rateTake('queue-config:' .. a1, l.period) end
   elseif op == 'Wkrate' then
-    rateTake(a[1], tonumber(a[2]))
+    rateTake(a1, tonumber(a2))
   elseif op == 'Wwf' then
-    redis.call('HSET', key('wf', a[1]), 'rev', a[2], 'd', a[3])
+    redis.call('HSET', P .. ':wf:' .. a1, 'rev', a2, 'd', a3)
   elseif op == 'Wcron' then
-    local name = a[1]
-    redis.call('HSET', key('cron', name), 'rev', a[2], 'd', a[5])
-    redis.call('ZADD', key('crons'), 0, name)
-    if a[3] == '1' and a[4] ~= '' then
-      redis.call('ZADD', key('crondue'), tonumber(a[4]), name)
+    redis.call('HSET', P .. ':cron:' .. a1, 'rev', a2, 'd', ARGV[i + 5])
+    redis.call('ZADD', P .. ':crons', 0, a1)
+    if a3 == '1' and a4 ~= '' then
+      redis.call('ZADD', P .. ':crondue', tonumber(a4), a1)
     else
-      redis.call('ZREM', key('crondue'), name)
+      redis.call('ZREM', P .. ':crondue', a1)
     end
   elseif op == 'Wcrondel' then
-    redis.call('DEL', key('cron', a[1]))
-    redis.call('ZREM', key('crons'), a[1])
-    redis.call('ZREM', key('crondue'), a[1])
+    redis.call('DEL', P .. ':cron:' .. a1)
+    redis.call('ZREM', P .. ':crons', a1)
+    redis.call('ZREM', P .. ':crondue', a1)
   elseif op == 'Wset' then
-    redis.call('HSET', key('sr', a[1]), a[2], a[3])
-    redis.call('HSET', key('sv', a[1]), a[2], a[4])
-    redis.call('ZADD', key('sk', a[1]), 0, a[2])
+    redis.call('HSET', P .. ':sr:' .. a1, a2, a3)
+    redis.call('HSET', P .. ':sv:' .. a1, a2, a4)
+    redis.call('ZADD', P .. ':sk:' .. a1, 0, a2)
   elseif op == 'Wsetdel' then
-    redis.call('HDEL', key('sr', a[1]), a[2])
-    redis.call('HDEL', key('sv', a[1]), a[2])
-    redis.call('ZREM', key('sk', a[1]), a[2])
+    redis.call('HDEL', P .. ':sr:' .. a1, a2)
+    redis.call('HDEL', P .. ':sv:' .. a1, a2)
+    redis.call('ZREM', P .. ':sk:' .. a1, a2)
   elseif op == 'Wev' then
-    local seq = redis.call('INCR', key('evseq'))
-    redis.call('ZADD', key('ev'), seq, a[1])
-    redis.call('HSET', key('evd'), a[1], a[2])
+    events[#events + 1] = a1
+    events[#events + 1] = a2
   elseif op == 'Wqpause' then
-    ensureQueue(a[1])
-    if a[2] == '1' then
-      redis.call('HSET', key('q', a[1]), 'paused', '1', 'paused_at', nowIso)
+    ensureQueue(a1)
+    limits[a1] = nil
+    if a2 == '1' then
+      redis.call('HSET', P .. ':q:' .. a1, 'paused', '1', 'paused_at', nowIso)
     else
-      redis.call('HDEL', key('q', a[1]), 'paused', 'paused_at')
+      redis.call('HDEL', P .. ':q:' .. a1, 'paused', 'paused_at')
       wake = true
     end
   elseif op == 'Wqconf' then
     -- '-' keeps a value, '' clears it.
-    ensureQueue(a[1])
-    local qk = key('q', a[1])
-    if a[2] == '' then redis.call('HDEL', qk, 'conc') elseif a[2] ~= '-' then redis.call('HSET', qk, 'conc', a[2]) end
-    if a[3] == '' then
+    ensureQueue(a1)
+    limits[a1] = nil
+    local qk = P .. ':q:' .. a1
+    if a2 == '' then redis.call('HDEL', qk, 'conc') elseif a2 ~= '-' then redis.call('HSET', qk, 'conc', a2) end
+    if a3 == '' then
       redis.call('HDEL', qk, 'rate', 'period')
-    elseif a[3] ~= '-' then
-      redis.call('HSET', qk, 'rate', a[3], 'period', a[4])
+    elseif a3 ~= '-' then
+      redis.call('HSET', qk, 'rate', a3, 'period', a4)
     end
     wake = true
   end
 end
 
--- Parse the records into groups of guards and writes.
-local groups = {}
-local current = { guards = {}, writes = {} }
-local i = 5
-while i <= #ARGV do
-  local op = ARGV[i]
-  local n = ARITY[op]
-  if n == nil then return redis.error_reply('ojs apply: unknown opcode ' .. tostring(op)) end
-  local args = {}
-  for j = 1, n do args[j] = ARGV[i + j] end
-  i = i + n + 1
-  if op == 'E' then
-    groups[#groups + 1] = current
-    current = { guards = {}, writes = {} }
-  elseif string.sub(op, 1, 1) == 'G' then
-    current.guards[#current.guards + 1] = { op, args }
-  else
-    current.writes[#current.writes + 1] = { op, args }
+-- Groups: the ARGV index of each group's first record and of its end marker.
+local starts, ends
+local function parseGroups()
+  starts, ends = {}, {}
+  putCount = 0
+  local i, first = 5, 5
+  local n = #ARGV
+  while i <= n do
+    local op = ARGV[i]
+    local arity = ARITY[op]
+    if arity == nil then return 'ojs apply: unknown opcode ' .. tostring(op) end
+    if op == 'Wput' then putCount = putCount + 1 end
+    if op == 'E' then
+      starts[#starts + 1] = first
+      ends[#ends + 1] = i
+      first = i + 1
+    end
+    i = i + arity + 1
+  end
+  if first <= n then
+    starts[#starts + 1] = first
+    ends[#ends + 1] = n + 1
+  end
+  return nil
+end
+
+-- Checks the guards of group g; its reason and the queue it stops, or nil.
+local function checkGroup(g, stopped)
+  local i, last = starts[g], ends[g]
+  while i < last do
+    local op = ARGV[i]
+    if string.byte(op, 1) == 71 then -- 'G'
+      if op == 'Gqueue' and stopped ~= nil and stopped[ARGV[i + 1]] then return stopped[ARGV[i + 1]] end
+      local why, queue = check(op, i)
+      if why ~= nil then return why, queue end
+    end
+    i = i + ARITY[op] + 1
+  end
+  return nil
+end
+
+local function applyGroup(g)
+  local i, last = starts[g], ends[g]
+  while i < last do
+    local op = ARGV[i]
+    if string.byte(op, 1) == 87 then write(op, i) end -- 'W'
+    i = i + ARITY[op] + 1
   end
 end
-if #current.guards > 0 or #current.writes > 0 then groups[#groups + 1] = current end
 
-local statuses = {}
-for g = 1, #groups do statuses[g] = 0 end
+local function apply(keys, args)
+  KEYS, ARGV = keys, args
+  usePrefix(string.sub(KEYS[1], 1, -5))
+  now, nowIso = tonumber(ARGV[2]), ARGV[3]
+  local mode, wanted = ARGV[1], tonumber(ARGV[4])
+  jobs, seqs, wake, queuesSeen, limits = {}, {}, false, {}, {}
+  zbuf, zkeys, events, seqNext, seqTop = {}, {}, {}, nil, nil
+  local bad = parseGroups()
+  if bad ~= nil then return redis.error_reply(bad) end
 
-if mode == 'all' then
-  for g, group in ipairs(groups) do
-    for _, guard in ipairs(group.guards) do
-      local reason = check(guard[1], guard[2])
+  local statuses = {}
+  for g = 1, #starts do statuses[g] = 0 end
+
+  if mode == 'all' then
+    for g = 1, #starts do
+      local reason = checkGroup(g, nil)
       if reason ~= nil then
         statuses[g] = reason
         return { statuses, {} }
       end
     end
-  end
-  for g, group in ipairs(groups) do
-    for _, w in ipairs(group.writes) do write(w[1], w[2]) end
-    statuses[g] = 1
-  end
-else
-  local applied = 0
-  local stopped = {}
-  for g, group in ipairs(groups) do
-    if wanted > 0 and applied >= wanted then break end
-    local reason = nil
-    for _, guard in ipairs(group.guards) do
-      local args = guard[2]
-      -- A queue already found paused or at a limit is not looked at again.
-      local op = guard[1]
-      if op == 'Gqueue' and stopped[args[1]] then
-        reason = stopped[args[1]]
-        break
-      end
-      local why, stopQueue = check(op, args)
-      if why ~= nil then
-        reason = why
-        if stopQueue ~= nil then stopped[stopQueue] = why end
-        break
-      end
-    end
-    if reason == nil then
-      for _, w in ipairs(group.writes) do write(w[1], w[2]) end
+    for g = 1, #starts do
+      applyGroup(g)
       statuses[g] = 1
-      applied = applied + 1
-    else
-      statuses[g] = reason
+    end
+  else
+    local applied = 0
+    -- A queue found paused or at a limit is not looked at again.
+    local stopped = {}
+    for g = 1, #starts do
+      if wanted > 0 and applied >= wanted then break end
+      local reason, queue = checkGroup(g, stopped)
+      if reason == nil then
+        applyGroup(g)
+        statuses[g] = 1
+        applied = applied + 1
+      else
+        statuses[g] = reason
+        if queue ~= nil then stopped[queue] = reason end
+      end
     end
   end
+
+  for _, k in ipairs(zkeys) do zflush(k) end
+  flushEvents()
+  if wake then redis.call('PUBLISH', P .. ':wake', '1') end
+  return { statuses, seqs }
 end
 
-if wake then redis.call('PUBLISH', key('wake'), '1') end
-return { statuses, seqs }
+redis.register_function('ojs_apply__V__', apply)

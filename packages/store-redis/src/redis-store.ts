@@ -4,7 +4,8 @@
  * the guards core's decision rests on (a job's rev and state, a unique
  * key's holder, a claim's limits) and applies the decided records with
  * every index in the same step; reads that need several commands are one
- * script too (lua/read.lua). Core decides, Redis applies: no OJS rule is
+ * function too (lua/read.lua). The three form one function library
+ * (scripts.ts). Core decides, Redis applies: no OJS rule is
  * written in Lua. Leases and schedules follow Redis's clock (TIME, through
  * core DatabaseClock); waiting fetches of other processes wake on a pub/sub
  * message the apply script publishes when jobs become available.
@@ -60,7 +61,7 @@ import { toStoreError } from './errors.ts';
 import { judgePersistence, type Persistence } from './persistence.ts';
 import * as queries from './queries.ts';
 import { parseJob, parseJobPairs, parseJobTriples, queueInfo, type Reply } from './records.ts';
-import { type Applied, defineScripts, Ops, parseApplied, type ScriptedRedis } from './scripts.ts';
+import { type Applied, Functions, Ops, parseApplied } from './scripts.ts';
 
 export interface RedisStoreOptions {
   /** redis://[user:password@]host:port/db or rediss://... (default redis://127.0.0.1:6379). */
@@ -89,7 +90,8 @@ export class RedisStore implements Store {
   readonly #options: RedisStoreOptions;
   readonly #tag: string;
   readonly #seqKey: string;
-  #redis: ScriptedRedis | undefined;
+  #redis: Redis | undefined;
+  #functions: Functions | undefined;
   #sub: Redis | undefined;
   readonly #listeners = new Set<() => void>();
   #clockTimer: NodeJS.Timeout | undefined;
@@ -125,9 +127,15 @@ export class RedisStore implements Store {
     };
   }
 
-  #client(): ScriptedRedis {
+  #client(): Redis {
     if (this.#redis === undefined) throw new Error('RedisStore is not initialised (call init()).');
     return this.#redis;
+  }
+
+  #lib(): Functions {
+    if (this.#functions === undefined)
+      throw new Error('RedisStore is not initialised (call init()).');
+    return this.#functions;
   }
 
   async init(): Promise<void> {
@@ -141,7 +149,15 @@ export class RedisStore implements Store {
       redis.disconnect();
       throw toStoreError(error, false);
     }
-    this.#redis = defineScripts(redis);
+    this.#redis = redis;
+    this.#functions = new Functions(redis);
+    try {
+      await this.#functions.load();
+    } catch (error) {
+      redis.disconnect();
+      this.#redis = undefined;
+      throw toStoreError(error, false);
+    }
     await this.#syncClock();
     this.#clockTimer = setInterval(() => {
       this.#syncClock().catch((error) => this.#options.onError?.(error as Error, 'redis clock'));
@@ -208,6 +224,7 @@ export class RedisStore implements Store {
     sub?.disconnect();
     const redis = this.#redis;
     this.#redis = undefined;
+    this.#functions = undefined;
     this.#claimed.clear();
     if (redis !== undefined) {
       await redis.quit().catch(() => redis.disconnect());
@@ -219,7 +236,7 @@ export class RedisStore implements Store {
   }
 
   /** A Redis call whose connection errors become store errors (503). */
-  async #call<T>(write: boolean, fn: (redis: ScriptedRedis) => Promise<T>): Promise<T> {
+  async #call<T>(write: boolean, fn: (redis: Redis) => Promise<T>): Promise<T> {
     try {
       return await fn(this.#client());
     } catch (error) {
@@ -228,12 +245,12 @@ export class RedisStore implements Store {
   }
 
   #read(args: string[]): Promise<Reply[]> {
-    return this.#call(false, (r) => r.ojsRead(this.#seqKey, ...args));
+    return this.#call(false, () => this.#lib().read(this.#seqKey, args));
   }
 
   async #apply(ops: Ops, mode: 'all' | 'each', now: number, wanted = 0): Promise<Applied> {
     const argv = ops.argv(mode, now, wanted);
-    return parseApplied(await this.#call(true, (r) => r.ojsApply(this.#seqKey, ...argv)));
+    return parseApplied(await this.#call(true, () => this.#lib().apply(this.#seqKey, argv)));
   }
 
   readonly #claimIo = {
@@ -244,6 +261,10 @@ export class RedisStore implements Store {
 
   readonly #queryIo: queries.QueryIo = {
     range: (key, min, max, limit, dir) => this.#range(key, min, max, 0, limit, dir),
+    firstScore: async (key, min) => {
+      const [, score] = await this.#read(['scores', key, min, '+inf', '1']);
+      return score === undefined || score === null ? null : Number(score);
+    },
     sizes: (keys) => this.#call(false, (r) => Promise.all(keys.map((k) => r.zcard(k)))),
     queues: () => this.#call(false, (r) => r.zrange(this.key('queues'), 0, -1)),
     key: (...parts) => this.key(...parts),
@@ -876,8 +897,8 @@ export class RedisStore implements Store {
   }
 
   async pruneEvents(keep: number, limit?: number): Promise<number> {
-    return this.#call(true, (r) =>
-      r.ojsPruneEvents(this.#seqKey, String(keep), String(limit ?? -1)),
+    return this.#call(true, () =>
+      this.#lib().pruneEvents(this.#seqKey, String(keep), String(limit ?? -1)),
     );
   }
 
