@@ -20,9 +20,12 @@ ARGV[5..] = records: an opcode and its fixed number of arguments (ARITY);
           'E' ends a group.
 
 A job is a hash: d (its JSON document, the source of truth), s (its FIFO
-sequence number, given here at insert) and c (its index columns, FIELDS
-joined by \31, derived by core jobColumns). Indexes are sorted sets whose
-members are job ids (see entries()).
+sequence number, given here at insert), rev and st (its rev and state, for
+the guards). Indexes are sorted sets whose members are job ids; which sets
+a job is in is decided in TypeScript (src/indexes.ts) for the job before
+and after the write, and a Wput or Wdel carries the difference: the sets
+to leave, and the sets to enter with their scores ('s<n>': the job's seq
+plus n). The write's guard on the job's rev makes that "before" exact.
 
 Returns { statuses, seqs }: statuses[i] is 1 (applied), 0 (not attempted)
 or the reason its guard failed; seqs lists id, seq of each job inserted.
@@ -42,73 +45,14 @@ local KEYS, ARGV, P, now, nowIso
 local ARITY = {
   Gjob = 3, Gabsent = 1, Gunique = 2, Gqueue = 1, Gkconc = 2, Gkrate = 3,
   Gwf = 2, Gcron = 2, Gset = 3,
-  Wput = 3, Wdel = 1, Wlock = 3, Wqrate = 1, Wkrate = 2, Wwf = 3, Wcron = 5,
+  Wput = 7, Wdel = 3, Wlock = 3, Wqrate = 1, Wkrate = 2, Wwf = 3, Wcron = 5,
   Wcrondel = 1, Wset = 4, Wsetdel = 2, Wev = 2, Wqpause = 2, Wqconf = 4, E = 0,
 }
--- The job columns in c, in the order core's jobColumns are packed (scripts.ts putArgs).
-local FIELDS = { 'q', 'st', 'p', 't', 'rev', 'att', 'wid', 'ra', 'dl', 'ex', 'fin', 'dead', 'wf', 'rk', 'uk' }
-local UNSTARTED = { scheduled = true, available = true, pending = true, retryable = true }
-local TERMINAL = { completed = true, cancelled = true, discarded = true }
--- Priority descending, then seq: (100 - priority) * 2^44 + seq stays below 2^53.
-local PRIORITY_SPAN = 17592186044416
-
-local PJ, PQS, PAV, PFIN, PRET, PRKA, PRKW, PWFJ, PDEAD
-local KALL, KDUE, KEXP, KWEXP, KLEASE, KDEADALL
+local PJ, PQS, PRKA
 local function usePrefix(prefix)
   if P == prefix then return end
   P = prefix
-  PJ, PQS, PAV, PFIN, PRET = P .. ':j:', P .. ':qs:', P .. ':av:', P .. ':fin:', P .. ':ret:'
-  PRKA, PRKW, PWFJ, PDEAD = P .. ':rka:', P .. ':rkw:', P .. ':wfj:', P .. ':dead:'
-  KALL, KDUE, KEXP, KWEXP, KLEASE, KDEADALL = P .. ':all', P .. ':due', P .. ':exp', P .. ':wexp', P .. ':lease', P .. ':dead'
-end
-
-local function unpackColumns(c)
-  local t, i = {}, 1
-  for v in string.gmatch(c, '([^\31]*)\31?') do
-    if i > 15 then break end
-    t[FIELDS[i]] = v
-    i = i + 1
-  end
-  return t
-end
-
--- The index entries (sorted set key -> score) of a job with columns c and seq.
-local function entries(c, seq)
-  local e = {}
-  if c == nil then return e end
-  local st, q = c.st, c.q
-  e[KALL] = seq
-  -- Available jobs are indexed once, in claim order: av:<queue> is also the
-  -- queue's (queue, available) set, one priority band of seqs per priority.
-  if st == 'available' then
-    e[PAV .. q] = (100 - tonumber(c.p)) * PRIORITY_SPAN + seq
-  else
-    e[PQS .. q .. ':' .. st] = seq
-  end
-  if (st == 'scheduled' or st == 'retryable') and c.ra ~= '' then e[KDUE] = tonumber(c.ra) end
-  if c.ex ~= '' and UNSTARTED[st] then
-    if c.wf == '' then e[KEXP] = tonumber(c.ex) else e[KWEXP] = tonumber(c.ex) end
-  end
-  if st == 'active' and c.dl ~= '' then e[KLEASE] = tonumber(c.dl) end
-  if c.dead == '1' then
-    e[KDEADALL] = seq
-    e[PDEAD .. q] = seq
-  end
-  if TERMINAL[st] and c.fin ~= '' then
-    local fin = tonumber(c.fin)
-    e[PFIN .. q .. ':' .. st] = fin
-    if c.wf == '' then
-      local class = st
-      if st == 'discarded' and c.dead == '1' then class = 'dead_letter' end
-      e[PRET .. q .. ':' .. class] = fin
-    end
-  end
-  if c.rk ~= '' then
-    if st == 'active' then e[PRKA .. c.rk] = seq end
-    if st == 'available' then e[PRKW .. c.rk] = seq end
-  end
-  if c.wf ~= '' then e[PWFJ .. c.wf] = seq end
-  return e
+  PJ, PQS, PRKA = P .. ':j:', P .. ':qs:', P .. ':rka:'
 end
 
 -- Sorted set changes are buffered per key (member -> score, or false for a
@@ -158,26 +102,31 @@ local function zcard(k)
   return redis.call('ZCARD', k)
 end
 
-local function reindex(id, old, new, seq)
-  local before, after = entries(old, seq), entries(new, seq)
-  for k, _ in pairs(before) do
-    if after[k] == nil then zset(k, id, false) end
-  end
-  for k, score in pairs(after) do
-    if before[k] ~= score then zset(k, id, score) end
+-- Applies a Wput's or Wdel's index changes (records from ARGV[i]): the
+-- sets to leave, then the sets to enter with their scores.
+local function reindex(id, seq, i, nLeave, nEnter)
+  for k = i, i + nLeave - 1 do zset(P .. ':' .. ARGV[k], id, false) end
+  local j = i + nLeave
+  for k = j, j + 2 * nEnter - 1, 2 do
+    local score = ARGV[k + 1]
+    if string.byte(score, 1) == 115 then -- 's': relative to the seq
+      zset(P .. ':' .. ARGV[k], id, tonumber(string.sub(score, 2)) + seq)
+    else
+      zset(P .. ':' .. ARGV[k], id, tonumber(score))
+    end
   end
 end
 
--- Jobs as this call has seen them: id -> { c = columns or false, s = seq }.
+-- Jobs as this call has seen them: id -> { rev, st, s } or false.
 local jobs
 local function stored(id)
   local j = jobs[id]
   if j == nil then
-    local v = redis.call('HMGET', PJ .. id, 'c', 's')
+    local v = redis.call('HMGET', PJ .. id, 'rev', 'st', 's')
     if v[1] then
-      j = { c = unpackColumns(v[1]), s = tonumber(v[2]) }
+      j = { rev = v[1], st = v[2], s = tonumber(v[3]) }
     else
-      j = { c = false }
+      j = false
     end
     jobs[id] = j
   end
@@ -269,11 +218,11 @@ local function check(op, i)
   local a1, a2, a3 = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   if op == 'Gjob' then
     local j = stored(a1)
-    if not j.c then return 'missing' end
-    if a2 ~= '' and j.c.rev ~= a2 then return 'stale' end
-    if a3 ~= '' and j.c.st ~= a3 then return 'stale' end
+    if not j then return 'missing' end
+    if a2 ~= '' and j.rev ~= a2 then return 'stale' end
+    if a3 ~= '' and j.st ~= a3 then return 'stale' end
   elseif op == 'Gabsent' then
-    if stored(a1).c then return 'dup:' .. a1 end
+    if stored(a1) then return 'dup:' .. a1 end
   elseif op == 'Gunique' then
     local holder = redis.call('HGET', P .. ':u:' .. a1, 'id') or ''
     if holder ~= a2 then return 'unique' end
@@ -305,31 +254,32 @@ end
 local function write(op, i)
   local a1, a2, a3, a4 = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   if op == 'Wput' then
+    -- id, doc, rev, state, queue, #leave, #enter, leave..., (enter, score)...
     local j = stored(a1)
-    local old = j.c or nil
-    local new = unpackColumns(a3)
-    local seq = j.s
-    if old == nil then
+    local seq
+    if j then
+      seq = j.s
+      redis.call('HSET', PJ .. a1, 'd', a2, 'rev', a3, 'st', a4)
+    else
       seq = nextSeq()
-      redis.call('HSET', PJ .. a1, 'd', a2, 'c', a3, 's', seq)
+      redis.call('HSET', PJ .. a1, 'd', a2, 'rev', a3, 'st', a4, 's', seq)
       seqs[#seqs + 1] = a1
       seqs[#seqs + 1] = seq
-      ensureQueue(new.q)
-    else
-      redis.call('HSET', PJ .. a1, 'd', a2, 'c', a3)
+      ensureQueue(ARGV[i + 5])
     end
-    reindex(a1, old, new, seq)
-    jobs[a1] = { c = new, s = seq }
-    if new.st == 'available' and (old == nil or old.st ~= 'available') then wake = true end
+    reindex(a1, seq, i + 8, tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7]))
+    jobs[a1] = { rev = a3, st = a4, s = seq }
+    if a4 == 'available' and (not j or j.st ~= 'available') then wake = true end
   elseif op == 'Wdel' then
+    -- id, unique key ('' none), #leave, leave...
     local j = stored(a1)
-    if j.c then
-      reindex(a1, j.c, nil, j.s)
+    if j then
+      reindex(a1, j.s, i + 4, tonumber(a3), 0)
       redis.call('DEL', PJ .. a1)
-      if j.c.uk ~= '' and redis.call('HGET', P .. ':u:' .. j.c.uk, 'id') == a1 then
-        redis.call('DEL', P .. ':u:' .. j.c.uk)
+      if a2 ~= '' and redis.call('HGET', P .. ':u:' .. a2, 'id') == a1 then
+        redis.call('DEL', P .. ':u:' .. a2)
       end
-      jobs[a1] = { c = false }
+      jobs[a1] = false
     end
   elseif op == 'Wlock' then
     redis.call('HSET', P .. ':u:' .. a1, 'id', a2, 'at', a3)
@@ -387,6 +337,14 @@ local function write(op, i)
   end
 end
 
+-- The number of ARGV entries of the record at i (Wput and Wdel carry their
+-- index changes after their fixed arguments).
+local function span(op, i)
+  if op == 'Wput' then return 8 + tonumber(ARGV[i + 6]) + 2 * tonumber(ARGV[i + 7]) end
+  if op == 'Wdel' then return 4 + tonumber(ARGV[i + 3]) end
+  return ARITY[op] + 1
+end
+
 -- Groups: the ARGV index of each group's first record and of its end marker.
 local starts, ends
 local function parseGroups()
@@ -399,12 +357,13 @@ local function parseGroups()
     local arity = ARITY[op]
     if arity == nil then return 'ojs apply: unknown opcode ' .. tostring(op) end
     if op == 'Wput' then putCount = putCount + 1 end
+    if i + arity > n then return 'ojs apply: truncated record ' .. op end
     if op == 'E' then
       starts[#starts + 1] = first
       ends[#ends + 1] = i
       first = i + 1
     end
-    i = i + arity + 1
+    i = i + span(op, i)
   end
   if first <= n then
     starts[#starts + 1] = first
@@ -423,7 +382,7 @@ local function checkGroup(g, stopped)
       local why, queue = check(op, i)
       if why ~= nil then return why, queue end
     end
-    i = i + ARITY[op] + 1
+    i = i + span(op, i)
   end
   return nil
 end
@@ -433,7 +392,7 @@ local function applyGroup(g)
   while i < last do
     local op = ARGV[i]
     if string.byte(op, 1) == 87 then write(op, i) end -- 'W'
-    i = i + ARITY[op] + 1
+    i = i + span(op, i)
   end
 end
 

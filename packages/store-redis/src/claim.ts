@@ -85,7 +85,7 @@ export async function claimJobs(
         ops.job(job.id, job.rev, 'available').queueAdmits(queue);
         if (limit?.concurrency !== undefined) ops.keyConcurrency(limit.key, limit.concurrency);
         if (limit?.rate) ops.keyRate(limit.key, limit.rate.limit, limit.rate.period_ms);
-        ops.put(active, doc).takeQueueRate(queue);
+        ops.put(active, job, doc).takeQueueRate(queue);
         if (limit?.rate) ops.takeKeyRate(limit.key, limit.rate.period_ms);
         ops.events([
           jobEvent(

@@ -33,6 +33,7 @@ import {
   type JobFilter,
   type JobPageRequest,
   type JobRecord,
+  jobColumns,
   jobEvent,
   type LeaseItem,
   type LeaseResult,
@@ -365,7 +366,7 @@ export class RedisStore implements Store {
           if (!isTerminal(holder.state)) {
             const cancelled = cancel(holder, now);
             if (inBatch.has(holder.id)) inBatch.set(holder.id, cancelled);
-            else ops.job(holder.id, holder.rev).put(cancelled);
+            else ops.job(holder.id, holder.rev).put(cancelled, holder);
             extraEvents.push(
               jobEvent('job.cancelled', cancelled, { reason: 'unique_replace' }, now),
             );
@@ -377,7 +378,7 @@ export class RedisStore implements Store {
       }
       if (abort) return results;
       for (const job of inBatch.values()) {
-        ops.absent(job.id).put(job);
+        ops.absent(job.id).put(job, null);
         if (job.unique_key !== undefined) ops.lock(job.unique_key, job.id, now);
       }
       const insertedIds = new Set(inBatch.keys());
@@ -412,11 +413,26 @@ export class RedisStore implements Store {
   async commit(commit: Commit): Promise<boolean> {
     const now = commit.now ?? this.clock.now();
     for (let attempt = 0; ; attempt++) {
+      // The jobs as stored before the change (their index entries move with it).
+      const before = await this.#jobs([
+        ...new Set([
+          ...(commit.updates ?? []).map((w) => w.job.id),
+          ...(commit.deletes ?? []).map((d) => d.id),
+        ]),
+      ]);
       // Group 1: the caller's guarded writes (a failure answers false).
       const ops = new Ops();
-      for (const write of commit.updates ?? [])
-        ops.job(write.job.id, write.expectRev).put(write.job);
-      for (const del of commit.deletes ?? []) ops.job(del.id, del.expectRev).delete(del.id);
+      for (const write of commit.updates ?? []) {
+        const old = before.get(write.job.id);
+        if (old?.rev !== write.expectRev) return false;
+        ops.job(write.job.id, write.expectRev).put(write.job, old);
+        before.set(write.job.id, write.job);
+      }
+      for (const del of commit.deletes ?? []) {
+        const old = before.get(del.id);
+        if (old?.rev !== del.expectRev) return false;
+        ops.job(del.id, del.expectRev).delete(old);
+      }
       for (const write of commit.workflowUpdates ?? []) {
         ops.workflowRev(write.workflow.id, write.expectRev);
         ops.putWorkflow(write.workflow.id, write.workflow.rev, JSON.stringify(write.workflow));
@@ -467,10 +483,10 @@ export class RedisStore implements Store {
         }
         if (holder !== undefined && !isTerminal(holder.state)) {
           const cancelled = cancel(holder, now);
-          ops.job(holder.id, holder.rev).put(cancelled);
+          ops.job(holder.id, holder.rev).put(cancelled, holder);
           extraEvents.push(jobEvent('job.cancelled', cancelled, { reason: 'unique_replace' }, now));
         }
-        ops.absent(job.id).put(job);
+        ops.absent(job.id).put(job, null);
         if (key !== undefined) {
           ops.lock(key, job.id, now);
           batchLocks.set(key, { job, at: now });
@@ -548,7 +564,7 @@ export class RedisStore implements Store {
           else results[index] = { status: 'conflict', error, job };
           continue;
         }
-        ops.job(job.id, job.rev, 'active').put(decision.job).events(decision.events).end();
+        ops.job(job.id, job.rev, 'active').put(decision.job, job).events(decision.events).end();
         groups.push({ index, job, decided: decision.job, copy });
         current.set(job.id, decision.job);
       }
@@ -585,7 +601,11 @@ export class RedisStore implements Store {
       const decision = decideLeaseExtension(job, item, now);
       results.push(decision.result);
       if (decision.result.status === 'extended') {
-        ops.job(job!.id, job!.rev, 'active').put(decision.result.job).events(decision.events).end();
+        ops
+          .job(job!.id, job!.rev, 'active')
+          .put(decision.result.job, job)
+          .events(decision.events)
+          .end();
         groups.push({ index, job: job! });
         rows.set(job!.id, decision.result.job);
       } else if (decision.events.length > 0) {
@@ -614,7 +634,7 @@ export class RedisStore implements Store {
     const expiredIds = new Set<string>();
     for (const job of expiring) {
       const expired = expire(job, now);
-      ops.job(job.id, job.rev).put(expired);
+      ops.job(job.id, job.rev).put(expired, job);
       ops.events([
         jobEvent(
           'job.expired',
@@ -629,7 +649,7 @@ export class RedisStore implements Store {
     }
     for (const job of due) {
       if (expiredIds.has(job.id)) continue;
-      ops.job(job.id, job.rev).put(promote(job)).end();
+      ops.job(job.id, job.rev).put(promote(job), job).end();
       kinds.push('promote');
     }
     const applied = await this.#apply(ops, 'each', now);
@@ -687,25 +707,17 @@ export class RedisStore implements Store {
         (target.queues === undefined || target.queues.includes(q)) &&
         (target.exceptQueues === undefined || !target.exceptQueues.includes(q)),
     );
-    const state = target.retention === 'dead_letter' ? 'discarded' : target.retention;
-    const candidates: { id: string; finished: number }[] = [];
+    const candidates: JobRecord[] = [];
     for (const queue of queues) {
-      const flat = await this.#read([
-        'scores',
-        this.key('ret', queue, target.retention),
-        '-inf',
-        `(${target.before}`,
-        String(limit),
-      ]);
-      for (let i = 0; i < flat.length; i += 2) {
-        candidates.push({ id: String(flat[i]), finished: Number(flat[i + 1]) });
-      }
+      const key = this.key('ret', queue, target.retention);
+      candidates.push(...(await this.#range(key, '-inf', `(${target.before}`, 0, limit, 'asc')));
     }
     if (candidates.length === 0) return 0;
-    candidates.sort((a, b) => a.finished - b.finished);
+    const finished = (job: JobRecord) => jobColumns(job).finished_at ?? 0;
+    candidates.sort((a, b) => finished(a) - finished(b));
     const ops = new Ops();
-    // Still finished when deleted: a dead letter retry in between revives the job.
-    for (const { id } of candidates.slice(0, limit)) ops.job(id, '', state).delete(id).end();
+    // Guarded on rev: a dead letter retry in between revives the job, which stays.
+    for (const job of candidates.slice(0, limit)) ops.job(job.id, job.rev).delete(job).end();
     const applied = await this.#apply(ops, 'each', this.clock.now());
     return applied.statuses.filter((s) => s === 1).length;
   }

@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type JobRecord, jobColumns, type OjsEvent, toIso } from '@ojs/core';
 import type { Redis } from 'ioredis';
+import { type IndexChange, indexChange } from './indexes.ts';
 
 const FRAGMENTS = ['apply', 'read', 'prune-events'].map((name) =>
   readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8'),
@@ -65,13 +66,13 @@ const text = (value: string | number | boolean | null | undefined): string =>
         : ''
       : String(value);
 
-/** The arguments of a Wput record: the job's id, its document and its index columns packed (apply.lua FIELDS). */
-export function putArgs(job: JobRecord, doc: string): string[] {
-  const c = jobColumns(job);
+/** The index changes of a write as record arguments: counts, leave keys, then enter pairs. */
+function changeArgs(change: IndexChange): string[] {
   return [
-    job.id,
-    doc,
-    `${c.queue}\x1f${c.state}\x1f${c.priority}\x1f${c.type}\x1f${c.rev}\x1f${c.attempt}\x1f${text(c.worker_id)}\x1f${text(c.run_at)}\x1f${text(c.deadline)}\x1f${text(c.expires_at)}\x1f${text(c.finished_at)}\x1f${c.dead_letter ? '1' : ''}\x1f${text(c.workflow_id)}\x1f${text(c.rate_key)}\x1f${text(c.unique_key)}`,
+    String(change.leave.length),
+    String(change.enter.length),
+    ...change.leave,
+    ...change.enter.flat(),
   ];
 }
 
@@ -122,11 +123,33 @@ export class Ops {
     return this.#push('Gset', namespace, key, rev === null ? '' : String(rev));
   }
 
-  put(job: JobRecord, doc = JSON.stringify(job)): this {
-    return this.#push('Wput', ...putArgs(job, doc));
+  /**
+   * Writes `job`, which was `before` as stored (null: a new job), moving its
+   * index entries from the one to the other. Guard the write on `before`'s
+   * rev: the index change is only right for that record.
+   */
+  put(job: JobRecord, before: JobRecord | null, doc = JSON.stringify(job)): this {
+    const change = indexChange(before === null ? null : jobColumns(before), jobColumns(job));
+    return this.#push(
+      'Wput',
+      job.id,
+      doc,
+      String(job.rev),
+      job.state,
+      job.queue,
+      ...changeArgs(change),
+    );
   }
-  delete(id: string): this {
-    return this.#push('Wdel', id);
+  /** Deletes `job` as stored (guard on its rev) with its index entries and unique key. */
+  delete(job: JobRecord): this {
+    const change = indexChange(jobColumns(job), null);
+    return this.#push(
+      'Wdel',
+      job.id,
+      job.unique_key ?? '',
+      String(change.leave.length),
+      ...change.leave,
+    );
   }
   lock(key: string, id: string, at: number): this {
     return this.#push('Wlock', key, id, String(at));
