@@ -312,6 +312,70 @@ export class RedisStore implements Store {
   }
 
   async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
+    // Ids repeated within the call are judged (the later one is duplicate_id).
+    if (
+      jobs.every((job) => job.unique_key === undefined) &&
+      new Set(jobs.map((j) => j.id)).size === jobs.length
+    ) {
+      const results = await this.#insertTurn(jobs, events, now);
+      if (results !== null) return results;
+    }
+    return this.#insertJudged(jobs, events, now);
+  }
+
+  /** Inserts without unique keys waiting for the end of this event-loop turn (#flushTurn). */
+  #turn: TurnCall[] = [];
+
+  /**
+   * Inserts without unique keys issued in one turn of the event loop (the
+   * single POSTs of clients that send one request per job, 50 in flight)
+   * share one apply call, one group per call in `each` mode: each call
+   * stays all-or-none, and a call whose id is taken (its group refused)
+   * returns null and is judged on its own (#insertJudged).
+   */
+  #insertTurn(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[] | null> {
+    return new Promise((resolve, reject) => {
+      // After the poll phase: the calls of every request read in this turn are in.
+      if (this.#turn.length === 0) setImmediate(() => this.#flushTurn());
+      this.#turn.push({ jobs, events, now, resolve, reject });
+    });
+  }
+
+  async #flushTurn(): Promise<void> {
+    const calls = this.#turn;
+    this.#turn = [];
+    const ops = new Ops();
+    for (const call of calls) {
+      const ids = new Set<string>();
+      for (const job of call.jobs) {
+        ids.add(job.id);
+        ops.absent(job.id).put(job, null);
+      }
+      ops.events(call.events.filter((e) => e.subject === undefined || ids.has(e.subject))).end();
+    }
+    let applied: Applied;
+    try {
+      applied = await this.#apply(ops, 'each', Math.max(...calls.map((c) => c.now)));
+    } catch (error) {
+      for (const call of calls) call.reject(error);
+      return;
+    }
+    calls.forEach((call, i) => {
+      if (applied.statuses[i] !== 1) {
+        call.resolve(null);
+        return;
+      }
+      call.resolve(
+        call.jobs.map((job) => ({
+          status: 'inserted',
+          job: { ...job, seq: applied.seqs.get(job.id) },
+        })),
+      );
+    });
+  }
+
+  /** Inserts read and judged in core: unique keys, taken ids; one apply call in `all` mode. */
+  async #insertJudged(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
     // First try: ids are new (no read); unique keys are read. A stale read retries with everything read.
     for (let attempt = 0; ; attempt++) {
       const uniqueKeys = [
@@ -927,6 +991,14 @@ export class RedisStore implements Store {
       } while (cursor !== '0');
     });
   }
+}
+
+interface TurnCall {
+  jobs: JobRecord[];
+  events: OjsEvent[];
+  now: number;
+  resolve: (results: InsertResult[] | null) => void;
+  reject: (error: unknown) => void;
 }
 
 /** An event's fields against the filter (the SQL stores' WHERE of listEvents). */
