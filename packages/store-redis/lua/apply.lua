@@ -19,7 +19,9 @@ ARGV[4] = wanted: in 'each' mode, stop after this many applied groups (0: all)
 ARGV[5..] = records: an opcode and its fixed number of arguments (ARITY);
           'E' ends a group.
 
-A job is a hash: d (its JSON document, the source of truth), s (its FIFO
+A job is a hash: d and l (its JSON document, the source of truth, in two
+parts: d the fields set at enqueue, l the lifecycle, so a transition
+rewrites only l; src/records.ts), s (its FIFO
 sequence number, given here at insert), rev and st (its rev and state, for
 the guards). Indexes are sorted sets whose members are job ids; which sets
 a job is in is decided in TypeScript (src/indexes.ts) for the job before
@@ -45,7 +47,7 @@ local KEYS, ARGV, P, now, nowIso
 local ARITY = {
   Gjob = 3, Gabsent = 1, Gunique = 2, Gqueue = 1, Gkconc = 2, Gkrate = 3,
   Gwf = 2, Gcron = 2, Gset = 3,
-  Wput = 7, Wdel = 3, Wlock = 3, Wqrate = 1, Wkrate = 2, Wwf = 3, Wcron = 5,
+  Wput = 8, Wdel = 3, Wlock = 3, Wqrate = 1, Wkrate = 2, Wwf = 3, Wcron = 5,
   Wcrondel = 1, Wset = 4, Wsetdel = 2, Wev = 2, Wqpause = 2, Wqconf = 4, E = 0,
 }
 local PJ, PQS, PRKA
@@ -254,22 +256,28 @@ end
 local function write(op, i)
   local a1, a2, a3, a4 = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   if op == 'Wput' then
-    -- id, doc, rev, state, queue, #leave, #enter, leave..., (enter, score)...
+    -- id, base ('' unchanged), life, rev, state, queue, #leave, #enter,
+    -- leave..., (enter, score)...
     local j = stored(a1)
+    local rev, st = a4, ARGV[i + 5]
     local seq
     if j then
       seq = j.s
-      redis.call('HSET', PJ .. a1, 'd', a2, 'rev', a3, 'st', a4)
+      if a2 == '' then
+        redis.call('HSET', PJ .. a1, 'l', a3, 'rev', rev, 'st', st)
+      else
+        redis.call('HSET', PJ .. a1, 'd', a2, 'l', a3, 'rev', rev, 'st', st)
+      end
     else
       seq = nextSeq()
-      redis.call('HSET', PJ .. a1, 'd', a2, 'rev', a3, 'st', a4, 's', seq)
+      redis.call('HSET', PJ .. a1, 'd', a2, 'l', a3, 'rev', rev, 'st', st, 's', seq)
       seqs[#seqs + 1] = a1
       seqs[#seqs + 1] = seq
-      ensureQueue(ARGV[i + 5])
+      ensureQueue(ARGV[i + 6])
     end
-    reindex(a1, seq, i + 8, tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7]))
-    jobs[a1] = { rev = a3, st = a4, s = seq }
-    if a4 == 'available' and (not j or j.st ~= 'available') then wake = true end
+    reindex(a1, seq, i + 9, tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8]))
+    jobs[a1] = { rev = rev, st = st, s = seq }
+    if st == 'available' and (not j or j.st ~= 'available') then wake = true end
   elseif op == 'Wdel' then
     -- id, unique key ('' none), #leave, leave...
     local j = stored(a1)
@@ -340,7 +348,7 @@ end
 -- The number of ARGV entries of the record at i (Wput and Wdel carry their
 -- index changes after their fixed arguments).
 local function span(op, i)
-  if op == 'Wput' then return 8 + tonumber(ARGV[i + 6]) + 2 * tonumber(ARGV[i + 7]) end
+  if op == 'Wput' then return 9 + tonumber(ARGV[i + 7]) + 2 * tonumber(ARGV[i + 8]) end
   if op == 'Wdel' then return 4 + tonumber(ARGV[i + 3]) end
   return ARITY[op] + 1
 end

@@ -6,20 +6,20 @@ claim's candidates with their queues' limits). Reads only.
 
 KEYS[1] = '<prefix>:seq'. ARGV[1] = the read, then its arguments:
 
-  jobs ID...                       -> seq, doc per id (nil, nil when missing)
+  jobs ID...                       -> seq, base, life per id (nils when missing)
   range KEY MIN MAX OFFSET LIMIT DIR [BY]
-                                   -> id, seq, doc of the members of the
+                                   -> id, seq, base, life of the members of the
                                       sorted set KEY with MIN <= score <= MAX
                                       (Redis score syntax: '(' excludes),
                                       DIR 'asc' or 'desc'
   claim WANTED (QUEUE CURSOR)...   -> per queue: paused, then id, score, seq,
-                                      doc of up to WANTED available jobs after
+                                      base, life of up to WANTED available jobs after
                                       CURSOR (an exclusive score), in claim
                                       order; fewer queues are read once WANTED
                                       candidates were found
   scores KEY MIN MAX LIMIT         -> id, score of the first LIMIT members in range
   locks KEY...                     -> per unique key: holder id, locked_at,
-                                      seq, doc (nils when free)
+                                      seq, base, life (nils when free)
   queue NAME                       -> created_at, paused, conc, rate, period
   counts                           -> queue, state, count of every non-zero pair
   qstats QUEUE NOW                 -> paused, 8 state counts, completed in the
@@ -27,12 +27,13 @@ KEYS[1] = '<prefix>:seq'. ARGV[1] = the read, then its arguments:
                                       last hour
   queues                           -> name, created_at, paused, conc, rate, period
   rate KEY                         -> active, waiting, window start, count,
-                                      doc of the newest active or waiting job
+                                      base document of the newest active or
+                                      waiting job (its rate_limit)
   cron NAME...                     -> doc per cron
   crondue NOW                      -> docs of due crons
   crons                            -> docs of every cron, by name
   settings NS PREFIX               -> key, rev, record per setting
-  events AFTER_ID CURSOR DIR LIMIT -> seq, doc of up to LIMIT events after
+  events AFTER_ID CURSOR DIR LIMIT -> seq, id, stored event of up to LIMIT events after
                                       the event AFTER_ID (all when '' or
                                       unknown), continuing past the seq
                                       CURSOR ('' none) in direction DIR
@@ -46,8 +47,9 @@ local function stateKey(q, st)
 end
 local STATES = { 'scheduled', 'available', 'pending', 'active', 'completed', 'retryable', 'cancelled', 'discarded' }
 
+-- A job's seq, base document and lifecycle document (src/records.ts).
 local function doc(id)
-  return redis.call('HMGET', P .. ':j:' .. id, 's', 'd')
+  return redis.call('HMGET', P .. ':j:' .. id, 's', 'd', 'l')
 end
 
 local function read(KEYS, ARGV)
@@ -59,6 +61,7 @@ local function read(KEYS, ARGV)
       local v = doc(ARGV[i])
       out[#out + 1] = v[1]
       out[#out + 1] = v[2]
+      out[#out + 1] = v[3]
     end
     return out
   elseif op == 'range' then
@@ -75,6 +78,7 @@ local function read(KEYS, ARGV)
       out[#out + 1] = id
       out[#out + 1] = v[1]
       out[#out + 1] = v[2]
+      out[#out + 1] = v[3]
     end
     return out
   elseif op == 'claim' then
@@ -99,6 +103,7 @@ local function read(KEYS, ARGV)
             queue[#queue + 1] = ids[j + 1]
             queue[#queue + 1] = v[1]
             queue[#queue + 1] = v[2]
+            queue[#queue + 1] = v[3]
             found = found + 1
           end
         end
@@ -114,10 +119,11 @@ local function read(KEYS, ARGV)
       local lock = redis.call('HMGET', key('u', ARGV[i]), 'id', 'at')
       out[#out + 1] = lock[1]
       out[#out + 1] = lock[2]
-      local v = { false, false }
+      local v = { false, false, false }
       if lock[1] then v = doc(lock[1]) end
       out[#out + 1] = v[1]
       out[#out + 1] = v[2]
+      out[#out + 1] = v[3]
     end
     return out
   elseif op == 'queue' then
@@ -214,6 +220,7 @@ local function read(KEYS, ARGV)
     local out = {}
     for j = 1, #ids, 2 do
       out[#out + 1] = ids[j + 1]
+      out[#out + 1] = ids[j]
       out[#out + 1] = redis.call('HGET', key('evd'), ids[j])
     end
     return out

@@ -18,7 +18,7 @@ import {
   type JobRecord,
   jobEvent,
 } from '@ojs/core';
-import { parseJob, type Reply } from './records.ts';
+import { parseJob, type Reply, splitJob } from './records.ts';
 import { type Applied, Ops } from './scripts.ts';
 
 export interface ClaimIo {
@@ -52,7 +52,8 @@ export async function claimJobs(
       ...queues.flatMap((q) => [q, cursors.get(q) ?? '-inf']),
     ])) as Reply[][];
     const ops = new Ops();
-    const decided: { job: JobRecord; doc: string; queue: string; key?: string }[] = [];
+    const decided: { job: JobRecord; base: string; life: string; queue: string; key?: string }[] =
+      [];
     let found = 0;
     for (let i = 0; i < queues.length; i++) {
       const queue = queues[i]!;
@@ -63,14 +64,15 @@ export async function claimJobs(
         continue;
       }
       const asked = page - found;
-      const count = (entries.length - 1) / 4;
+      const count = (entries.length - 1) / 5;
       found += count;
       // A queue that had fewer than asked for has nothing after this page.
       if (count < asked) closed.add(queue);
-      for (let j = 1; j < entries.length; j += 4) {
+      for (let j = 1; j < entries.length; j += 5) {
         cursors.set(queue, String(entries[j + 1]));
         scanned++;
-        const job = parseJob(entries[j + 2], entries[j + 3]);
+        const base = String(entries[j + 3]);
+        const job = parseJob(entries[j + 2], base, entries[j + 4]);
         if (job === null) continue;
         if (job.expires_at_ms !== undefined && job.expires_at_ms <= request.now) continue;
         if (!handlersAdmit(request.handlers, job)) continue;
@@ -81,11 +83,11 @@ export async function claimJobs(
           now: request.now,
           visibilityTimeoutMs: request.visibilityTimeoutMs,
         });
-        const doc = JSON.stringify(active);
+        const parts = splitJob(active, job);
         ops.job(job.id, job.rev, 'available').queueAdmits(queue);
         if (limit?.concurrency !== undefined) ops.keyConcurrency(limit.key, limit.concurrency);
         if (limit?.rate) ops.keyRate(limit.key, limit.rate.limit, limit.rate.period_ms);
-        ops.put(active, job, doc).takeQueueRate(queue);
+        ops.put(active, job, parts).takeQueueRate(queue);
         if (limit?.rate) ops.takeKeyRate(limit.key, limit.rate.period_ms);
         ops.events([
           jobEvent(
@@ -96,22 +98,19 @@ export async function claimJobs(
           ),
         ]);
         ops.end();
-        decided.push({ job: active, doc, queue, key: limit?.key });
+        decided.push({ job: active, base, life: parts.life, queue, key: limit?.key });
       }
     }
     if (found === 0) break;
     if (decided.length === 0) continue;
     const applied = await io.apply(ops, 'each', request.now, wanted);
     applied.statuses.forEach((status, i) => {
-      const { job, doc, queue, key } = decided[i]!;
+      const { job, base, life, queue, key } = decided[i]!;
       if (status === 1) {
         claimed.push(job);
         if (job.workflow_id === undefined) {
           // A parse of the JSON written: the caller holds `job` and may change it.
-          kept.keep(job.id, doc.length, () => ({
-            ...(JSON.parse(doc) as JobRecord),
-            seq: job.seq,
-          }));
+          kept.keep(job.id, base.length + life.length, () => parseJob(job.seq, base, life)!);
         }
       } else if (status === 'paused' || status === 'qconc' || status === 'qrate') {
         closed.add(queue);

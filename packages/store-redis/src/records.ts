@@ -1,36 +1,154 @@
 /**
- * Records as the scripts answer them: a job is its document (the JSON core
- * wrote) plus the FIFO seq the store gave it, kept beside the document in
- * the job's hash because it is assigned inside the insert's script.
+ * Records as the Redis functions store and answer them.
+ *
+ * A job's JSON document (what core wrote) is kept in two parts: `d` holds
+ * the fields an enqueue sets and no transition changes (BASE_FIELDS: type,
+ * queue, args, meta, retry, ...), `l` the rest (state, attempt, timestamps,
+ * lease, errors, result, ...). A transition whose base fields are the very
+ * values of the record it was decided on (core's transitions copy the
+ * record and change lifecycle fields) rewrites only `l`: a claim or an ACK
+ * sends about a third of the document. Reading merges the two. The FIFO
+ * seq is kept beside them (`s`): it is given inside the insert's function.
+ *
+ * Events are stored without what every event of this server has in common
+ * (specversion, source, datacontenttype) and rebuilt in makeEvent's key
+ * order when read; any other event is stored as it is.
  */
-import type { JobRecord, QueueInfo } from '@ojs/core';
+import { EVENT_SOURCE, type JobRecord, type OjsEvent, type QueueInfo } from '@ojs/core';
 
 export type Reply = unknown;
 
-/** A job from its seq and document; null when the job does not exist. */
-export function parseJob(seq: Reply, doc: Reply): JobRecord | null {
-  if (doc === null || doc === undefined) return null;
-  const job = JSON.parse(String(doc)) as JobRecord;
+/** Fields an enqueue sets that transitions carry over unchanged. */
+const BASE_FIELDS = new Set([
+  'id',
+  'type',
+  'queue',
+  'args',
+  'meta',
+  'priority',
+  'retry',
+  'timeout_ms',
+  'visibility_timeout_ms',
+  'tags',
+  'schema',
+  'created_at',
+  'enqueued_at',
+  'scheduled_at',
+  'expires_at',
+  'expires_at_ms',
+  'workflow_id',
+  'workflow_step',
+  'workflow_step_id',
+  'workflow_callback',
+  'unique',
+  'unique_key',
+  'rate_limit',
+  'extensions',
+  'routed_version',
+  'version',
+  'version_num',
+]);
+
+/**
+ * The stored parts of `job`: its base fields (or '' when they are those of
+ * `before`, which is then not rewritten) and its lifecycle fields.
+ */
+export function splitJob(job: JobRecord, before: JobRecord | null): { base: string; life: string } {
+  const base: Record<string, unknown> = {};
+  const life: Record<string, unknown> = {};
+  const fields = job as unknown as Record<string, unknown>;
+  const old = before as unknown as Record<string, unknown> | null;
+  let same = old !== null;
+  for (const key in fields) {
+    const value = fields[key];
+    if (value === undefined) continue;
+    if (BASE_FIELDS.has(key)) {
+      base[key] = value;
+      if (same && old![key] !== value) same = false;
+    } else {
+      life[key] = value;
+    }
+  }
+  if (same) {
+    // A base field the new record dropped must be dropped from `d` too.
+    for (const key in old!) {
+      if (BASE_FIELDS.has(key) && old![key] !== undefined && !(key in base)) same = false;
+    }
+  }
+  return { base: same ? '' : JSON.stringify(base), life: JSON.stringify(life) };
+}
+
+/** A job from its seq and stored parts; null when the job does not exist. */
+export function parseJob(seq: Reply, base: Reply, life: Reply): JobRecord | null {
+  if (base === null || base === undefined) return null;
+  const job = JSON.parse(String(base)) as JobRecord;
+  Object.assign(job, JSON.parse(String(life)));
   job.seq = Number(seq);
   return job;
 }
 
-/** Jobs from a flat reply of (seq, doc) pairs, missing ones left out. */
-export function parseJobPairs(flat: Reply[]): (JobRecord | null)[] {
+/** Jobs from a flat reply of (seq, base, life) triples, null for missing ones. */
+export function parseJobTriples(flat: Reply[]): (JobRecord | null)[] {
   const jobs: (JobRecord | null)[] = [];
-  for (let i = 0; i < flat.length; i += 2) jobs.push(parseJob(flat[i], flat[i + 1]));
+  for (let i = 0; i < flat.length; i += 3) jobs.push(parseJob(flat[i], flat[i + 1], flat[i + 2]));
   return jobs;
 }
 
-/** Jobs from a flat reply of (id, seq, doc) triples (read.lua `range`). */
-export function parseJobTriples(flat: Reply[]): JobRecord[] {
+/** Jobs from a flat reply of (id, seq, base, life) (read.lua `range`). */
+export function parseJobQuads(flat: Reply[]): JobRecord[] {
   const jobs: JobRecord[] = [];
-  for (let i = 0; i < flat.length; i += 3) {
-    const job = parseJob(flat[i + 1], flat[i + 2]);
+  for (let i = 0; i < flat.length; i += 4) {
+    const job = parseJob(flat[i + 1], flat[i + 2], flat[i + 3]);
     // A member whose job is gone (never: indexes change with the job) is skipped.
     if (job !== null) jobs.push(job);
   }
   return jobs;
+}
+
+/** An event as stored: the envelope without this server's constant fields, or all of it. */
+export function encodeEvent(event: OjsEvent): string {
+  const keys = Object.keys(event);
+  const standard =
+    event.specversion === '1.0' &&
+    event.source === EVENT_SOURCE &&
+    event.datacontenttype === 'application/json' &&
+    keys.every((k) => STANDARD_EVENT_KEYS.has(k));
+  if (!standard) return JSON.stringify(event);
+  return JSON.stringify(
+    event.subject === undefined
+      ? [event.type, event.time, event.data]
+      : [event.type, event.time, event.data, event.subject],
+  );
+}
+
+const STANDARD_EVENT_KEYS = new Set([
+  'specversion',
+  'id',
+  'type',
+  'source',
+  'time',
+  'datacontenttype',
+  'data',
+  'subject',
+]);
+
+export function decodeEvent(id: string, stored: string): OjsEvent {
+  const parsed = JSON.parse(stored) as
+    | OjsEvent
+    | [string, string, Record<string, unknown>, string?];
+  if (!Array.isArray(parsed)) return parsed;
+  const [type, time, data, subject] = parsed;
+  const event: OjsEvent = {
+    specversion: '1.0',
+    id,
+    type,
+    source: EVENT_SOURCE,
+    time,
+    datacontenttype: 'application/json',
+    data,
+  };
+  if (subject !== undefined) event.subject = subject;
+  return event;
 }
 
 /** A queue from its hash fields (read.lua `queue`, `queues`): created_at, paused, conc, rate, period. */

@@ -61,7 +61,14 @@ import { claimJobs } from './claim.ts';
 import { toStoreError } from './errors.ts';
 import { judgePersistence, type Persistence } from './persistence.ts';
 import * as queries from './queries.ts';
-import { parseJob, parseJobPairs, parseJobTriples, queueInfo, type Reply } from './records.ts';
+import {
+  decodeEvent,
+  parseJob,
+  parseJobQuads,
+  parseJobTriples,
+  queueInfo,
+  type Reply,
+} from './records.ts';
 import { type Applied, Functions, Ops, parseApplied } from './scripts.ts';
 
 export interface RedisStoreOptions {
@@ -279,7 +286,7 @@ export class RedisStore implements Store {
     limit: number,
     dir: 'asc' | 'desc',
   ): Promise<JobRecord[]> {
-    return parseJobTriples(
+    return parseJobQuads(
       await this.#read(['range', key, min, max, String(offset), String(limit), dir]),
     );
   }
@@ -287,7 +294,7 @@ export class RedisStore implements Store {
   async #jobs(ids: string[]): Promise<Map<string, JobRecord>> {
     const found = new Map<string, JobRecord>();
     if (ids.length === 0) return found;
-    const jobs = parseJobPairs(await this.#read(['jobs', ...ids]));
+    const jobs = parseJobTriples(await this.#read(['jobs', ...ids]));
     jobs.forEach((job, i) => {
       if (job !== null) found.set(ids[i]!, job);
     });
@@ -304,9 +311,10 @@ export class RedisStore implements Store {
     if (keys.length === 0) return locks;
     const flat = await this.#read(['locks', ...keys]);
     keys.forEach((key, i) => {
-      const job = parseJob(flat[i * 4 + 2], flat[i * 4 + 3]);
-      if (flat[i * 4] !== null && job !== null)
-        locks.set(key, { job, at: Number(flat[i * 4 + 1]) });
+      const job = parseJob(flat[i * 5 + 2], flat[i * 5 + 3], flat[i * 5 + 4]);
+      if (flat[i * 5] !== null && job !== null) {
+        locks.set(key, { job, at: Number(flat[i * 5 + 1]) });
+      }
     });
     return locks;
   }
@@ -962,13 +970,13 @@ export class RedisStore implements Store {
     let cursor = '';
     for (;;) {
       const flat = await this.#read(['events', filter.after ?? '', cursor, dir, String(page)]);
-      for (let i = 0; i < flat.length; i += 2) {
-        const event = JSON.parse(String(flat[i + 1])) as OjsEvent;
+      for (let i = 0; i < flat.length; i += 3) {
+        const event = decodeEvent(String(flat[i + 1]), String(flat[i + 2]));
         if (eventMatches(filter, event)) out.push(event);
         if (out.length >= filter.limit) return out;
       }
-      if (flat.length / 2 < page) return out;
-      cursor = String(flat[flat.length - 2]);
+      if (flat.length / 3 < page) return out;
+      cursor = String(flat[flat.length - 3]);
     }
   }
 

@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { type JobRecord, jobColumns, type OjsEvent, toIso } from '@ojs/core';
 import type { Redis } from 'ioredis';
 import { type IndexChange, indexChange } from './indexes.ts';
+import { encodeEvent, splitJob } from './records.ts';
 
 const FRAGMENTS = ['apply', 'read', 'prune-events'].map((name) =>
   readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8'),
@@ -128,12 +129,17 @@ export class Ops {
    * index entries from the one to the other. Guard the write on `before`'s
    * rev: the index change is only right for that record.
    */
-  put(job: JobRecord, before: JobRecord | null, doc = JSON.stringify(job)): this {
+  put(
+    job: JobRecord,
+    before: JobRecord | null,
+    parts: { base: string; life: string } = splitJob(job, before),
+  ): this {
     const change = indexChange(before === null ? null : jobColumns(before), jobColumns(job));
     return this.#push(
       'Wput',
       job.id,
-      doc,
+      parts.base,
+      parts.life,
       String(job.rev),
       job.state,
       job.queue,
@@ -182,7 +188,7 @@ export class Ops {
     return this.#push('Wsetdel', namespace, key);
   }
   events(events: readonly OjsEvent[]): this {
-    for (const event of events) this.#push('Wev', event.id, JSON.stringify(event));
+    for (const event of events) this.#push('Wev', event.id, encodeEvent(event));
     return this;
   }
   pauseQueue(queue: string, paused: boolean): this {
