@@ -68,16 +68,12 @@ describe('judgePersistence', () => {
     assert.match(verdict.message, /appendfsync no/);
   });
 
-  it(
-    'AOF with appendfsync no does not promise "about one second" (the OS flushes when it likes, ~30 s on Linux)',
-    {
-      todo: 'judgePersistence gives appendfsync no the everysec verdict (info, "about one second")',
-    },
-    () => {
-      const verdict = judgePersistence({ ...base, appendonly: 'yes', appendfsync: 'no' });
-      assert.doesNotMatch(verdict.message, /about one second/);
-    },
-  );
+  it('AOF with appendfsync no does not promise "about one second" (the OS flushes when it likes, ~30 s on Linux)', {
+    todo: 'judgePersistence gives appendfsync no the everysec verdict (info, "about one second")',
+  }, () => {
+    const verdict = judgePersistence({ ...base, appendonly: 'yes', appendfsync: 'no' });
+    assert.doesNotMatch(verdict.message, /about one second/);
+  });
 
   it('an evicting maxmemory-policy turns any verdict into a warning that names it', () => {
     for (const appendfsync of ['always', 'everysec']) {
