@@ -4,8 +4,8 @@
  *
  *   1. 1,000 jobs queued (one batch call); claim+ack SAMPLE jobs, keeping the
  *      depth at ~1,000 (every round's jobs are replaced, untimed).
- *   2. Filled to `backlog` queued jobs with batch enqueues of 10,000 per call
- *      (the fill rate is reported too).
+ *   2. Filled to `backlog` queued jobs with batch enqueues of `fillBatch`
+ *      (FILL_BATCH, 10,000, by default) per call (the fill rate is reported too).
  *   3. claim+ack SAMPLE jobs at that depth, kept the same way.
  *
  * One claim+ack round = POST /ojs/v1/workers/fetch (count 50) then
@@ -15,9 +15,14 @@
  * read at each step, and once more after the fill with the server left
  * idle for QUIET_MS: what it holds once a burst is over (the server gives
  * memory back when quiet, core startQuietGc).
+ *
+ * On Redis (`redis` given) the jobs live in Redis's memory: Redis's
+ * used_memory and the MEMORY USAGE of the store's own keys are read at the
+ * same steps (redis.ts), before the first job too.
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { type RedisMemoryReading, readRedisMemory } from './redis.ts';
 
 export const SMALL_DEPTH = 1000;
 export const SAMPLE_JOBS = 10_000;
@@ -163,6 +168,14 @@ export interface BacklogResult {
   memory_at_backlog_quiet: Memory;
   large: ClaimAckResult;
   memory_after_large: Memory;
+  /** Redis store only: Redis memory at the same steps, and before the first job. */
+  redis_memory?: {
+    at_start: RedisMemoryReading;
+    at_small: RedisMemoryReading;
+    at_backlog: RedisMemoryReading;
+    at_backlog_quiet: RedisMemoryReading;
+    after_large: RedisMemoryReading;
+  };
 }
 
 /** Runs the phase against a fresh server; every step is bounded by `phaseTimeoutMs`. */
@@ -172,13 +185,19 @@ export async function runBacklog(
   backlog: number,
   phaseTimeoutMs: number,
   log: (line: string) => void,
+  redis?: { pattern: string; group: (key: string) => string },
+  fillBatch = FILL_BATCH,
 ): Promise<BacklogResult> {
   const sample = SAMPLE_JOBS;
+  const readRedis = async () =>
+    redis === undefined ? undefined : await readRedisMemory(redis.pattern, redis.group);
   const memory_at_start = readMemory(pid);
+  const redis_at_start = await readRedis();
   await enqueueBatch(url, SMALL_DEPTH);
   log(`claim+ack at depth ${SMALL_DEPTH}`);
   const small = await claimAck(url, SMALL_DEPTH, sample, performance.now() + phaseTimeoutMs);
   const memory_at_small = readMemory(pid);
+  const redis_at_small = await readRedis();
 
   // Filling is given more time: a million rows take a while on a 2-core box.
   const fillDeadline = performance.now() + Math.max(phaseTimeoutMs, 600_000);
@@ -192,25 +211,27 @@ export async function runBacklog(
       fillError = 'PHASE_TIMEOUT';
       break;
     }
-    const count = Math.min(FILL_BATCH, toFill - filled);
+    const count = Math.min(fillBatch, toFill - filled);
     await enqueueBatch(url, count);
     filled += count;
     if (filled >= nextLog) {
       log(`filled ${SMALL_DEPTH + filled}/${backlog}`);
-      nextLog += Math.max(FILL_BATCH, Math.floor(toFill / 5));
+      nextLog += Math.max(fillBatch, Math.floor(toFill / 5));
     }
   }
   const fillMs = performance.now() - t0;
   const fill = {
     jobs: filled,
-    batch: FILL_BATCH,
+    batch: fillBatch,
     jobs_per_s: fillMs > 0 ? Math.round((filled * 1000 * 10) / fillMs) / 10 : 0,
     ...(fillError === undefined ? {} : { error: fillError }),
   };
   const queued_after_fill = await queuedCount(url);
   const memory_at_backlog = readMemory(pid);
+  const redis_at_backlog = await readRedis();
   await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
   const memory_at_backlog_quiet = readMemory(pid);
+  const redis_at_backlog_quiet = await readRedis();
   log(`claim+ack at depth ${SMALL_DEPTH + filled}`);
   const large = await claimAck(
     url,
@@ -219,6 +240,7 @@ export async function runBacklog(
     performance.now() + phaseTimeoutMs,
   );
   const memory_after_large = readMemory(pid);
+  const redis_after_large = await readRedis();
   return {
     backlog,
     sample,
@@ -231,5 +253,16 @@ export async function runBacklog(
     memory_at_backlog_quiet,
     large,
     memory_after_large,
+    ...(redis_at_start === undefined
+      ? {}
+      : {
+          redis_memory: {
+            at_start: redis_at_start,
+            at_small: redis_at_small!,
+            at_backlog: redis_at_backlog!,
+            at_backlog_quiet: redis_at_backlog_quiet!,
+            after_large: redis_after_large!,
+          },
+        }),
   };
 }

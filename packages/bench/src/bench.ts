@@ -5,9 +5,11 @@
  *   npm run bench                                   # full run (SQLite FULL + PostgreSQL, all modes)
  *   npm run bench -- --n 2000 --backlog 20000       # smoke run, a few minutes
  *   npm run bench -- --stores sqlite --modes http --anchors off --phases enqueue_bulk,drain_bulk
+ *   npm run bench -- --stores redis                 # our server on Redis next to BullMQ on the same Redis
  *
  * For each store (SQLite file with synchronous=FULL, the server's default;
- * PostgreSQL in a throwaway schema) and mode (see ojs-anchor.ts), our adapter
+ * PostgreSQL in a throwaway schema; Redis under a throwaway key prefix) and
+ * mode (see ojs-anchor.ts), our adapter
  * runs through ../shared/bench-anchors/common.js, the harness of the anchor
  * scripts, so every phase is measured the same way as theirs. Then the
  * backlog phase (backlog.ts), then the anchor scripts themselves with the
@@ -21,11 +23,12 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   dropPostgresSchema,
+  dropRedisPrefix,
   ROOT,
   startServerProcess,
   withPostgres,
 } from '../../../scripts/lib.ts';
-import { installServer } from '../../../scripts/packed.ts';
+import { installApp, installServer, pack, SERVER_PACKAGES } from '../../../scripts/packed.ts';
 import { type BacklogResult, runBacklog } from './backlog.ts';
 import {
   ANCHOR_PHASES,
@@ -47,7 +50,28 @@ import {
   track,
   untrack,
 } from './procs.ts';
-import { ANCHOR_OF, anchorPhaseRows, backlogRows, type Row, renderTable } from './report.ts';
+import {
+  type BullmqBacklogResult,
+  cpuSeconds,
+  ourKeyGroup,
+  REDIS_HOST,
+  REDIS_PORT,
+  REDIS_URL,
+  type RedisInfo,
+  redisInfo,
+  redisNetBytes,
+  runBullmqBacklog,
+  usedMemory,
+} from './redis.ts';
+import {
+  ANCHOR_OF,
+  anchorPhaseRows,
+  backlogRows,
+  type CpuFigures,
+  cpuRows,
+  type Row,
+  renderTable,
+} from './report.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -57,8 +81,6 @@ const ANCHORS_DIR = resolve(
   process.env.OJS_BENCH_ANCHORS_DIR ?? join(ROOT, '..', 'shared', 'bench-anchors'),
 );
 const POSTGRES_URL = process.env.OJS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const REDIS_HOST = process.env.REDIS_HOST ?? '127.0.0.1';
-const REDIS_PORT = Number(process.env.REDIS_PORT ?? 6379);
 /** Where require('bullmq') / require('graphile-worker') resolve for the anchor scripts. */
 const NODE_PATH = [join(PACKAGE_DIR, 'node_modules'), join(ROOT, 'node_modules')].join(':');
 
@@ -108,8 +130,22 @@ async function postgresProblem(): Promise<string | undefined> {
 /** The server's logging and metrics switched off (`--observability off`). */
 let observabilityEnv: Record<string, string> = {};
 
+/** redis-server as found at start (INFO server): its pid for /proc CPU readings. */
+let redis: RedisInfo | undefined;
+
 /** A fresh store for one run: its server spec, the adapter's spec, and its removal. */
 function freshStore(store: StoreName, tmp: string, tag: string) {
+  if (store === 'redis') {
+    // Its own key prefix on the Redis BullMQ uses, every key of it deleted afterwards.
+    const prefix = `ojs-bench-${process.pid}-${tag}`.replace(/[^\w.:-]/g, '_');
+    return {
+      spec: `${REDIS_URL}?prefix=${prefix}`,
+      serverEnv: {} as Record<string, string>,
+      sync: undefined as string | undefined,
+      keyPattern: `{${prefix}}:*` as string | undefined,
+      remove: () => dropRedisPrefix(REDIS_URL, prefix).catch(() => {}),
+    };
+  }
   if (store === 'postgres') {
     const schema = `ojs_bench_${process.pid}_${tag}`.replace(/[^a-z0-9_]/g, '_');
     const url = new URL(POSTGRES_URL);
@@ -118,6 +154,7 @@ function freshStore(store: StoreName, tmp: string, tag: string) {
       spec: url.toString(),
       serverEnv: {} as Record<string, string>,
       sync: undefined as string | undefined,
+      keyPattern: undefined as string | undefined,
       remove: () => dropPostgresSchema(POSTGRES_URL, schema).catch(() => {}),
     };
   }
@@ -127,6 +164,7 @@ function freshStore(store: StoreName, tmp: string, tag: string) {
     spec: `sqlite:${file}`,
     serverEnv: { OJS_SQLITE_SYNCHRONOUS: sync } as Record<string, string>,
     sync: sync as string | undefined,
+    keyPattern: undefined as string | undefined,
     remove: async () => {
       for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true });
     },
@@ -178,6 +216,27 @@ function commonEnv(opts: BenchOptions, phases: readonly Phase[], only?: readonly
 const hardTimeout = (opts: BenchOptions) =>
   (opts.phaseTimeoutS * ANCHOR_PHASES.length + 240) * 1000;
 
+/** Jobs a run of these phases enqueues (each one processed once: the drains add none). */
+function jobsOf(opts: BenchOptions, phases: readonly Phase[]): number {
+  let jobs = 0;
+  for (const phase of phases) {
+    if (phase === 'enqueue_seq') jobs += opts.seq;
+    else if (phase === 'latency_idle') jobs += opts.lat;
+    else if (phase === 'enqueue_single' || phase === 'enqueue_bulk' || phase === 'steady_e2e')
+      jobs += opts.n;
+  }
+  return jobs;
+}
+
+const cpuDelta = (before: number | null, after: number | null) =>
+  before === null || after === null ? null : Math.round((after - before) * 100) / 100;
+
+type NetBytes = Awaited<ReturnType<typeof redisNetBytes>>;
+const netDelta = (before: NetBytes, after: NetBytes) => ({
+  redis_net_in_bytes: before && after ? after.in - before.in : null,
+  redis_net_out_bytes: before && after ? after.out - before.out : null,
+});
+
 interface OurRun {
   store: StoreName;
   mode: Mode;
@@ -187,6 +246,8 @@ interface OurRun {
   /** The end of its stderr, when it failed. */
   stderr_tail?: string;
   wall_s?: number;
+  /** CPU time over the whole run (/proc): our server process, and redis-server on Redis. */
+  cpu?: CpuFigures;
 }
 
 async function runOurs(
@@ -201,6 +262,10 @@ async function runOurs(
       : opts.phases.filter((p) => p !== 'backlog');
   const run: OurRun = { store, mode, phases };
   const db = freshStore(store, tmp, `${store}_${mode}`);
+  const redisPid = store === 'redis' ? (redis?.pid ?? null) : null;
+  const redisCpu0 = cpuSeconds(redisPid);
+  const net0 = store === 'redis' ? await redisNetBytes() : null;
+  let serverCpu: number | null = null;
   const t0 = performance.now();
   const label = `ojs ${store} ${mode}`;
   log(`\n== ${label}: ${phases.join(', ')}`);
@@ -238,17 +303,31 @@ async function runOurs(
       await withServer(
         db.spec,
         db.serverEnv,
-        (server) =>
-          child({
-            OJS_BENCH_URL: server.url,
-            ...(server.grpcAddress === undefined ? {} : { OJS_BENCH_GRPC: server.grpcAddress }),
-          }),
+        async (server) => {
+          const cpu0 = cpuSeconds(server.pid);
+          try {
+            await child({
+              OJS_BENCH_URL: server.url,
+              ...(server.grpcAddress === undefined ? {} : { OJS_BENCH_GRPC: server.grpcAddress }),
+            });
+          } finally {
+            serverCpu = cpuDelta(cpu0, cpuSeconds(server.pid));
+          }
+        },
         { grpc: mode === 'grpc' },
       );
     }
   } catch (error) {
     run.error = (error as Error).message;
   } finally {
+    const redisCpu = cpuDelta(redisCpu0, cpuSeconds(redisPid));
+    const net1 = net0 === null ? null : await redisNetBytes();
+    run.cpu = {
+      jobs: jobsOf(opts, phases),
+      server_s: serverCpu,
+      redis_server_s: redisCpu,
+      ...(store === 'redis' ? netDelta(net0, net1) : {}),
+    };
     await db.remove();
   }
   run.wall_s = Math.round((performance.now() - t0) / 100) / 10;
@@ -260,34 +339,75 @@ interface BacklogRun {
   store: StoreName;
   result?: BacklogResult;
   error?: string;
+  /** Redis only: used_memory once our prefix was deleted (is everything given back?). */
+  redis_used_memory_after_removal?: number | null;
+  /** Redis only: BullMQ's backlog of the same depth, the anchor of the memory figures. */
+  bullmq?: { result?: BullmqBacklogResult; error?: string };
 }
+
+const backlogDepth = (opts: BenchOptions, store: StoreName) =>
+  store === 'redis' ? opts.redisBacklog : opts.backlog;
 
 async function runBacklogPhase(
   opts: BenchOptions,
   store: StoreName,
   tmp: string,
+  withBullmq: boolean,
 ): Promise<BacklogRun> {
   const db = freshStore(store, tmp, `${store}_backlog`);
-  log(`\n== ojs ${store} backlog: ${opts.backlog.toLocaleString('en-US')} jobs`);
+  const depth = backlogDepth(opts, store);
+  log(`\n== ojs ${store} backlog: ${depth.toLocaleString('en-US')} jobs`);
+  const run: BacklogRun = { store };
   try {
-    const result = await withServer(db.spec, db.serverEnv, (server) =>
-      runBacklog(server.url, server.pid, opts.backlog, opts.phaseTimeoutS * 1000, (line) =>
-        log(`  [ojs ${store} backlog] ${line}`),
+    run.result = await withServer(db.spec, db.serverEnv, (server) =>
+      runBacklog(
+        server.url,
+        server.pid,
+        depth,
+        opts.phaseTimeoutS * 1000,
+        (line) => log(`  [ojs ${store} backlog] ${line}`),
+        db.keyPattern === undefined ? undefined : { pattern: db.keyPattern, group: ourKeyGroup },
+        opts.fillBatch,
       ),
     );
-    return { store, result };
   } catch (error) {
     log(`   backlog on ${store}: ${(error as Error).message}`);
-    return { store, error: (error as Error).message };
+    run.error = (error as Error).message;
   } finally {
     await db.remove();
   }
+  if (store === 'redis') {
+    run.redis_used_memory_after_removal = await usedMemory();
+    if (withBullmq) {
+      log(
+        `\n== anchor bullmq backlog: ${depth.toLocaleString('en-US')} jobs (addBulk of ${opts.fillBatch})`,
+      );
+      try {
+        run.bullmq = {
+          result: await runBullmqBacklog(
+            depth,
+            opts.fillBatch,
+            Math.max(opts.phaseTimeoutS * 1000, 600_000),
+            (line) => log(`  [bullmq backlog] ${line}`),
+          ),
+        };
+      } catch (error) {
+        log(`   bullmq backlog: ${(error as Error).message}`);
+        run.bullmq = { error: (error as Error).message };
+      }
+    }
+  }
+  return run;
 }
 
-async function runAnchor(
-  opts: BenchOptions,
-  anchor: Anchor,
-): Promise<{ result?: Obj; error?: string }> {
+interface AnchorRun {
+  result?: Obj;
+  error?: string;
+  /** BullMQ: redis-server's CPU time over the whole script. */
+  cpu?: CpuFigures;
+}
+
+async function runAnchor(opts: BenchOptions, anchor: Anchor): Promise<AnchorRun> {
   const file = anchor === 'bullmq' ? 'bullmq-bench.js' : 'graphile-bench.js';
   const env: Record<string, string> = {
     ...commonEnv(opts, opts.phases),
@@ -297,16 +417,43 @@ async function runAnchor(
       : { DATABASE_URL: POSTGRES_URL, GW_BATCHING: '1' }),
   };
   log(`\n== anchor ${anchor}: ${file}${anchor === 'graphile' ? ' (GW_BATCHING=1)' : ''}`);
+  const redisPid = anchor === 'bullmq' ? (redis?.pid ?? null) : null;
+  const redisCpu0 = cpuSeconds(redisPid);
+  const net0 = anchor === 'bullmq' ? await redisNetBytes() : null;
   const out = await runNodeScript(join(ANCHORS_DIR, file), {
     cwd: ANCHORS_DIR,
     env,
     hardTimeoutMs: hardTimeout(opts),
     label: anchor,
   });
+  const redisCpu = cpuDelta(redisCpu0, cpuSeconds(redisPid));
+  const cpu: CpuFigures | undefined =
+    anchor === 'bullmq'
+      ? {
+          jobs: jobsOf(opts, opts.phases),
+          server_s: null,
+          redis_server_s: redisCpu,
+          ...netDelta(net0, await redisNetBytes()),
+        }
+      : undefined;
   if (out.json === undefined)
-    return { error: out.timedOut ? 'hard time limit' : `exit ${out.code}, no result` };
-  if (typeof out.json.error === 'string') return { result: out.json, error: out.json.error };
-  return { result: out.json };
+    return { error: out.timedOut ? 'hard time limit' : `exit ${out.code}, no result`, cpu };
+  if (typeof out.json.error === 'string') return { result: out.json, error: out.json.error, cpu };
+  return { result: out.json, cpu };
+}
+
+/**
+ * The `ojs` command the server processes run, packed and installed as npm
+ * installs it: installServer's packages, plus @ojs/store-redis when a Redis
+ * store runs (the server imports it only for a redis:// spec, "when installed").
+ */
+async function installPackedServer(root: string, withRedis: boolean): Promise<string> {
+  if (!withRedis) return (await installServer(root)).entry;
+  const tarballs: string[] = [];
+  for (const name of [...SERVER_PACKAGES, '@ojs/store-redis'])
+    tarballs.push(await pack(name, root));
+  const app = await installApp(tarballs, root);
+  return join(app, 'node_modules/@ojs/cli/dist/main.js');
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -349,16 +496,39 @@ async function main(argv: string[]): Promise<number> {
     stores = stores.filter((s) => s !== 'postgres');
     anchors = anchors.filter((a) => a !== 'graphile');
   }
-  if (anchors.includes('bullmq')) {
+  if (anchors.includes('bullmq') || stores.includes('redis')) {
     const problem = await redisReachable(REDIS_HOST, REDIS_PORT);
     if (problem) {
-      note(`skipped the BullMQ anchor: ${problem}`);
+      if (anchors.includes('bullmq')) note(`skipped the BullMQ anchor: ${problem}`);
+      if (stores.includes('redis')) note(`skipped the Redis runs: ${problem}`);
       anchors = anchors.filter((a) => a !== 'bullmq');
+      stores = stores.filter((s) => s !== 'redis');
     }
+  }
+  if (anchors.includes('bullmq') || stores.includes('redis')) {
+    try {
+      redis = await redisInfo();
+    } catch (error) {
+      note(`INFO from Redis failed (${(error as Error).message}): no redis-server CPU figures`);
+    }
+  }
+  if (stores.includes('redis')) {
+    note(
+      `redis: our server on Redis ${redis?.version ?? '?'} at ${REDIS_HOST}:${REDIS_PORT} db 0 under its own key prefix (ojs-bench-<pid>-redis_<mode>, deleted after each run), the Redis BullMQ runs on; redis-server's CPU (pid ${redis?.pid ?? '?'}, /proc) is read around each whole run, ours and BullMQ's, and counts any other client of that Redis too.`,
+    );
+    if (opts.phases.includes('backlog'))
+      note(
+        `redis backlog: ${opts.redisBacklog.toLocaleString('en-US')} queued jobs (--redis-backlog), not --backlog: they live in Redis's memory; per-1,000,000 figures are scaled linearly from that depth. Redis memory: used_memory (the whole Redis, so other clients' keys move it too) and the MEMORY USAGE sum of the keys of our prefix (of bull:<queue>:* for BullMQ's backlog of the same depth, addBulk of ${opts.fillBatch}).`,
+      );
+  }
+  if (opts.modes.includes('in-process') && stores.includes('redis') && anchorPhases.length > 0) {
+    note(
+      'in-process on Redis: the producer process and the worker process each run an engine on the same key prefix (a pub/sub message wakes the idle worker), no server.',
+    );
   }
   if (
     opts.modes.includes('in-process') &&
-    stores.some((s) => s !== 'postgres') &&
+    stores.some((s) => s === 'sqlite' || s === 'sqlite-normal') &&
     anchorPhases.length > 0
   ) {
     note(
@@ -399,7 +569,7 @@ async function main(argv: string[]): Promise<number> {
   const tmp = mkdtempSync(join(tmpdir(), 'ojs-bench-'));
   const ours: OurRun[] = [];
   const backlogs: BacklogRun[] = [];
-  const anchorResults: Partial<Record<Anchor, { result?: Obj; error?: string }>> = {};
+  const anchorResults: Partial<Record<Anchor, AnchorRun>> = {};
   try {
     if (opts.server === 'packed' && needsServer) {
       // What users run: `npm install @ojs/cli` gives built JavaScript, which
@@ -408,7 +578,7 @@ async function main(argv: string[]): Promise<number> {
       const t = performance.now();
       log('\n== packing and installing the server packages (--server packed)');
       try {
-        serverEntry = (await installServer(join(tmp, 'packed'))).entry;
+        serverEntry = await installPackedServer(join(tmp, 'packed'), stores.includes('redis'));
       } catch (error) {
         process.stderr.write(
           `bench: packing the server failed (--server source runs the repository's sources): ${(error as Error).message}\n`,
@@ -424,7 +594,15 @@ async function main(argv: string[]): Promise<number> {
           ours.push(await runOurs(opts, store, mode, tmp));
         }
       }
-      if (opts.phases.includes('backlog')) backlogs.push(await runBacklogPhase(opts, store, tmp));
+      if (opts.phases.includes('backlog'))
+        backlogs.push(
+          await runBacklogPhase(
+            opts,
+            store,
+            tmp,
+            opts.anchors.includes('bullmq') && redis !== undefined,
+          ),
+        );
     }
     for (const anchor of anchors) anchorResults[anchor] = await runAnchor(opts, anchor);
   } finally {
@@ -438,9 +616,14 @@ async function main(argv: string[]): Promise<number> {
       rows.push(
         ...anchorPhaseRows(store, run.mode, run.result, anchor?.result, run.phases, run.error),
       );
+      // CPU rows on Redis: redis-server's share is comparable with BullMQ's.
+      if (store === 'redis' && run.cpu)
+        rows.push(
+          ...cpuRows(store, run.mode, run.cpu, run.mode === 'raw' ? undefined : anchor?.cpu),
+        );
     }
     for (const b of backlogs.filter((x) => x.store === store))
-      rows.push(...backlogRows(store, b.result, b.error));
+      rows.push(...backlogRows(store, b.result, b.error, b.bullmq?.result));
   }
   const finished = new Date();
   process.stdout.write(`${renderTable(rows)}\n\n`);

@@ -9,7 +9,8 @@
  *   OJS_BENCH_MODE         http | in-process | raw
  *   OJS_BENCH_URL          server URL (http, raw, grpc)
  *   OJS_BENCH_GRPC         host:port of the server's gRPC binding (grpc)
- *   OJS_BENCH_STORE        store spec (in-process): sqlite:PATH or postgres://...?schema=NAME
+ *   OJS_BENCH_STORE        store spec (in-process): sqlite:PATH, postgres://...?schema=NAME or
+ *                          redis://HOST:PORT/DB?prefix=NAME
  *   OJS_BENCH_SQLITE_SYNC  FULL | NORMAL (in-process SQLite; the server's default is FULL)
  *   OJS_BENCH_LABEL        name printed in the result
  *   OJS_BENCH_ANCHORS_DIR  directory of common.js
@@ -20,7 +21,8 @@
  *               no-op handler, SDK defaults otherwise) over HTTP.
  *   in-process  the same client and worker over InProcessTransport: the producer
  *               process and the worker process each run an Engine on the same store
- *               (SQLite: the same file; PostgreSQL: the same schema). No server.
+ *               (SQLite: the same file; PostgreSQL: the same schema; Redis: the same
+ *               key prefix). No server.
  *   grpc        the same client and worker over GrpcTransport (@ojs/sdk/grpc) to the
  *               server's gRPC binding: unary Enqueue/EnqueueBatch, Fetch (long poll on
  *               x-ojs-wait-ms), one Ack per job.
@@ -67,7 +69,18 @@ const common = require(join(ANCHORS_DIR, 'common.js')) as Common;
 async function openEngine(): Promise<{ engine: Engine; close(): Promise<void> }> {
   const { Engine } = await import('@ojs/engine');
   let store: ConstructorParameters<typeof Engine>[0]['store'];
-  if (STORE.startsWith('postgres')) {
+  if (STORE.startsWith('redis://')) {
+    const { RedisStore } = await import('@ojs/store-redis');
+    // As the server's createStore() builds it from a spec: URL and prefix.
+    const url = new URL(STORE);
+    const prefix = url.searchParams.get('prefix') ?? undefined;
+    url.search = '';
+    store = new RedisStore({
+      url: url.toString(),
+      prefix,
+      onError: (e, context) => process.stderr.write(`store: ${context}: ${e.message}\n`),
+    });
+  } else if (STORE.startsWith('postgres')) {
     const { PostgresStore } = await import('@ojs/store-postgres');
     // Same settings as the server's createStore(): connection string only.
     store = new PostgresStore({
@@ -172,7 +185,7 @@ const adapter = {
     store: STORE === '' ? undefined : STORE.replace(/\/\/[^@/]*@/, '//'),
     url: URL_ === '' ? undefined : URL_,
     grpc: GRPC === '' ? undefined : GRPC,
-    sqlite_synchronous: MODE === 'in-process' && !STORE.startsWith('postgres') ? SYNC : undefined,
+    sqlite_synchronous: MODE === 'in-process' && STORE.startsWith('sqlite:') ? SYNC : undefined,
   }),
 
   async producerSetup(): Promise<ProducerCtx> {

@@ -18,7 +18,7 @@ export const ANCHOR_PHASES = [
 export const PHASES = [...ANCHOR_PHASES, 'backlog'] as const;
 export type Phase = (typeof PHASES)[number];
 
-export const STORES = ['sqlite', 'sqlite-normal', 'postgres'] as const;
+export const STORES = ['sqlite', 'sqlite-normal', 'postgres', 'redis'] as const;
 export type StoreName = (typeof STORES)[number];
 
 /**
@@ -48,6 +48,10 @@ export interface BenchOptions {
   seq: number;
   lat: number;
   backlog: number;
+  /** Queued jobs of the backlog phase on Redis (held in Redis's memory; figures also scaled to 1,000,000). */
+  redisBacklog: number;
+  /** Jobs per batch enqueue of the backlog fill (and of BullMQ's backlog on Redis). */
+  fillBatch: number;
   phases: Phase[];
   anchors: Anchor[];
   phaseTimeoutS: number;
@@ -66,13 +70,17 @@ function onOff(flag: string, value: string): boolean {
 
 export const USAGE = `Usage: npm run bench -- [flags]
 
-  --stores LIST     sqlite (synchronous=FULL, the default), sqlite-normal, postgres
-                    (default sqlite,postgres)
+  --stores LIST     sqlite (synchronous=FULL, the default), sqlite-normal, postgres, redis
+                    (default sqlite,postgres; redis: our server on Redis next to BullMQ on the same Redis)
+  --store LIST      the same as --stores (one of the two)
   --modes LIST      http, in-process, raw, grpc (default all four)
   --n N             jobs per enqueue/drain/steady phase (default 20000)
   --seq N           jobs of enqueue_seq (default 1000)
   --lat N           jobs of latency_idle (default 500)
   --backlog N       queued jobs of the backlog phase (default 1000000, at least 2000)
+  --redis-backlog N the same on Redis, whose jobs live in Redis's memory (default 200000, at least
+                    2000; memory figures are also given scaled to 1,000,000 jobs)
+  --fill-batch N    jobs per batch enqueue of the backlog fill (default 10000, the server's maximum)
   --phases LIST     ${PHASES.join(', ')} (default all)
   --anchors X       on, off, or a list of bullmq, graphile (default on)
   --phase-timeout S time limit of each phase in seconds (default 180)
@@ -125,12 +133,15 @@ export function parseOptions(argv: string[]): BenchOptions {
       strict: true,
       allowPositionals: false,
       options: {
-        stores: { type: 'string', default: 'sqlite,postgres' },
+        stores: { type: 'string' },
+        store: { type: 'string' },
         modes: { type: 'string', default: MODES.join(',') },
         n: { type: 'string', default: '20000' },
         seq: { type: 'string', default: '1000' },
         lat: { type: 'string', default: '500' },
         backlog: { type: 'string', default: '1000000' },
+        'redis-backlog': { type: 'string', default: '200000' },
+        'fill-batch': { type: 'string', default: '10000' },
         phases: { type: 'string', default: PHASES.join(',') },
         anchors: { type: 'string', default: 'on' },
         'phase-timeout': { type: 'string', default: '180' },
@@ -155,6 +166,10 @@ export function parseOptions(argv: string[]): BenchOptions {
   if (phases.includes('drain_bulk') && !phases.includes('enqueue_bulk')) {
     throw new UsageError('--phases: drain_bulk drains what enqueue_bulk left');
   }
+  if (values.stores !== undefined && values.store !== undefined) {
+    throw new UsageError('--store and --stores are the same flag: give one of them');
+  }
+  const storesValue = (values.stores ?? values.store ?? 'sqlite,postgres') as string;
   const anchorsValue = values.anchors as string;
   const anchors =
     anchorsValue === 'on'
@@ -163,12 +178,14 @@ export function parseOptions(argv: string[]): BenchOptions {
         ? []
         : list('anchors', anchorsValue, ANCHORS);
   return {
-    stores: list('stores', values.stores as string, STORES),
+    stores: list(values.store === undefined ? 'stores' : 'store', storesValue, STORES),
     modes: list('modes', values.modes as string, MODES),
     n: integer('n', values.n as string, 1, 10_000_000),
     seq: integer('seq', values.seq as string, 1, 10_000_000),
     lat: integer('lat', values.lat as string, 1, 1_000_000),
     backlog: integer('backlog', values.backlog as string, 2000, 100_000_000),
+    redisBacklog: integer('redis-backlog', values['redis-backlog'] as string, 2000, 100_000_000),
+    fillBatch: integer('fill-batch', values['fill-batch'] as string, 1, 10_000),
     phases: PHASES.filter((p) => phases.includes(p)),
     anchors,
     phaseTimeoutS: integer('phase-timeout', values['phase-timeout'] as string, 5, 3600),

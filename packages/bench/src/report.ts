@@ -2,11 +2,12 @@
  * The comparison table: one row per figure, ours next to the anchor's
  * figure of the same phase measured in the same run, and their ratio
  * (ours / anchor, of the figure shown: for jobs/s higher is better, for
- * latency lower is better). SQLite rows compare with BullMQ (Redis),
- * PostgreSQL rows with graphile-worker with batching.
+ * latency lower is better). SQLite and Redis rows compare with BullMQ
+ * (Redis), PostgreSQL rows with graphile-worker with batching.
  */
 import { type BacklogResult, QUIET_MS } from './backlog.ts';
 import type { Anchor, Mode, StoreName } from './options.ts';
+import { type BullmqBacklogResult, bytesPerJob, mibPerMillion } from './redis.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -14,7 +15,7 @@ export interface Row {
   store: StoreName;
   mode: Mode | 'backlog';
   phase: string;
-  unit: 'jobs/s' | 'ms' | 'MiB';
+  unit: 'jobs/s' | 'ms' | 'MiB' | 'µs/job' | 'B/job';
   ours: number | null;
   anchor: Anchor | null;
   anchor_value: number | null;
@@ -28,12 +29,14 @@ export const ANCHOR_OF: Record<StoreName, Anchor> = {
   sqlite: 'bullmq',
   'sqlite-normal': 'bullmq',
   postgres: 'graphile',
+  redis: 'bullmq',
 };
 
 export const STORE_TITLE: Record<StoreName, string> = {
   sqlite: 'SQLite (synchronous=FULL)',
   'sqlite-normal': 'SQLite (synchronous=NORMAL)',
   postgres: 'PostgreSQL',
+  redis: 'Redis (our server on the Redis BullMQ uses)',
 };
 
 export const ANCHOR_TITLE: Record<Anchor, string> = {
@@ -152,7 +155,163 @@ export function anchorPhaseRows(
   return rows;
 }
 
-export function backlogRows(store: StoreName, b: BacklogResult | undefined, error?: string): Row[] {
+/** CPU time over one whole run (every phase of it), read from /proc. */
+export interface CpuFigures {
+  /** Jobs the run enqueued (and processed). */
+  jobs: number;
+  /** Our server process (modes with a server), seconds. */
+  server_s: number | null;
+  /** redis-server (Redis store, BullMQ), seconds. */
+  redis_server_s: number | null;
+  /** Bytes Redis read from / wrote to its clients over the run (INFO stats; Redis store, BullMQ). */
+  redis_net_in_bytes?: number | null;
+  redis_net_out_bytes?: number | null;
+}
+
+/** The engine's default event retention (newest events kept by its pruner). */
+const EVENT_RETENTION = 100_000;
+
+const perJobUs = (seconds: number | null, jobs: number) =>
+  seconds === null || jobs <= 0 ? null : (seconds * 1e6) / jobs;
+
+/** Redis store: redis-server's CPU per job over the run next to BullMQ's, and our server's. */
+export function cpuRows(
+  store: StoreName,
+  mode: Mode,
+  ours: CpuFigures,
+  anchor: CpuFigures | undefined,
+): Row[] {
+  const redis = perJobUs(ours.redis_server_s, ours.jobs);
+  const theirs = anchor ? perJobUs(anchor.redis_server_s, anchor.jobs) : null;
+  const server = perJobUs(ours.server_s, ours.jobs);
+  const seconds = (s: number | null) => (s === null ? '?' : `${s.toFixed(2)} s`);
+  const bytes = (cpu: CpuFigures) => {
+    const per = (b: number | null | undefined) =>
+      b === null || b === undefined || cpu.jobs <= 0 ? '?' : formatNumber(b / cpu.jobs);
+    return `${per(cpu.redis_net_in_bytes)} B in / ${per(cpu.redis_net_out_bytes)} B out per job`;
+  };
+  const rows: Row[] = [
+    {
+      store,
+      mode,
+      phase: 'redis-server CPU (whole run)',
+      unit: 'µs/job',
+      ours: redis,
+      anchor: anchor ? 'bullmq' : null,
+      anchor_value: theirs,
+      ratio: redis !== null && theirs ? redis / theirs : null,
+      detail: `${seconds(ours.redis_server_s)} over ${ours.jobs.toLocaleString('en-US')} jobs, Redis traffic ${bytes(ours)}${anchor ? `; BullMQ ${seconds(anchor.redis_server_s)} over ${anchor.jobs.toLocaleString('en-US')}, ${bytes(anchor)}` : ''}`,
+    },
+  ];
+  if (ours.server_s !== null) {
+    rows.push({
+      store,
+      mode,
+      phase: 'server process CPU (whole run)',
+      unit: 'µs/job',
+      ours: server,
+      anchor: null,
+      anchor_value: null,
+      ratio: null,
+      detail: `${seconds(ours.server_s)}; with redis-server ${formatNumber(server !== null && redis !== null ? server + redis : null)} µs/job (BullMQ has no server process)`,
+    });
+  }
+  return rows;
+}
+
+/** Redis store's backlog: Redis memory per queued job, next to BullMQ's backlog of the same depth. */
+function redisBacklogRows(
+  store: StoreName,
+  b: BacklogResult,
+  bullmq: BullmqBacklogResult | undefined,
+): Row[] {
+  const r = b.redis_memory;
+  if (r === undefined) return [];
+  const filled = b.fill.jobs;
+  const depth = b.large.depth.toLocaleString('en-US');
+  const scaled = `scaled from ${depth} queued to 1,000,000`;
+  const mib = (bytes: number | null | undefined) =>
+    bytes === null || bytes === undefined ? '?' : `${formatNumber(bytes / 2 ** 20)} MiB`;
+  const oursKeys = bytesPerJob(r.at_small.keys?.bytes, r.at_backlog.keys?.bytes, filled);
+  const oursUsed = bytesPerJob(r.at_small.used_memory, r.at_backlog.used_memory, filled);
+  const bull = bullmq && bullmq.backlog > 0 ? bullmq : undefined;
+  const theirKeys = bull
+    ? bytesPerJob(bull.memory_before.keys?.bytes, bull.memory_at_backlog.keys?.bytes, bull.backlog)
+    : null;
+  const theirUsed = bull
+    ? bytesPerJob(bull.memory_before.used_memory, bull.memory_at_backlog.used_memory, bull.backlog)
+    : null;
+  const breakdown = (
+    before: Record<string, { bytes: number }> | undefined,
+    after: Record<string, { bytes: number }> | undefined,
+    jobs: number,
+  ) =>
+    after === undefined
+      ? ''
+      : Object.entries(after)
+          .map(([g, v]) => `${g} ${formatNumber((v.bytes - (before?.[g]?.bytes ?? 0)) / jobs)}`)
+          .join(', ');
+  // The engine prunes the event log to its newest 100,000 events (eventRetention,
+  // every 60 s): at 1,000,000 queued the events do not scale with the jobs.
+  const eventBytes = (g: Record<string, { bytes: number }> | undefined) => g?.events?.bytes ?? 0;
+  const oursEvents =
+    r.at_backlog.keys && filled > 0
+      ? (eventBytes(r.at_backlog.keys.groups) - eventBytes(r.at_small.keys?.groups)) / filled
+      : null;
+  const capped =
+    oursKeys !== null && oursEvents !== null
+      ? mibPerMillion(oursKeys - oursEvents + (oursEvents * EVENT_RETENTION) / 1_000_000)
+      : null;
+  const base = { store, mode: 'backlog' as const };
+  const rows: Row[] = [
+    {
+      ...base,
+      phase: 'Redis memory per 1,000,000 queued (our keys)',
+      unit: 'MiB',
+      ours: mibPerMillion(oursKeys),
+      anchor: bull ? 'bullmq' : null,
+      anchor_value: mibPerMillion(theirKeys),
+      ratio: oursKeys !== null && theirKeys ? oursKeys / theirKeys : null,
+      detail: `MEMORY USAGE of the prefix's keys, ${scaled}: ${formatNumber(oursKeys)} B/job (${breakdown(r.at_small.keys?.groups, r.at_backlog.keys?.groups, filled)}); ${formatNumber(capped)} MiB with the event log at the engine's ${EVENT_RETENTION.toLocaleString('en-US')}-event cap${bull ? `; BullMQ ${formatNumber(theirKeys)} B/job (${breakdown(bull.memory_before.keys?.groups, bull.memory_at_backlog.keys?.groups, bull.backlog)})` : ''}`,
+    },
+    {
+      ...base,
+      phase: 'Redis used_memory per 1,000,000 queued',
+      unit: 'MiB',
+      ours: mibPerMillion(oursUsed),
+      anchor: bull ? 'bullmq' : null,
+      anchor_value: mibPerMillion(theirUsed),
+      // used_memory is the whole Redis's: other clients' keys can make a delta meaningless.
+      ratio:
+        oursUsed !== null && oursUsed > 0 && theirUsed !== null && theirUsed > 0
+          ? oursUsed / theirUsed
+          : null,
+      detail: `${(oursUsed !== null && oursUsed <= 0) || (theirUsed !== null && theirUsed <= 0) ? 'a delta <= 0: other clients of this Redis changed used_memory meanwhile, see the row above; ' : ''}INFO used_memory ${mib(r.at_small.used_memory)} @${b.small.depth.toLocaleString('en-US')} -> ${mib(r.at_backlog.used_memory)} @${depth} (${mib(r.at_start.used_memory)} before the first job), ${scaled}${bull ? `; BullMQ ${mib(bull.memory_before.used_memory)} -> ${mib(bull.memory_at_backlog.used_memory)}` : ''}`,
+    },
+  ];
+  const idleChange =
+    b.memory_at_backlog_quiet.rss_mib !== null && b.memory_at_start.rss_mib !== null
+      ? Math.round((b.memory_at_backlog_quiet.rss_mib - b.memory_at_start.rss_mib) * 10) / 10
+      : null;
+  rows.push({
+    ...base,
+    phase: `server RSS change, idle at start -> idle @${depth}`,
+    unit: 'MiB',
+    ours: idleChange,
+    anchor: null,
+    anchor_value: null,
+    ratio: null,
+    detail: `${formatNumber(b.memory_at_start.rss_mib)} -> ${formatNumber(b.memory_at_backlog_quiet.rss_mib)} MiB (${QUIET_MS / 1000} s idle); not scaled: the queued jobs live in Redis, the server keeps at most its claimed jobs (keepClaimed, 10,000), so its RSS per 1,000,000 queued is this same reading`,
+  });
+  return rows;
+}
+
+export function backlogRows(
+  store: StoreName,
+  b: BacklogResult | undefined,
+  error?: string,
+  bullmq?: BullmqBacklogResult,
+): Row[] {
   const base = { store, mode: 'backlog' as const, anchor: null, anchor_value: null, ratio: null };
   if (b === undefined) {
     return [
@@ -189,7 +348,7 @@ export function backlogRows(store: StoreName, b: BacklogResult | undefined, erro
     },
     {
       ...base,
-      phase: 'fill (batch 10,000)',
+      phase: `fill (batch ${b.fill.batch.toLocaleString('en-US')})`,
       unit: 'jobs/s',
       ours: b.fill.jobs_per_s,
       detail: `${depth(b.fill.jobs)} jobs; queue stats: ${b.queued_after_fill === null ? '?' : depth(b.queued_after_fill)} available`,
@@ -216,6 +375,7 @@ export function backlogRows(store: StoreName, b: BacklogResult | undefined, erro
       ours: b.memory_at_backlog_quiet.rss_mib,
       detail: 'read again after the fill with no request in between',
     },
+    ...redisBacklogRows(store, b, bullmq),
   ];
 }
 
@@ -234,7 +394,7 @@ export function renderTable(rows: Row[]): string {
       r.phase,
       r.unit,
       r.ours === null ? (r.error ? 'error' : '-') : formatNumber(r.ours),
-      r.mode === 'backlog' ? '' : formatNumber(r.anchor_value),
+      r.mode === 'backlog' && r.anchor_value === null ? '' : formatNumber(r.anchor_value),
       r.ratio === null ? '' : `${r.ratio.toFixed(2)}x`,
       r.error ? `error: ${r.error}${r.detail ? `; ${r.detail}` : ''}` : r.detail,
     ]);

@@ -1,8 +1,9 @@
 /** The bench's flag parsing and ratio arithmetic (no benchmark runs here). */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { BacklogResult } from '../src/backlog.ts';
 import { PHASES, parseOptions, skipList, UsageError } from '../src/options.ts';
-import { anchorPhaseRows } from '../src/report.ts';
+import { anchorPhaseRows, backlogRows, cpuRows } from '../src/report.ts';
 
 describe('bench flags', () => {
   it('defaults: SQLite and PostgreSQL, every mode and phase, both anchors', () => {
@@ -13,6 +14,14 @@ describe('bench flags', () => {
     assert.deepEqual(o.anchors, ['bullmq', 'graphile']);
     assert.equal(o.n, 20_000);
     assert.equal(o.backlog, 1_000_000);
+    assert.equal(o.redisBacklog, 200_000);
+  });
+
+  it('Redis: --stores redis or --store redis, its own backlog depth', () => {
+    assert.deepEqual(parseOptions(['--stores', 'redis']).stores, ['redis']);
+    assert.deepEqual(parseOptions(['--store', 'redis']).stores, ['redis']);
+    assert.deepEqual(parseOptions(['--store', 'sqlite,redis']).stores, ['sqlite', 'redis']);
+    assert.equal(parseOptions(['--redis-backlog', '100_000']).redisBacklog, 100_000);
   });
 
   it('reads numbers, lists and anchors', () => {
@@ -54,7 +63,10 @@ describe('bench flags', () => {
     [['--n', '12k'], /not an integer/],
     [['--n', '0'], /out of range/],
     [['--backlog', '100'], /out of range/],
-    [['--stores', 'redis'], /unknown 'redis'/],
+    [['--stores', 'mysql'], /--stores: unknown 'mysql'/],
+    [['--store', 'mysql'], /--store: unknown 'mysql'/],
+    [['--store', 'redis', '--stores', 'sqlite'], /give one of them/],
+    [['--redis-backlog', '100'], /out of range/],
     [['--anchors', 'pgboss'], /unknown 'pgboss'/],
     [['--phases', 'drain_bulk'], /drain_bulk drains what enqueue_bulk left/],
     [['--phases', ''], /empty list/],
@@ -106,5 +118,72 @@ describe('bench ratios', () => {
     assert.equal(rows[0]!.ratio, null);
     assert.equal(rows[0]!.anchor, 'graphile');
     assert.equal(rows[0]!.error, 'PHASE_TIMEOUT');
+  });
+
+  it('Redis: redis-server CPU per job against BullMQ over the same phases', () => {
+    const rows = cpuRows(
+      'redis',
+      'http',
+      { jobs: 1000, server_s: 0.3, redis_server_s: 0.2, redis_net_in_bytes: 3_000_000 },
+      { jobs: 1000, server_s: null, redis_server_s: 0.1 },
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.phase, r.unit, r.ours, r.anchor, r.anchor_value, r.ratio]),
+      [
+        ['redis-server CPU (whole run)', 'µs/job', 200, 'bullmq', 100, 2],
+        ['server process CPU (whole run)', 'µs/job', 300, null, null, null],
+      ],
+    );
+    assert.match(rows[0]!.detail, /3,000 B in/);
+  });
+
+  it('Redis backlog: memory per queued job scaled to 1,000,000, BullMQ as the anchor', () => {
+    const mem = { rss_mib: 100, peak_rss_mib: 100 };
+    const claim = { depth: 1000, jobs: 10, jobs_per_s: 1, round_p50_ms: 1, round_p99_ms: 1 };
+    const reading = (used: number, jobs: number) => ({
+      used_memory: used,
+      keys: { keys: 1, bytes: jobs, groups: { 'job hashes': { keys: 1, bytes: jobs } } },
+    });
+    const b: BacklogResult = {
+      backlog: 11_000,
+      sample: 10,
+      memory_at_start: mem,
+      small: claim,
+      memory_at_small: mem,
+      fill: { jobs: 10_000, batch: 1000, jobs_per_s: 1 },
+      queued_after_fill: 11_000,
+      memory_at_backlog: mem,
+      memory_at_backlog_quiet: mem,
+      large: { ...claim, depth: 11_000 },
+      memory_after_large: mem,
+      redis_memory: {
+        at_start: reading(0, 0),
+        at_small: reading(1_000_000, 1_000_000),
+        at_backlog: reading(21_000_000, 21_000_000),
+        at_backlog_quiet: reading(21_000_000, 21_000_000),
+        after_large: reading(21_000_000, 21_000_000),
+      },
+    };
+    const bull = {
+      queue: 'q',
+      backlog: 10_000,
+      batch: 1000,
+      fill_jobs_per_s: 1,
+      queued_after_fill: 10_000,
+      memory_before: reading(5_000_000, 0),
+      memory_at_backlog: reading(4_000_000, 4_000_000),
+      used_memory_after_removal: null,
+    };
+    const rows = backlogRows('redis', b, undefined, bull);
+    const keys = rows.find((r) => r.phase.startsWith('Redis memory per 1,000,000'))!;
+    // 2,000 vs 400 bytes per job; 1,000,000 jobs of 2,000 B = 1,907.3 MiB.
+    assert.equal(keys.ours, 1907.3);
+    assert.equal(keys.anchor_value, 381.5);
+    assert.equal(keys.ratio, 5);
+    const used = rows.find((r) => r.phase.startsWith('Redis used_memory'))!;
+    // BullMQ's used_memory went down (other clients): no ratio.
+    assert.equal(used.ours, 1907.3);
+    assert.equal(used.ratio, null);
+    assert.match(used.detail, /other clients/);
   });
 });
