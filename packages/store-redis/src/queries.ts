@@ -12,7 +12,9 @@
  * - anything else (types, nothing): `all`, every job by seq, filtered.
  *
  * A count that names only queues and states adds up the sizes of the
- * (queue, state) sets; any other count walks its ranges.
+ * (queue, state) sets, a count of jobs finished since a time counts the
+ * finished-time sets (`fin:<queue>:<state>`); any other count walks its
+ * ranges.
  */
 import {
   countsByQueueState,
@@ -39,6 +41,8 @@ export interface QueryIo {
   firstScore(key: string, min: string): Promise<number | null>;
   /** Sizes of sorted sets. */
   sizes(keys: string[]): Promise<number[]>;
+  /** How many members of each set have a score at or above `min`. */
+  countFrom(keys: string[], min: number): Promise<number[]>;
   queues(): Promise<string[]>;
   key(...parts: string[]): string;
 }
@@ -152,7 +156,28 @@ export async function listJobs(io: QueryIo, request: JobPageRequest): Promise<Jo
   return merged.slice(offset, offset + request.limit);
 }
 
+const FINISHED = new Set<JobState>(['completed', 'cancelled', 'discarded']);
+
+/**
+ * True for a throughput count (the dashboard's and the admin stats'):
+ * finished states and a finished-since time, perhaps queues, nothing else.
+ * The finished-time sets answer it with ZCOUNT.
+ */
+function finishedSince(
+  filter: JobFilter,
+): filter is JobFilter & { states: JobState[]; finishedFrom: number } {
+  if (filter.finishedFrom === undefined || filter.states === undefined) return false;
+  if (!filter.states.every((state) => FINISHED.has(state))) return false;
+  return countsByQueueState({ ...filter, finishedFrom: undefined });
+}
+
 export async function countJobs(io: QueryIo, filter: JobFilter): Promise<number> {
+  if (finishedSince(filter)) {
+    const queues = filter.queues ?? (await io.queues());
+    const keys = queues.flatMap((q) => filter.states.map((s) => io.key('fin', q, s)));
+    const counts = await io.countFrom(keys, filter.finishedFrom);
+    return counts.reduce((sum, n) => sum + n, 0);
+  }
   if (countsByQueueState(filter)) {
     const queues = filter.queues ?? (await io.queues());
     const states = filter.states ?? JOB_STATES;

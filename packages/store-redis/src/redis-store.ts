@@ -273,6 +273,8 @@ export class RedisStore implements Store {
       const [, score] = await this.#read(['scores', key, min, '+inf', '1']);
       return score === undefined || score === null ? null : Number(score);
     },
+    countFrom: (keys, min) =>
+      this.#call(false, (r) => Promise.all(keys.map((k) => r.zcount(k, min, '+inf')))),
     sizes: (keys) => this.#call(false, (r) => Promise.all(keys.map((k) => r.zcard(k)))),
     queues: () => this.#call(false, (r) => r.zrange(this.key('queues'), 0, -1)),
     key: (...parts) => this.key(...parts),
