@@ -217,10 +217,12 @@ export async function withRedis<T>(
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     connectTimeout: 3000,
+    // One attempt: an unreachable Redis is an answer, not something to wait for.
+    retryStrategy: () => null,
   });
   redis.on('error', () => {});
-  await redis.connect();
   try {
+    await redis.connect();
     return await fn(redis);
   } finally {
     redis.disconnect();

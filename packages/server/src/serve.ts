@@ -308,10 +308,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           log('store reachable again; services started');
           engine.start();
         } catch (error) {
+          delay = Math.min(delay * 2, 30_000);
           log(
             `store still unavailable (${(error as Error).message}); retrying in ${delay / 1000} s`,
           );
-          delay = Math.min(delay * 2, 30_000);
           retry();
         }
       }, delay);

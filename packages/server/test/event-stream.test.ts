@@ -2,8 +2,8 @@
  * Live event streams (Server-Sent Events, http-binding §9.3) over real HTTP
  * on every store: the all-events stream with the list's filters, one job's
  * stream, one queue's stream, resumption with Last-Event-ID, 404s, the
- * shutdown notice; and, on PostgreSQL, a stream read from one server
- * process while jobs move on another.
+ * shutdown notice; and, on the shared stores (PostgreSQL, Redis), a stream
+ * read from one server process while jobs move on another.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -225,12 +225,12 @@ describe('event streams end with server.shutdown when the server closes', () => 
   });
 });
 
-if ((await storeKinds()).includes('postgres')) {
-  describe('event streams across server processes (postgres)', () => {
+for (const kind of (await storeKinds()).filter((k) => k !== 'sqlite')) {
+  describe(`event streams across server processes (${kind})`, () => {
     let reader: LiveServer;
     let mover: ServerProcess;
     before(async () => {
-      reader = await startLiveServer('postgres', {});
+      reader = await startLiveServer(kind, {});
       // Process 1: `ojs serve` in a child process on the same schema.
       mover = await startServerProcess(reader.store, { OJS_LOG_LEVEL: 'warn' });
     });

@@ -1,12 +1,13 @@
 /**
  * Fuzz test (issue #11): seeded, structure-aware requests (fuzz-cases.ts) on
- * every route of a real listening server, on SQLite and on PostgreSQL.
+ * every route of a real listening server, on SQLite, PostgreSQL and Redis.
  * Asserts: no 5xx, no request slower than the stall bound, every error in
  * the OJS envelope with the binding's headers, the server healthy afterwards
  * and a job still going through enqueue -> fetch -> ack.
  *
- * Cases: 20,000 on SQLite and 5,000 on PostgreSQL by default (a few minutes
- * of CI at most); more with OJS_FUZZ_CASES / OJS_FUZZ_CASES_POSTGRES
+ * Cases: 20,000 on SQLite and 5,000 on PostgreSQL and on Redis by default (a
+ * few minutes of CI at most); more with OJS_FUZZ_CASES /
+ * OJS_FUZZ_CASES_POSTGRES / OJS_FUZZ_CASES_REDIS
  * (`npm run fuzz` takes the same variables). OJS_FUZZ_SEED picks the seed
  * (printed with every failure, so a case replays with the same seed).
  * The stall bound (OJS_FUZZ_STALL_MS, default 1000 ms) is a generous
@@ -23,6 +24,7 @@ const SEED = Number(process.env.OJS_FUZZ_SEED ?? 20261123);
 const CASES = {
   sqlite: Number(process.env.OJS_FUZZ_CASES ?? 20_000),
   postgres: Number(process.env.OJS_FUZZ_CASES_POSTGRES ?? 5_000),
+  redis: Number(process.env.OJS_FUZZ_CASES_REDIS ?? 5_000),
 };
 const STALL_MS = Number(process.env.OJS_FUZZ_STALL_MS ?? 1000);
 /** Requests in flight at once (interleavings, and a shorter run). */

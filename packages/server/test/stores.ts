@@ -1,9 +1,11 @@
 /**
  * Real servers on each store for the tests that must give the same answer
  * everywhere (hostile input, fuzz): `ojs serve` pieces via startServer on a
- * temporary SQLite file, and on PostgreSQL in a schema of its own that is
- * dropped afterwards. PostgreSQL comes from OJS_TEST_POSTGRES_URL; when it
- * is unreachable its runs are skipped with the reason, except under CI=true.
+ * temporary SQLite file, on PostgreSQL in a schema of its own that is
+ * dropped afterwards, and on Redis under a key prefix of its own whose keys
+ * are deleted afterwards. PostgreSQL comes from OJS_TEST_POSTGRES_URL and
+ * Redis from OJS_TEST_REDIS_URL; when one is unreachable its runs are
+ * skipped with the reason, except under CI=true.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,12 +13,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { dropRedisPrefix } from '../../../scripts/lib.ts';
 import { type ServeOptions, startServer } from '../src/serve.ts';
 
-export type StoreKind = 'sqlite' | 'postgres';
+export type StoreKind = 'sqlite' | 'postgres' | 'redis';
 
 export const POSTGRES_URL =
   process.env.OJS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export const REDIS_URL = process.env.OJS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export interface LiveServer {
   kind: StoreKind;
@@ -69,12 +75,51 @@ function postgresProblem(): Promise<string | undefined> {
   return postgresCheck;
 }
 
-/** The stores to run on, printing why PostgreSQL is skipped. */
+let redisCheck: Promise<string | undefined> | undefined;
+
+/** undefined when Redis answers; else why not (thrown under CI=true). */
+function redisProblem(): Promise<string | undefined> {
+  redisCheck ??= (async () => {
+    // No reconnection: an unreachable Redis must not keep the test process alive.
+    const redis = new Redis(REDIS_URL, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 3000,
+      retryStrategy: () => null,
+    });
+    // The socket's own error (ECONNREFUSED ...) says more than "Connection is closed".
+    let cause: Error | undefined;
+    redis.on('error', (error: Error) => {
+      cause ??= error;
+    });
+    try {
+      await redis.connect();
+      await redis.ping();
+    } catch (error) {
+      throw cause ?? error;
+    } finally {
+      redis.disconnect();
+    }
+  })().then(
+    () => undefined,
+    (error: Error) => {
+      const reason = `Redis unreachable at ${REDIS_URL}: ${error.message}`;
+      if (process.env.CI === 'true') throw new Error(reason);
+      return reason;
+    },
+  );
+  return redisCheck;
+}
+
+/** The stores to run on, printing why PostgreSQL or Redis is skipped. */
 export async function storeKinds(): Promise<StoreKind[]> {
-  const reason = await postgresProblem();
-  if (reason === undefined) return ['sqlite', 'postgres'];
-  process.stdout.write(`# skipping PostgreSQL runs: ${reason}\n`);
-  return ['sqlite'];
+  const [postgres, redis] = await Promise.all([postgresProblem(), redisProblem()]);
+  const kinds: StoreKind[] = ['sqlite'];
+  if (postgres === undefined) kinds.push('postgres');
+  else process.stdout.write(`# skipping PostgreSQL runs: ${postgres}\n`);
+  if (redis === undefined) kinds.push('redis');
+  else process.stdout.write(`# skipping Redis runs: ${redis}\n`);
+  return kinds;
 }
 
 export async function startLiveServer(
@@ -87,6 +132,12 @@ export async function startLiveServer(
     const dir = mkdtempSync(join(tmpdir(), 'ojs-live-'));
     store = `sqlite:${join(dir, 'ojs.db')}`;
     cleanup = async () => rmSync(dir, { recursive: true, force: true });
+  } else if (kind === 'redis') {
+    const prefix = `ojs-live-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const url = new URL(REDIS_URL);
+    url.searchParams.set('prefix', prefix);
+    store = url.toString();
+    cleanup = () => dropRedisPrefix(REDIS_URL, prefix);
   } else {
     const schema = `ojs_live_${process.pid}_${randomBytes(4).toString('hex')}`;
     const url = new URL(POSTGRES_URL);

@@ -34,10 +34,17 @@ export function judgePersistence(p: Persistence): PersistenceVerdict {
       message: `Redis AOF with appendfsync always: an acknowledged job is on disk before its reply.${eviction}`,
     };
   }
-  if (p.appendonly === 'yes') {
+  if (p.appendonly === 'yes' && p.appendfsync === 'everysec') {
     return {
       level: eviction ? 'warn' : 'info',
-      message: `Redis AOF with appendfsync ${p.appendfsync}: a crash of the machine can lose up to about one second of acknowledged writes.${eviction}`,
+      message: `Redis AOF with appendfsync everysec: a crash of the machine can lose up to about one second of acknowledged writes.${eviction}`,
+    };
+  }
+  if (p.appendonly === 'yes') {
+    // 'no' (or unreadable): the kernel writes the AOF back when it likes.
+    return {
+      level: 'warn',
+      message: `Redis AOF with appendfsync ${p.appendfsync ?? 'unknown'}: the operating system decides when the AOF reaches the disk (about 30 s on Linux), so a crash of the machine can lose that much of acknowledged writes; a crash of Redis alone loses nothing. Use appendfsync everysec or always.${eviction}`,
     };
   }
   const snapshots =

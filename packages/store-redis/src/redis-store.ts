@@ -88,6 +88,9 @@ export interface RedisStoreOptions {
   clockSyncMs?: number;
 }
 
+/** A command without a reply after this long fails (503; a write's outcome is unknown). */
+const COMMAND_TIMEOUT_MS = 10_000;
+
 /** Retries of an optimistic write whose read went stale before it applied. */
 const MAX_RETRIES = 50;
 const PRUNE_STEP = 1000;
@@ -127,7 +130,7 @@ export class RedisStore implements Store {
       // A command sent while Redis is down fails at once (503), it never waits.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      commandTimeout: 10_000,
+      commandTimeout: COMMAND_TIMEOUT_MS,
       connectTimeout: 5_000,
       enableAutoPipelining: true,
       retryStrategy: (times) => Math.min(50 * times, 1_000),
@@ -136,13 +139,12 @@ export class RedisStore implements Store {
   }
 
   #client(): Redis {
-    if (this.#redis === undefined) throw new Error('RedisStore is not initialised (call init()).');
+    if (this.#redis === undefined) throw notConnected();
     return this.#redis;
   }
 
   #lib(): Functions {
-    if (this.#functions === undefined)
-      throw new Error('RedisStore is not initialised (call init()).');
+    if (this.#functions === undefined) throw notConnected();
     return this.#functions;
   }
 
@@ -243,13 +245,29 @@ export class RedisStore implements Store {
     await this.#call(false, (r) => r.ping());
   }
 
-  /** A Redis call whose connection errors become store errors (503). */
+  /**
+   * A Redis call whose connection errors become store errors (503), bounded
+   * by the command timeout from the moment it is issued: ioredis starts a
+   * command's timer only when its pipeline is written, so a call queued
+   * behind a pipeline that is timing out would otherwise wait twice as long.
+   */
   async #call<T>(write: boolean, fn: (redis: Redis) => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
     try {
-      return await fn(this.#client());
+      const call = fn(this.#client());
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('Command timed out')), this.#timeoutMs);
+      });
+      return await Promise.race([call, deadline]);
     } catch (error) {
       throw toStoreError(error, write);
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  get #timeoutMs(): number {
+    return this.#options.redis?.commandTimeout ?? COMMAND_TIMEOUT_MS;
   }
 
   #read(args: string[]): Promise<Reply[]> {
@@ -1001,6 +1019,13 @@ export class RedisStore implements Store {
       } while (cursor !== '0');
     });
   }
+}
+
+/** A call before the first connection (a server started while Redis is down retries init). */
+function notConnected(): OjsError {
+  return new OjsError('backend_unavailable', 'Redis is unreachable: not connected yet.', {
+    backend: 'redis',
+  });
 }
 
 interface TurnCall {
