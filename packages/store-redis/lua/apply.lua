@@ -19,11 +19,14 @@ ARGV[4] = wanted: in 'each' mode, stop after this many applied groups (0: all)
 ARGV[5..] = records: an opcode and its fixed number of arguments (ARITY);
           'E' ends a group.
 
-A job is a hash: d and l (its JSON document, the source of truth, in two
-parts: d the fields set at enqueue, l the lifecycle, so a transition
-rewrites only l; src/records.ts), s (its FIFO
-sequence number, given here at insert), rev and st (its rev and state, for
-the guards). Indexes are sorted sets whose members are job ids; which sets
+A job is one string, `rev \31 state \31 seq \31 base \31 life`
+(src/records.ts): its rev and state for the guards, its FIFO sequence
+number (given here at insert), and its JSON document, the source of truth,
+in two parts: base, the fields an enqueue sets, and life, the lifecycle. A
+transition whose base is unchanged sends only life (this function keeps
+the stored base). JSON never holds a raw \31, so the separators are safe.
+One string takes about 30 % less memory than a hash of the same values
+(a hash with a value over 64 bytes leaves Redis's compact encoding). Indexes are sorted sets whose members are job ids; which sets
 a job is in is decided in TypeScript (src/indexes.ts) for the job before
 and after the write, and a Wput or Wdel carries the difference: the sets
 to leave, and the sets to enter with their scores ('s<n>': the job's seq
@@ -119,17 +122,29 @@ local function reindex(id, seq, i, nLeave, nEnter)
   end
 end
 
--- Jobs as this call has seen them: id -> { rev, st, s } or false.
+-- A stored job's fields: rev, state, seq, and where its base document is.
+local function parseJob(v)
+  local a = string.find(v, '\31', 1, true)
+  local b = string.find(v, '\31', a + 1, true)
+  local c = string.find(v, '\31', b + 1, true)
+  local d = string.find(v, '\31', c + 1, true)
+  return {
+    rev = string.sub(v, 1, a - 1),
+    st = string.sub(v, a + 1, b - 1),
+    s = tonumber(string.sub(v, b + 1, c - 1)),
+    raw = v,
+    from = c + 1,
+    to = d - 1,
+  }
+end
+
+-- Jobs as this call has seen them: id -> parseJob() or false.
 local jobs
 local function stored(id)
   local j = jobs[id]
   if j == nil then
-    local v = redis.call('HMGET', PJ .. id, 'rev', 'st', 's')
-    if v[1] then
-      j = { rev = v[1], st = v[2], s = tonumber(v[3]) }
-    else
-      j = false
-    end
+    local v = redis.call('GET', PJ .. id)
+    if v then j = parseJob(v) else j = false end
     jobs[id] = j
   end
   return j
@@ -261,22 +276,20 @@ local function write(op, i)
     local j = stored(a1)
     local rev, st = a4, ARGV[i + 5]
     local seq
+    local base = a2
     if j then
       seq = j.s
-      if a2 == '' then
-        redis.call('HSET', PJ .. a1, 'l', a3, 'rev', rev, 'st', st)
-      else
-        redis.call('HSET', PJ .. a1, 'd', a2, 'l', a3, 'rev', rev, 'st', st)
-      end
+      if base == '' then base = string.sub(j.raw, j.from, j.to) end
     else
       seq = nextSeq()
-      redis.call('HSET', PJ .. a1, 'd', a2, 'l', a3, 'rev', rev, 'st', st, 's', seq)
       seqs[#seqs + 1] = a1
       seqs[#seqs + 1] = seq
       ensureQueue(ARGV[i + 6])
     end
+    local value = rev .. '\31' .. st .. '\31' .. string.format('%.0f', seq) .. '\31' .. base .. '\31' .. a3
+    redis.call('SET', PJ .. a1, value)
     reindex(a1, seq, i + 9, tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8]))
-    jobs[a1] = { rev = rev, st = st, s = seq }
+    jobs[a1] = parseJob(value)
     if st == 'available' and (not j or j.st ~= 'available') then wake = true end
   elseif op == 'Wdel' then
     -- id, unique key ('' none), #leave, leave...

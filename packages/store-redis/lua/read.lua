@@ -6,20 +6,20 @@ claim's candidates with their queues' limits). Reads only.
 
 KEYS[1] = '<prefix>:seq'. ARGV[1] = the read, then its arguments:
 
-  jobs ID...                       -> seq, base, life per id (nils when missing)
+  jobs ID...                       -> the stored job per id (nil when missing)
   range KEY MIN MAX OFFSET LIMIT DIR [BY]
-                                   -> id, seq, base, life of the members of the
+                                   -> id, stored job of the members of the
                                       sorted set KEY with MIN <= score <= MAX
                                       (Redis score syntax: '(' excludes),
                                       DIR 'asc' or 'desc'
-  claim WANTED (QUEUE CURSOR)...   -> per queue: paused, then id, score, seq,
-                                      base, life of up to WANTED available jobs after
+  claim WANTED (QUEUE CURSOR)...   -> per queue: paused, then id, score,
+                                      stored job of up to WANTED available jobs after
                                       CURSOR (an exclusive score), in claim
                                       order; fewer queues are read once WANTED
                                       candidates were found
   scores KEY MIN MAX LIMIT         -> id, score of the first LIMIT members in range
   locks KEY...                     -> per unique key: holder id, locked_at,
-                                      seq, base, life (nils when free)
+                                      stored job (nils when free)
   queue NAME                       -> created_at, paused, conc, rate, period
   counts                           -> queue, state, count of every non-zero pair
   qstats QUEUE NOW                 -> paused, 8 state counts, completed in the
@@ -27,8 +27,8 @@ KEYS[1] = '<prefix>:seq'. ARGV[1] = the read, then its arguments:
                                       last hour
   queues                           -> name, created_at, paused, conc, rate, period
   rate KEY                         -> active, waiting, window start, count,
-                                      base document of the newest active or
-                                      waiting job (its rate_limit)
+                                      the newest active or waiting job as
+                                      stored (its rate_limit)
   cron NAME...                     -> doc per cron
   crondue NOW                      -> docs of due crons
   crons                            -> docs of every cron, by name
@@ -47,9 +47,9 @@ local function stateKey(q, st)
 end
 local STATES = { 'scheduled', 'available', 'pending', 'active', 'completed', 'retryable', 'cancelled', 'discarded' }
 
--- A job's seq, base document and lifecycle document (src/records.ts).
+-- A job as stored: rev, state, seq, base and life in one string (src/records.ts).
 local function doc(id)
-  return redis.call('HMGET', P .. ':j:' .. id, 's', 'd', 'l')
+  return redis.call('GET', P .. ':j:' .. id)
 end
 
 local function read(KEYS, ARGV)
@@ -58,10 +58,7 @@ local function read(KEYS, ARGV)
   if op == 'jobs' then
     local out = {}
     for i = 2, #ARGV do
-      local v = doc(ARGV[i])
-      out[#out + 1] = v[1]
-      out[#out + 1] = v[2]
-      out[#out + 1] = v[3]
+      out[#out + 1] = doc(ARGV[i])
     end
     return out
   elseif op == 'range' then
@@ -74,11 +71,8 @@ local function read(KEYS, ARGV)
     end
     local out = {}
     for _, id in ipairs(ids) do
-      local v = doc(id)
       out[#out + 1] = id
-      out[#out + 1] = v[1]
-      out[#out + 1] = v[2]
-      out[#out + 1] = v[3]
+      out[#out + 1] = doc(id)
     end
     return out
   elseif op == 'claim' then
@@ -98,12 +92,9 @@ local function read(KEYS, ARGV)
         if paused ~= '1' then
           local ids = redis.call('ZRANGEBYSCORE', key('av', q), '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, wanted - found)
           for j = 1, #ids, 2 do
-            local v = doc(ids[j])
             queue[#queue + 1] = ids[j]
             queue[#queue + 1] = ids[j + 1]
-            queue[#queue + 1] = v[1]
-            queue[#queue + 1] = v[2]
-            queue[#queue + 1] = v[3]
+            queue[#queue + 1] = doc(ids[j])
             found = found + 1
           end
         end
@@ -119,11 +110,7 @@ local function read(KEYS, ARGV)
       local lock = redis.call('HMGET', key('u', ARGV[i]), 'id', 'at')
       out[#out + 1] = lock[1]
       out[#out + 1] = lock[2]
-      local v = { false, false, false }
-      if lock[1] then v = doc(lock[1]) end
-      out[#out + 1] = v[1]
-      out[#out + 1] = v[2]
-      out[#out + 1] = v[3]
+      out[#out + 1] = lock[1] and doc(lock[1]) or false
     end
     return out
   elseif op == 'queue' then
@@ -171,7 +158,7 @@ local function read(KEYS, ARGV)
         newest, newestSeq = top[1], tonumber(top[2])
       end
     end
-    local d = newest and redis.call('HGET', P .. ':j:' .. newest, 'd') or ''
+    local d = newest and doc(newest) or ''
     return { active, waiting, w[1] or '', w[2] or '', d }
   elseif op == 'cron' then
     local out = {}

@@ -18,7 +18,7 @@ import {
   type JobRecord,
   jobEvent,
 } from '@ojs/core';
-import { parseJob, type Reply, splitJob } from './records.ts';
+import { mergeJob, type Reply, splitJob, splitStored } from './records.ts';
 import { type Applied, Ops } from './scripts.ts';
 
 export interface ClaimIo {
@@ -64,16 +64,17 @@ export async function claimJobs(
         continue;
       }
       const asked = page - found;
-      const count = (entries.length - 1) / 5;
+      const count = (entries.length - 1) / 3;
       found += count;
       // A queue that had fewer than asked for has nothing after this page.
       if (count < asked) closed.add(queue);
-      for (let j = 1; j < entries.length; j += 5) {
+      for (let j = 1; j < entries.length; j += 3) {
         cursors.set(queue, String(entries[j + 1]));
         scanned++;
-        const base = String(entries[j + 3]);
-        const job = parseJob(entries[j + 2], base, entries[j + 4]);
-        if (job === null) continue;
+        if (entries[j + 2] === null) continue;
+        const stored = splitStored(String(entries[j + 2]));
+        const base = stored.base;
+        const job = mergeJob(stored.seq, base, stored.life);
         if (job.expires_at_ms !== undefined && job.expires_at_ms <= request.now) continue;
         if (!handlersAdmit(request.handlers, job)) continue;
         const limit = job.rate_limit;
@@ -110,7 +111,7 @@ export async function claimJobs(
         claimed.push(job);
         if (job.workflow_id === undefined) {
           // A parse of the JSON written: the caller holds `job` and may change it.
-          kept.keep(job.id, base.length + life.length, () => parseJob(job.seq, base, life)!);
+          kept.keep(job.id, base.length + life.length, () => mergeJob(job.seq!, base, life));
         }
       } else if (status === 'paused' || status === 'qconc' || status === 'qrate') {
         closed.add(queue);

@@ -1,14 +1,16 @@
 /**
  * Records as the Redis functions store and answer them.
  *
- * A job's JSON document (what core wrote) is kept in two parts: `d` holds
- * the fields an enqueue sets and no transition changes (BASE_FIELDS: type,
- * queue, args, meta, retry, ...), `l` the rest (state, attempt, timestamps,
- * lease, errors, result, ...). A transition whose base fields are the very
- * values of the record it was decided on (core's transitions copy the
- * record and change lifecycle fields) rewrites only `l`: a claim or an ACK
- * sends about a third of the document. Reading merges the two. The FIFO
- * seq is kept beside them (`s`): it is given inside the insert's function.
+ * A job is one string (`j:<id>`): `rev \x1f state \x1f seq \x1f base
+ * \x1f life`. Its JSON document (what core wrote) is kept in two parts:
+ * base, the fields an enqueue sets and no transition changes (BASE_FIELDS:
+ * type, queue, args, meta, retry, ...), and life, the rest (state, attempt,
+ * timestamps, lease, errors, result, ...). A transition whose base fields
+ * are the very values of the record it was decided on (core's transitions
+ * copy the record and change lifecycle fields) sends only life and the
+ * apply function keeps the stored base: a claim or an ACK sends about a
+ * third of the document. Reading merges the two. The FIFO seq is given
+ * inside the insert's function. JSON never holds a raw \x1f.
  *
  * Events are stored without what every event of this server has in common
  * (specversion, source, datacontenttype) and rebuilt in makeEvent's key
@@ -78,27 +80,40 @@ export function splitJob(job: JobRecord, before: JobRecord | null): { base: stri
   return { base: same ? '' : JSON.stringify(base), life: JSON.stringify(life) };
 }
 
-/** A job from its seq and stored parts; null when the job does not exist. */
-export function parseJob(seq: Reply, base: Reply, life: Reply): JobRecord | null {
-  if (base === null || base === undefined) return null;
-  const job = JSON.parse(String(base)) as JobRecord;
-  Object.assign(job, JSON.parse(String(life)));
-  job.seq = Number(seq);
+/** A stored job's seq and document parts. */
+export function splitStored(raw: string): { seq: number; base: string; life: string } {
+  const a = raw.indexOf('\x1f');
+  const b = raw.indexOf('\x1f', a + 1);
+  const c = raw.indexOf('\x1f', b + 1);
+  const d = raw.indexOf('\x1f', c + 1);
+  return { seq: Number(raw.slice(b + 1, c)), base: raw.slice(c + 1, d), life: raw.slice(d + 1) };
+}
+
+/** A job from its seq and document parts. */
+export function mergeJob(seq: number, base: string, life: string): JobRecord {
+  const job = JSON.parse(base) as JobRecord;
+  Object.assign(job, JSON.parse(life));
+  job.seq = seq;
   return job;
 }
 
-/** Jobs from a flat reply of (seq, base, life) triples, null for missing ones. */
-export function parseJobTriples(flat: Reply[]): (JobRecord | null)[] {
-  const jobs: (JobRecord | null)[] = [];
-  for (let i = 0; i < flat.length; i += 3) jobs.push(parseJob(flat[i], flat[i + 1], flat[i + 2]));
-  return jobs;
+/** A job as stored; null when it does not exist. */
+export function parseJob(raw: Reply): JobRecord | null {
+  if (raw === null || raw === undefined || raw === false) return null;
+  const { seq, base, life } = splitStored(String(raw));
+  return mergeJob(seq, base, life);
 }
 
-/** Jobs from a flat reply of (id, seq, base, life) (read.lua `range`). */
-export function parseJobQuads(flat: Reply[]): JobRecord[] {
+/** Jobs from a reply of stored jobs, null for missing ones. */
+export function parseJobs(flat: Reply[]): (JobRecord | null)[] {
+  return flat.map(parseJob);
+}
+
+/** Jobs from a flat reply of (id, stored job) pairs (read.lua `range`). */
+export function parseJobPairs(flat: Reply[]): JobRecord[] {
   const jobs: JobRecord[] = [];
-  for (let i = 0; i < flat.length; i += 4) {
-    const job = parseJob(flat[i + 1], flat[i + 2], flat[i + 3]);
+  for (let i = 0; i < flat.length; i += 2) {
+    const job = parseJob(flat[i + 1]);
     // A member whose job is gone (never: indexes change with the job) is skipped.
     if (job !== null) jobs.push(job);
   }

@@ -64,8 +64,8 @@ import * as queries from './queries.ts';
 import {
   decodeEvent,
   parseJob,
-  parseJobQuads,
-  parseJobTriples,
+  parseJobPairs,
+  parseJobs,
   queueInfo,
   type Reply,
 } from './records.ts';
@@ -306,7 +306,7 @@ export class RedisStore implements Store {
     limit: number,
     dir: 'asc' | 'desc',
   ): Promise<JobRecord[]> {
-    return parseJobQuads(
+    return parseJobPairs(
       await this.#read(['range', key, min, max, String(offset), String(limit), dir]),
     );
   }
@@ -314,7 +314,7 @@ export class RedisStore implements Store {
   async #jobs(ids: string[]): Promise<Map<string, JobRecord>> {
     const found = new Map<string, JobRecord>();
     if (ids.length === 0) return found;
-    const jobs = parseJobTriples(await this.#read(['jobs', ...ids]));
+    const jobs = parseJobs(await this.#read(['jobs', ...ids]));
     jobs.forEach((job, i) => {
       if (job !== null) found.set(ids[i]!, job);
     });
@@ -331,9 +331,9 @@ export class RedisStore implements Store {
     if (keys.length === 0) return locks;
     const flat = await this.#read(['locks', ...keys]);
     keys.forEach((key, i) => {
-      const job = parseJob(flat[i * 5 + 2], flat[i * 5 + 3], flat[i * 5 + 4]);
-      if (flat[i * 5] !== null && job !== null) {
-        locks.set(key, { job, at: Number(flat[i * 5 + 1]) });
+      const job = parseJob(flat[i * 3 + 2]);
+      if (flat[i * 3] !== null && job !== null) {
+        locks.set(key, { job, at: Number(flat[i * 3 + 1]) });
       }
     });
     return locks;
@@ -816,7 +816,7 @@ export class RedisStore implements Store {
 
   async rateLimitState(key: string): Promise<RateLimitState> {
     const [active, waiting, start, count, doc] = await this.#read(['rate', key]);
-    const newest = doc === '' || doc === null ? null : (JSON.parse(String(doc)) as JobRecord);
+    const newest = doc === '' ? null : parseJob(doc);
     return {
       key,
       active: Number(active),
