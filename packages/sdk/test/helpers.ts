@@ -5,8 +5,12 @@
  * Stores: SQLite (a temporary file) always; PostgreSQL when it answers at
  * OJS_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test)
  * and @ojs/store-postgres loads, each server in a schema of its own that is
- * dropped afterwards. OJS_SDK_TEST_STORES=sqlite (or =postgres) restricts
- * the list.
+ * dropped afterwards; Redis when it answers at OJS_TEST_REDIS_URL (default
+ * redis://127.0.0.1:6379) and @ojs/store-redis loads, each server under a
+ * key prefix of its own whose keys are deleted afterwards. Without a
+ * reachable shared store its runs are skipped with a printed reason, except
+ * under CI=true where they fail. OJS_SDK_TEST_STORES=sqlite (or =postgres,
+ * =redis, or a comma-separated list) restricts the list.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,19 +29,30 @@ export type Mode = 'http' | 'in-process' | 'grpc';
 export const MODES: Mode[] = ['http', 'in-process'];
 /** The multi-process suites also run their workers over the gRPC binding. */
 export const PROCESS_MODES: Mode[] = [...MODES, 'grpc'];
-export type StoreKind = 'sqlite' | 'postgres';
+export type StoreKind = 'sqlite' | 'postgres' | 'redis';
 
 export const POSTGRES_URL =
   process.env.OJS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.OJS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** The stores OJS_SDK_TEST_STORES asks for (all three by default). */
+export function wantedStores(): string[] {
+  return (process.env.OJS_SDK_TEST_STORES ?? 'sqlite,postgres,redis').split(',');
+}
 
 export interface TestServer {
   url: string;
   engine: Engine;
   kind: StoreKind;
-  /** How a child process opens the same store: `sqlite:PATH` or the PostgreSQL URL. */
+  /**
+   * How a child process opens the same store: `sqlite:PATH`, the PostgreSQL
+   * URL, or the Redis spec `redis://HOST:PORT/0?prefix=NAME`.
+   */
   store: string;
   /** PostgreSQL schema of this server's store. */
   schema?: string;
+  /** Redis key prefix of this server's store. */
+  prefix?: string;
   /** `host:port` of the server's gRPC binding. */
   grpcAddress: string;
   close(): Promise<void>;
@@ -110,9 +125,128 @@ export function postgresUnavailable(): Promise<string | undefined> {
   return postgresCheck;
 }
 
-/** Stores the end-to-end suites run on (printing why PostgreSQL is skipped). */
+type RedisModule = {
+  RedisStore: new (options: {
+    url?: string;
+    prefix?: string;
+    onError?: (error: Error, context: string) => void;
+  }) => Store;
+};
+
+export async function loadRedis(): Promise<RedisModule> {
+  const name = '@ojs/store-redis';
+  return (await import(name)) as RedisModule;
+}
+
+type RedisClient = {
+  connect(): Promise<void>;
+  ping(): Promise<string>;
+  scan(cursor: string, ...args: (string | number)[]): Promise<[string, string[]]>;
+  unlink(...keys: string[]): Promise<number>;
+  disconnect(): void;
+  on(event: string, listener: () => void): unknown;
+};
+
+/** A plain ioredis connection (prefix clean-up). */
+async function redisClient(url: string): Promise<RedisClient> {
+  const { Redis } = (await import('ioredis' as string)) as {
+    Redis: new (
+      url: string,
+      options: { lazyConnect: boolean; maxRetriesPerRequest: number; connectTimeout: number },
+    ) => RedisClient;
+  };
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 3000,
+  });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+  } catch (error) {
+    // No reconnecting in the background: that would keep the test process alive.
+    redis.disconnect();
+    throw error;
+  }
+  return redis;
+}
+
+/** A fresh key prefix for one server's Redis store. */
+export function testPrefix(label = 'sdk'): string {
+  return `ojs-${label}-${process.pid}-${randomBytes(4).toString('hex')}`;
+}
+
+/** The `--store` spec of a Redis store under `prefix` (the server's `?prefix=` form). */
+export function redisSpec(prefix: string, url = REDIS_URL): string {
+  const spec = new URL(url);
+  spec.searchParams.set('prefix', prefix);
+  return spec.toString();
+}
+
+/** Deletes every key of a prefix: SCAN MATCH `{prefix}:*`, then UNLINK. */
+export async function dropPrefix(prefix: string, url = REDIS_URL): Promise<void> {
+  const redis = await redisClient(url);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function closeAndDropPrefix(store: Store | undefined, prefix: string): Promise<void> {
+  await store?.close().catch(() => {});
+  await dropPrefix(prefix);
+}
+
+let redisCheck: Promise<string | undefined> | undefined;
+
+/** undefined when the Redis store can be used, else the reason it cannot. */
+export function redisUnavailable(): Promise<string | undefined> {
+  redisCheck ??= (async () => {
+    let store: Store | undefined;
+    const prefix = testPrefix('probe');
+    let RedisStore: RedisModule['RedisStore'];
+    try {
+      ({ RedisStore } = await loadRedis());
+    } catch (error) {
+      return `@ojs/store-redis is not installed: ${(error as Error).message}`;
+    }
+    try {
+      store = new RedisStore({ url: REDIS_URL, prefix, onError: () => {} });
+      await store.init();
+      // A round trip through an engine: the store must implement what this engine needs.
+      const engine = new Engine({ store });
+      const created = await engine.enqueue({
+        type: 'probe.job',
+        args: [],
+        options: { queue: 'probe' },
+      });
+      const [claimed] = await engine.fetch({ queues: ['probe'], count: 1, workerId: 'probe' });
+      if (created.status !== 'created' || claimed === undefined)
+        throw new Error('probe job not claimed');
+      await engine.ack({ jobId: claimed.id, workerId: 'probe' });
+      await engine.heartbeat({ workerId: 'probe', jobIds: [] });
+      return undefined;
+    } catch (error) {
+      const reason = `Redis store unusable at ${REDIS_URL}: ${(error as Error).message}`;
+      // In CI a missing Redis is a failure, not a skip.
+      if (process.env.CI === 'true') throw new Error(reason);
+      return reason;
+    } finally {
+      await closeAndDropPrefix(store, prefix).catch(() => {});
+    }
+  })();
+  return redisCheck;
+}
+
+/** Stores the end-to-end suites run on (printing why PostgreSQL or Redis is skipped). */
 export async function testStores(): Promise<StoreKind[]> {
-  const wanted = (process.env.OJS_SDK_TEST_STORES ?? 'sqlite,postgres').split(',');
+  const wanted = wantedStores();
   const stores: StoreKind[] = [];
   if (wanted.includes('sqlite')) stores.push('sqlite');
   if (wanted.includes('postgres')) {
@@ -120,7 +254,18 @@ export async function testStores(): Promise<StoreKind[]> {
     if (reason === undefined) stores.push('postgres');
     else process.stdout.write(`# skipping PostgreSQL runs: ${reason}\n`);
   }
+  if (wanted.includes('redis')) {
+    const reason = await redisUnavailable();
+    if (reason === undefined) stores.push('redis');
+    else process.stdout.write(`# skipping Redis runs: ${reason}\n`);
+  }
   return stores;
+}
+
+/** Why a store's dedicated test file skips: undefined when it runs. */
+export async function storeSkipReason(kind: 'postgres' | 'redis'): Promise<string | undefined> {
+  if (!wantedStores().includes(kind)) return 'excluded by OJS_SDK_TEST_STORES';
+  return kind === 'postgres' ? postgresUnavailable() : redisUnavailable();
 }
 
 function testSchema(): string {
@@ -202,15 +347,33 @@ export async function startTestServer(options: { store?: StoreKind } = {}): Prom
       },
     });
   }
-  // PostgreSQL: the server's pieces assembled by hand, so the store gets its own schema.
-  const { PostgresStore } = await loadPostgres();
-  const schema = testSchema();
-  const store = new PostgresStore({
-    ...POOL,
-    connectionString: POSTGRES_URL,
-    schema,
-    onError: () => {},
-  });
+  // PostgreSQL and Redis: the server's pieces assembled by hand, so the
+  // store gets its own schema (PostgreSQL) or key prefix (Redis).
+  let store: Store;
+  let spec: string;
+  let schema: string | undefined;
+  let prefix: string | undefined;
+  let drop: () => Promise<void>;
+  if (kind === 'redis') {
+    const { RedisStore } = await loadRedis();
+    const keyPrefix = testPrefix();
+    prefix = keyPrefix;
+    spec = redisSpec(keyPrefix);
+    store = new RedisStore({ url: REDIS_URL, prefix: keyPrefix, onError: () => {} });
+    drop = () => closeAndDropPrefix(store, keyPrefix);
+  } else {
+    const { PostgresStore } = await loadPostgres();
+    const pgSchema = testSchema();
+    schema = pgSchema;
+    spec = POSTGRES_URL;
+    store = new PostgresStore({
+      ...POOL,
+      connectionString: POSTGRES_URL,
+      schema,
+      onError: () => {},
+    });
+    drop = () => dropSchemaOf(store, pgSchema);
+  }
   await store.init();
   const engine = new Engine({ store, testMode: true });
   // As `ojs serve` does: server spans once a tracer provider is registered.
@@ -232,21 +395,32 @@ export async function startTestServer(options: { store?: StoreKind } = {}): Prom
     url: `http://127.0.0.1:${port}`,
     engine,
     kind,
-    store: POSTGRES_URL,
+    store: spec,
     schema,
+    prefix,
     grpcAddress: grpc.address,
     async close() {
       const grpcClosed = grpc.close();
       await app.close();
       await engine.stop();
       await grpcClosed;
-      await dropSchemaOf(store, schema);
+      await drop();
     },
   });
 }
 
-/** Opens the store a TestServer uses, from another process (child workers). */
+/** Opens the store a TestServer uses, from another process (child workers, extra engines). */
 export async function openStore(spec: string, schema?: string): Promise<Store> {
+  if (spec.startsWith('redis')) {
+    // The server's spec form: redis://HOST:PORT/DB?prefix=NAME.
+    const url = new URL(spec);
+    const prefix = url.searchParams.get('prefix') ?? undefined;
+    url.search = '';
+    const { RedisStore } = await loadRedis();
+    const store = new RedisStore({ url: url.toString(), prefix, onError: () => {} });
+    await store.init();
+    return store;
+  }
   if (spec.startsWith('postgres')) {
     const { PostgresStore } = await loadPostgres();
     const store = new PostgresStore({ ...POOL, connectionString: spec, schema, onError: () => {} });

@@ -88,6 +88,9 @@ export interface RedisStoreOptions {
   clockSyncMs?: number;
 }
 
+/** The key layout (decision 0084); changed whenever stored data would be read differently. */
+const LAYOUT = 'ojs-redis-1';
+
 /** A command without a reply after this long fails (503; a write's outcome is unknown). */
 const COMMAND_TIMEOUT_MS = 10_000;
 
@@ -162,10 +165,12 @@ export class RedisStore implements Store {
     this.#redis = redis;
     this.#functions = new Functions(redis);
     try {
+      await this.#checkLayout(redis);
       await this.#functions.load();
     } catch (error) {
       redis.disconnect();
       this.#redis = undefined;
+      this.#functions = undefined;
       throw toStoreError(error, false);
     }
     await this.#syncClock();
@@ -176,6 +181,24 @@ export class RedisStore implements Store {
     const persistence = await this.persistence();
     const verdict = judgePersistence(persistence);
     this.#options.log?.(verdict.level, verdict.message);
+  }
+
+  /**
+   * The key layout this code reads and writes, recorded under the prefix by
+   * the first server (SET NX). A prefix written in another layout is
+   * refused with a clear error instead of being misread.
+   */
+  async #checkLayout(redis: Redis): Promise<void> {
+    const key = this.key('layout');
+    await redis.set(key, LAYOUT, 'NX');
+    const found = await redis.get(key);
+    if (found !== LAYOUT) {
+      throw new OjsError(
+        'internal_error',
+        `Redis prefix '${this.#tag}' holds data in key layout '${found}', and this server reads layout '${LAYOUT}'. Use another prefix (?prefix=) or the server version that wrote it.`,
+        { backend: 'redis' },
+      );
+    }
   }
 
   async #syncClock(): Promise<void> {
@@ -1008,7 +1031,7 @@ export class RedisStore implements Store {
 
   async reset(): Promise<void> {
     this.#claimed.clear();
-    const keep = new Set([this.#seqKey, this.key('evseq')]);
+    const keep = new Set([this.#seqKey, this.key('evseq'), this.key('layout')]);
     await this.#call(true, async (redis) => {
       let cursor = '0';
       do {
