@@ -197,46 +197,24 @@ export function dropPostgresSchema(url: string, schema: string): Promise<unknown
   return withPostgres(url, (client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
 }
 
-interface RedisClient {
-  ping(): Promise<string>;
-  scan(cursor: string, ...args: (string | number)[]): Promise<[string, string[]]>;
-  unlink(...keys: string[]): Promise<number>;
-  connect(): Promise<void>;
-  disconnect(): void;
-  on(event: string, listener: () => void): void;
-}
-
+/** A short task on its own Redis connection (one connection attempt). */
 export async function withRedis<T>(
   url: string,
-  fn: (redis: RedisClient) => Promise<T>,
+  fn: (redis: { ping(): Promise<string> }) => Promise<T>,
 ): Promise<T> {
-  const { Redis } = (await import('ioredis')) as unknown as {
-    Redis: new (url: string, options: Record<string, unknown>) => RedisClient;
+  const { withConnection } = (await import('@ojs/store-redis')) as {
+    withConnection: <R>(
+      url: string,
+      task: (redis: { ping(): Promise<string> }) => Promise<R>,
+    ) => Promise<R>;
   };
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 3000,
-    // One attempt: an unreachable Redis is an answer, not something to wait for.
-    retryStrategy: () => null,
-  });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-    return await fn(redis);
-  } finally {
-    redis.disconnect();
-  }
+  return withConnection(url, fn);
 }
 
 /** Deletes every key of a Redis store's prefix (`{prefix}:*`). */
-export function dropRedisPrefix(url: string, prefix: string): Promise<void> {
-  return withRedis(url, async (redis) => {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  });
+export async function dropRedisPrefix(url: string, prefix: string): Promise<void> {
+  const { dropPrefix } = (await import('@ojs/store-redis')) as {
+    dropPrefix: (prefix: string, url: string) => Promise<number>;
+  };
+  await dropPrefix(prefix, url);
 }

@@ -131,44 +131,12 @@ type RedisModule = {
     prefix?: string;
     onError?: (error: Error, context: string) => void;
   }) => Store;
+  dropPrefix: (prefix: string, url?: string) => Promise<number>;
 };
 
 export async function loadRedis(): Promise<RedisModule> {
   const name = '@ojs/store-redis';
   return (await import(name)) as RedisModule;
-}
-
-type RedisClient = {
-  connect(): Promise<void>;
-  ping(): Promise<string>;
-  scan(cursor: string, ...args: (string | number)[]): Promise<[string, string[]]>;
-  unlink(...keys: string[]): Promise<number>;
-  disconnect(): void;
-  on(event: string, listener: () => void): unknown;
-};
-
-/** A plain ioredis connection (prefix clean-up). */
-async function redisClient(url: string): Promise<RedisClient> {
-  const { Redis } = (await import('ioredis' as string)) as {
-    Redis: new (
-      url: string,
-      options: { lazyConnect: boolean; maxRetriesPerRequest: number; connectTimeout: number },
-    ) => RedisClient;
-  };
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 3000,
-  });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-  } catch (error) {
-    // No reconnecting in the background: that would keep the test process alive.
-    redis.disconnect();
-    throw error;
-  }
-  return redis;
 }
 
 /** A fresh key prefix for one server's Redis store. */
@@ -185,17 +153,7 @@ export function redisSpec(prefix: string, url = REDIS_URL): string {
 
 /** Deletes every key of a prefix: SCAN MATCH `{prefix}:*`, then UNLINK. */
 export async function dropPrefix(prefix: string, url = REDIS_URL): Promise<void> {
-  const redis = await redisClient(url);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
+  await (await loadRedis()).dropPrefix(prefix, url);
 }
 
 async function closeAndDropPrefix(store: Store | undefined, prefix: string): Promise<void> {

@@ -21,10 +21,10 @@ KEYS[1] = '<prefix>:seq'. ARGV[1] = the read, then its arguments:
   locks KEY...                     -> per unique key: holder id, locked_at,
                                       stored job (nils when free)
   queue NAME                       -> created_at, paused, conc, rate, period
-  counts                           -> queue, state, count of every non-zero pair
-  qstats QUEUE NOW                 -> paused, 8 state counts, completed in the
-                                      last minute and hour, discarded in the
-                                      last hour
+  counts STATE...                  -> queue, state, count of every non-zero pair
+  qstats QUEUE NOW STATE...        -> paused, completed in the last minute
+                                      and hour, discarded in the last hour,
+                                      then the count of each STATE
   queues                           -> name, created_at, paused, conc, rate, period
   rate KEY                         -> active, waiting, window start, count,
                                       the newest active or waiting job as
@@ -45,7 +45,6 @@ local function stateKey(q, st)
   if st == 'available' then return key('av', q) end
   return key('qs', q, st)
 end
-local STATES = { 'scheduled', 'available', 'pending', 'active', 'completed', 'retryable', 'cancelled', 'discarded' }
 
 -- A job as stored: rev, state, seq, base and life in one string (src/records.ts).
 local function doc(id)
@@ -121,7 +120,8 @@ local function read(KEYS, ARGV)
   elseif op == 'counts' then
     local out = {}
     for _, q in ipairs(redis.call('ZRANGE', key('queues'), 0, -1)) do
-      for _, st in ipairs(STATES) do
+      for k = 2, #ARGV do
+        local st = ARGV[k]
         local n = redis.call('ZCARD', stateKey(q, st))
         if n > 0 then
           out[#out + 1] = q
@@ -134,10 +134,10 @@ local function read(KEYS, ARGV)
   elseif op == 'qstats' then
     local q, now = ARGV[2], tonumber(ARGV[3])
     local out = { redis.call('HGET', key('q', q), 'paused') or '' }
-    for _, st in ipairs(STATES) do out[#out + 1] = redis.call('ZCARD', stateKey(q, st)) end
     out[#out + 1] = redis.call('ZCOUNT', key('fin', q, 'completed'), now - 60000, '+inf')
     out[#out + 1] = redis.call('ZCOUNT', key('fin', q, 'completed'), now - 3600000, '+inf')
     out[#out + 1] = redis.call('ZCOUNT', key('fin', q, 'discarded'), now - 3600000, '+inf')
+    for i = 4, #ARGV do out[#out + 1] = redis.call('ZCARD', stateKey(q, ARGV[i])) end
     return out
   elseif op == 'queues' then
     local out = {}

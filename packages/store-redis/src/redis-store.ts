@@ -53,13 +53,13 @@ import {
   type StateCounts,
   type Store,
   toIso,
-  uniqueConflicts,
   type WorkflowRecord,
 } from '@ojs/core';
 import { Redis, type RedisOptions } from 'ioredis';
 import { claimJobs } from './claim.ts';
 import { toStoreError } from './errors.ts';
 import { judgePersistence, type Persistence } from './persistence.ts';
+import { deleteKeys } from './prefix.ts';
 import * as queries from './queries.ts';
 import {
   decodeEvent,
@@ -70,6 +70,7 @@ import {
   type Reply,
 } from './records.ts';
 import { type Applied, Functions, Ops, parseApplied } from './scripts.ts';
+import { type Lock, UniqueKeys, uniqueKeysOf } from './unique-keys.ts';
 
 export interface RedisStoreOptions {
   /** redis://[user:password@]host:port/db or rediss://... (default redis://127.0.0.1:6379). */
@@ -349,8 +350,8 @@ export class RedisStore implements Store {
   }
 
   /** Unique-key holders as stored: key -> holder job and when it took the key. */
-  async #locks(keys: string[]): Promise<Map<string, { job: JobRecord; at: number }>> {
-    const locks = new Map<string, { job: JobRecord; at: number }>();
+  async #locks(keys: string[]): Promise<Map<string, Lock>> {
+    const locks = new Map<string, Lock>();
     if (keys.length === 0) return locks;
     const flat = await this.#read(['locks', ...keys]);
     keys.forEach((key, i) => {
@@ -429,11 +430,7 @@ export class RedisStore implements Store {
   async #insertJudged(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
     // First try: ids are new (no read); unique keys are read. A stale read retries with everything read.
     for (let attempt = 0; ; attempt++) {
-      const uniqueKeys = [
-        ...new Set(
-          jobs.flatMap((j) => (j.unique && j.unique_key !== undefined ? [j.unique_key] : [])),
-        ),
-      ];
+      const uniqueKeys = uniqueKeysOf(jobs);
       const [locks, stored] = await Promise.all([
         this.#locks(uniqueKeys),
         attempt === 0
@@ -443,8 +440,7 @@ export class RedisStore implements Store {
       const ops = new Ops();
       const results: InsertResult[] = [];
       const inBatch = new Map<string, JobRecord>();
-      const batchLocks = new Map<string, { job: JobRecord; at: number }>();
-      const guardedKeys = new Set<string>();
+      const keys = new UniqueKeys(locks, ops, now);
       const extraEvents: OjsEvent[] = [];
       let abort = false;
       for (const job of jobs) {
@@ -454,19 +450,7 @@ export class RedisStore implements Store {
           abort = true;
           continue;
         }
-        const key = job.unique_key;
-        if (key !== undefined && !guardedKeys.has(key)) {
-          guardedKeys.add(key);
-          ops.uniqueHolder(key, locks.get(key)?.job.id ?? '');
-        }
-        const lock = key === undefined ? undefined : (batchLocks.get(key) ?? locks.get(key));
-        const holder =
-          job.unique !== undefined &&
-          lock !== undefined &&
-          lock.job.id !== job.id &&
-          uniqueConflicts(lock.job, job.unique, lock.at, now)
-            ? lock.job
-            : undefined;
+        const holder = keys.holder(job);
         if (holder !== undefined) {
           const policy = job.unique!.on_conflict;
           if (policy === 'reject') {
@@ -488,7 +472,7 @@ export class RedisStore implements Store {
           }
         }
         inBatch.set(job.id, job);
-        if (key !== undefined) batchLocks.set(key, { job, at: now });
+        keys.take(job);
         results.push({ status: 'inserted', job });
       }
       if (abort) return results;
@@ -564,30 +548,12 @@ export class RedisStore implements Store {
       ops.end();
       // Group 2: new jobs under their unique policies (a race on a key retries here).
       const inserts = commit.inserts ?? [];
-      const uniqueKeys = [
-        ...new Set(
-          inserts.flatMap((j) => (j.unique && j.unique_key !== undefined ? [j.unique_key] : [])),
-        ),
-      ];
-      const locks = await this.#locks(uniqueKeys);
+      const locks = await this.#locks(uniqueKeysOf(inserts));
       const skipped = new Set<string>();
       const extraEvents: OjsEvent[] = [];
-      const batchLocks = new Map<string, { job: JobRecord; at: number }>();
-      const guarded = new Set<string>();
+      const keys = new UniqueKeys(locks, ops, now);
       for (const job of inserts) {
-        const key = job.unique_key;
-        if (key !== undefined && !guarded.has(key)) {
-          guarded.add(key);
-          ops.uniqueHolder(key, locks.get(key)?.job.id ?? '');
-        }
-        const lock = key === undefined ? undefined : (batchLocks.get(key) ?? locks.get(key));
-        const holder =
-          job.unique !== undefined &&
-          lock !== undefined &&
-          lock.job.id !== job.id &&
-          uniqueConflicts(lock.job, job.unique, lock.at, now)
-            ? lock.job
-            : undefined;
+        const holder = keys.holder(job);
         if (
           holder !== undefined &&
           job.unique!.on_conflict !== 'replace' &&
@@ -602,10 +568,8 @@ export class RedisStore implements Store {
           extraEvents.push(jobEvent('job.cancelled', cancelled, { reason: 'unique_replace' }, now));
         }
         ops.absent(job.id).put(job, null);
-        if (key !== undefined) {
-          ops.lock(key, job.id, now);
-          batchLocks.set(key, { job, at: now });
-        }
+        if (job.unique_key !== undefined) ops.lock(job.unique_key, job.id, now);
+        keys.take(job);
       }
       ops.events([
         ...extraEvents,
@@ -801,7 +765,7 @@ export class RedisStore implements Store {
   }
 
   async countJobsByQueue(): Promise<QueueStateCount[]> {
-    const flat = await this.#read(['counts']);
+    const flat = await this.#read(['counts', ...JOB_STATES]);
     const counts: QueueStateCount[] = [];
     for (let i = 0; i < flat.length; i += 3) {
       counts.push({
@@ -863,28 +827,17 @@ export class RedisStore implements Store {
   }
 
   async queueStats(name: string, now: number): Promise<QueueStats> {
-    const flat = await this.#read(['qstats', name, String(now)]);
-    const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
-    const order = [
-      'scheduled',
-      'available',
-      'pending',
-      'active',
-      'completed',
-      'retryable',
-      'cancelled',
-      'discarded',
-    ] as const;
-    order.forEach((state, i) => {
-      counts[state] = Number(flat[i + 1]);
-    });
+    const flat = await this.#read(['qstats', name, String(now), ...JOB_STATES]);
+    const counts = Object.fromEntries(
+      JOB_STATES.map((state, i) => [state, Number(flat[4 + i])]),
+    ) as StateCounts;
     return {
       name,
       paused: flat[0] === '1',
       counts,
-      completed_last_minute: Number(flat[9]),
-      completed_last_hour: Number(flat[10]),
-      failed_last_hour: Number(flat[11]),
+      completed_last_minute: Number(flat[1]),
+      completed_last_hour: Number(flat[2]),
+      failed_last_hour: Number(flat[3]),
     };
   }
 
@@ -1032,15 +985,7 @@ export class RedisStore implements Store {
   async reset(): Promise<void> {
     this.#claimed.clear();
     const keep = new Set([this.#seqKey, this.key('evseq'), this.key('layout')]);
-    await this.#call(true, async (redis) => {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${this.#tag}:*`, 'COUNT', 1000);
-        cursor = next;
-        const doomed = keys.filter((k) => !keep.has(k));
-        if (doomed.length > 0) await redis.unlink(...doomed);
-      } while (cursor !== '0');
-    });
+    await this.#call(true, (redis) => deleteKeys(redis, this.#tag, keep));
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { RedisStore, type RedisStoreOptions } from '../src/index.ts';
+import { dropPrefix as dropDeployment, RedisStore, type RedisStoreOptions } from '../src/index.ts';
 
 export const REDIS_URL = process.env.OJS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -45,17 +45,7 @@ export function testPrefix(label: string): string {
 
 /** Deletes every key of a prefix. */
 export async function dropPrefix(prefix: string, url = REDIS_URL): Promise<void> {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
+  await dropDeployment(prefix, url);
 }
 
 export async function openStore(
