@@ -11,7 +11,7 @@
  * queue delivers nothing and the stream stays open.
  */
 import * as grpc from '@grpc/grpc-js';
-import { invalidRequest, validateQueueName, validateWorkerId } from '@ojs/core';
+import { checkRequestJson, invalidRequest, validateQueueName, validateWorkerId } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
 import { jobToProto } from './convert.ts';
 import { Waker } from './waker.ts';
@@ -143,6 +143,8 @@ export class JobStreams {
   ): Promise<void> {
     const request = call.request;
     const queues = Array.isArray(request.queues) ? (request.queues as string[]) : [];
+    // The request limits a Fetch gets (core limits.ts).
+    checkRequestJson({ queues, worker_id: request.worker_id });
     if (queues.length === 0) {
       throw invalidRequest('queues must name at least one queue.', { field: 'queues' });
     }
