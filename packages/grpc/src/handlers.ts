@@ -50,6 +50,8 @@ import {
   workflowBody,
   workflowToProto,
 } from './convert.ts';
+import { ojsService } from './proto.ts';
+import { fetchReply, receiveLimit } from './reply-limits.ts';
 import { throwIfRefused } from './request-limits.ts';
 import { toServiceError } from './status.ts';
 import type { JobStreams } from './stream-jobs.ts';
@@ -215,7 +217,8 @@ export function manifestToProto(manifest: Obj): Obj {
   };
 }
 
-export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj>;
+/** A reply message, or its bytes already encoded (Fetch: sized to the client's receive limit). */
+export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj | Buffer>;
 
 export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
   const { engine, streams } = ctx;
@@ -240,6 +243,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
   // (settleBatch would refuse the whole batch for one of them).
   const fenced = (r: { workerId?: string; attempt?: number }) =>
     !engine.requireFencing || (r.workerId !== undefined && r.attempt !== undefined);
+  const encodeFetch = ojsService().Fetch!.responseSerialize;
 
   return {
     async Manifest() {
@@ -335,7 +339,9 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         waitMs,
         signal: call.signal,
       });
-      return { jobs: jobs.map(jobToProto) };
+      return fetchReply(engine, jobs, receiveLimit(call.metadata), (job) =>
+        encodeFetch({ jobs: [jobToProto(job)] }),
+      );
     },
 
     async Ack(request, call) {
@@ -641,7 +647,7 @@ export function wrapUnary(
   name: string,
   handler: UnaryHandler,
   level: number,
-): grpc.handleUnaryCall<Obj, Obj> {
+): grpc.handleUnaryCall<Obj, Obj | Buffer> {
   return (call, callback) => {
     const requestId = requestIdOf(call.metadata);
     const controller = new AbortController();

@@ -21,6 +21,7 @@ import {
   wrapUnary,
 } from './handlers.ts';
 import { extensionsService, ojsPackageDefinition, ojsService, SERVICE_NAME } from './proto.ts';
+import { withEncodedReplies } from './reply-limits.ts';
 import { throwIfRefused, transportLimit, withRequestLimits } from './request-limits.ts';
 import { toServiceError } from './status.ts';
 import { EventStreams } from './stream-events.ts';
@@ -122,7 +123,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   implementation.StreamEvents = streaming('StreamEvents', (call, ready) =>
     eventStreams.serve(engine, call, ready),
   );
-  server.addService(withRequestLimits(ojsService(), maxBodyBytes), implementation);
+  server.addService(
+    withEncodedReplies(withRequestLimits(ojsService(), maxBodyBytes)),
+    implementation,
+  );
   // ojs-ts extensions in their own service (decision 0047).
   const extensions: grpc.UntypedServiceImplementation = {};
   for (const [name, handler] of Object.entries(extensionHandlers(ctx))) {
