@@ -322,6 +322,8 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         queues: Array.isArray(request.queues) ? (request.queues as string[]) : [],
         worker_id: request.worker_id,
       });
+      // Read before anything is claimed: a malformed one must not strand jobs.
+      const limit = receiveLimit(call.metadata);
       // The protocol's Fetch is a poll; x-ojs-wait-ms makes it a long poll
       // like HTTP's wait_ms, cut short so the answer beats the call's deadline.
       const asked = metaInt(call, 'x-ojs-wait-ms', 0, Number.MAX_SAFE_INTEGER) ?? 0;
@@ -339,9 +341,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         waitMs,
         signal: call.signal,
       });
-      return fetchReply(engine, jobs, receiveLimit(call.metadata), (job) =>
-        encodeFetch({ jobs: [jobToProto(job)] }),
-      );
+      return fetchReply(engine, jobs, limit, (job) => encodeFetch({ jobs: [jobToProto(job)] }));
     },
 
     async Ack(request, call) {

@@ -364,6 +364,26 @@ for (const kind of kinds) {
       assert.equal(await stateOf(id!), 'available');
     });
 
+    test('a malformed declared limit is refused before anything is claimed', async () => {
+      const { job } = await unary(client, 'Enqueue', {
+        type: 'small',
+        options: { queue: 'q-bad' },
+      });
+      let error: grpc.ServiceError | undefined;
+      try {
+        await unary(
+          client,
+          'Fetch',
+          { queues: ['q-bad'], worker_id: 'w-bad' },
+          { [RECEIVE_LIMIT_METADATA]: 'lots' },
+        );
+      } catch (e) {
+        error = e as grpc.ServiceError;
+      }
+      assert.equal(error?.code, grpc.status.INVALID_ARGUMENT);
+      assert.equal(await stateOf(job.id), 'available');
+    });
+
     test('StreamJobs: a job larger than the client receives is handed back and the stream ends', async () => {
       const [id] = await enqueueBig('big-q4', 1);
       const stream = (
