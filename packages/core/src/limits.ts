@@ -4,11 +4,20 @@
  * a store's stack or be answered differently by two stores. The HTTP binding
  * applies `checkRequestJson` to every body and `checkRequestText` to every
  * path and query parameter before anything else runs; the field parsers in
- * core (envelope, handlers, retry) and the engine use the named bounds. A
- * gRPC binding imports the same functions. The README's limits table and
- * the manifest's `limits` are generated from `LIMITS`.
+ * core (envelope, handlers, retry) and the engine use the named bounds. The
+ * gRPC binding applies the same functions to a request message and to the
+ * body it turns it into, so both bindings give one verdict and one code.
+ * The README's limits table and the manifest's `limits` are generated from
+ * `LIMITS`.
  */
-import { invalidPayload, invalidRequest } from './errors.ts';
+import { invalidPayload, invalidRequest, OjsError } from './errors.ts';
+
+/**
+ * A request's size by default (HTTP: the body; gRPC: the message), the
+ * server's `bodyLimit`. Configurable, so not in LIMITS: the manifest reads
+ * it as `limits.max_body_bytes`.
+ */
+export const DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024;
 
 /** Nesting of arrays and objects in a request body (the body itself is level 1). */
 export const MAX_JSON_DEPTH = 64;
@@ -80,6 +89,28 @@ export const LIMITS = {
 } as const;
 
 export const byteLength = (s: string): number => Buffer.byteLength(s, 'utf8');
+
+/** A request larger than the server's body limit: 413 payload_too_large in every binding. */
+export function requestTooLarge(maxBytes: number): OjsError {
+  return new OjsError('payload_too_large', `The request is larger than ${maxBytes} bytes.`, {
+    max_bytes: maxBytes,
+  });
+}
+
+/** Decodes strictly: bytes that are not UTF-8 are refused, never patched with U+FFFD. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Request bytes as text, or 400 invalid_payload when they are not UTF-8
+ * (`what` names them: the HTTP body, a string field of a gRPC message).
+ */
+export function decodeRequestText(bytes: Uint8Array, what = 'The request body'): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw invalidPayload(`${what} is not valid UTF-8.`);
+  }
+}
 
 /** A high surrogate not followed by a low one, or a low one not preceded by a high one (code units: no `u` flag). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

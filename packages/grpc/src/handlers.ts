@@ -8,11 +8,14 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import {
+  checkRequestJson,
+  checkRequestText,
   type FailureReport,
   invalidRequest,
   isUuidv7,
   type JobRecord,
   MAX_ATTEMPTS,
+  MAX_PATH_PARAM_BYTES,
   MAX_VISIBILITY_TIMEOUT_MS,
   notFound,
   OjsError,
@@ -47,6 +50,9 @@ import {
   workflowBody,
   workflowToProto,
 } from './convert.ts';
+import { ojsService } from './proto.ts';
+import { fetchReply, receiveLimit } from './reply-limits.ts';
+import { throwIfRefused } from './request-limits.ts';
 import { toServiceError } from './status.ts';
 import type { JobStreams } from './stream-jobs.ts';
 
@@ -109,12 +115,25 @@ function metaInt(call: CallInfo, key: string, min: number, max: number): number 
   return n;
 }
 
+/** An id or name the HTTP binding takes from the path: checked as a path parameter is. */
 function requiredId(request: Obj, field: string): string {
   const value = request[field];
   if (typeof value !== 'string' || value === '') {
     throw invalidRequest(`${field} is required.`, { field });
   }
+  checkRequestText(field, value, MAX_PATH_PARAM_BYTES);
   return value;
+}
+
+/**
+ * The request limits (core checkRequestJson: depth, NUL, unpaired
+ * surrogates, finite numbers) on the body the matching HTTP route would be
+ * sent, so that nesting counts the same levels in both bindings (a job's
+ * meta is in EnqueueOptions here, at the top of an HTTP body).
+ */
+function checked<T>(body: T): T {
+  checkRequestJson(body);
+  return body;
 }
 
 function enqueueContext(engine: Engine, call: CallInfo): EnqueueContext {
@@ -198,7 +217,8 @@ export function manifestToProto(manifest: Obj): Obj {
   };
 }
 
-export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj>;
+/** A reply message, or its bytes already encoded (Fetch: sized to the client's receive limit). */
+export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj | Buffer>;
 
 export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
   const { engine, streams } = ctx;
@@ -223,6 +243,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
   // (settleBatch would refuse the whole batch for one of them).
   const fenced = (r: { workerId?: string; attempt?: number }) =>
     !engine.requireFencing || (r.workerId !== undefined && r.attempt !== undefined);
+  const encodeFetch = ojsService().Fetch!.responseSerialize;
 
   return {
     async Manifest() {
@@ -249,7 +270,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
     },
 
     async Enqueue(request, call) {
-      const body = enqueueBody(request, enqueueContext(engine, call));
+      const body = checked(enqueueBody(request, enqueueContext(engine, call)));
       // The protocol has no job id: an x-ojs-idempotency-key that is a UUIDv7
       // becomes the id, so a repeated call is refused as a duplicate instead
       // of enqueued twice (decision 0042).
@@ -274,9 +295,10 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       const entries = Array.isArray(request.jobs) ? (request.jobs as Obj[]) : [];
       // Atomic like POST /ojs/v1/jobs/batch (grpc-proto G-10): all stored,
       // or none and the error names the entry; `errors` stays empty.
-      const jobs = await engine.enqueueBatch(
-        entries.map((entry) => enqueueBody(entry, context, defaults)),
-      );
+      const { jobs: bodies } = checked({
+        jobs: entries.map((entry) => enqueueBody(entry, context, defaults)),
+      });
+      const jobs = await engine.enqueueBatch(bodies);
       return { jobs: jobs.map(jobToProto), count: jobs.length, errors: {} };
     },
 
@@ -296,7 +318,12 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
     },
 
     async Fetch(request, call) {
-      const queues = Array.isArray(request.queues) ? (request.queues as string[]) : [];
+      const { queues } = checked({
+        queues: Array.isArray(request.queues) ? (request.queues as string[]) : [],
+        worker_id: request.worker_id,
+      });
+      // Read before anything is claimed: a malformed one must not strand jobs.
+      const limit = receiveLimit(call.metadata);
       // The protocol's Fetch is a poll; x-ojs-wait-ms makes it a long poll
       // like HTTP's wait_ms, cut short so the answer beats the call's deadline.
       const asked = metaInt(call, 'x-ojs-wait-ms', 0, Number.MAX_SAFE_INTEGER) ?? 0;
@@ -314,14 +341,18 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         waitMs,
         signal: call.signal,
       });
-      return { jobs: jobs.map(jobToProto) };
+      return fetchReply(engine, jobs, limit, (job) => encodeFetch({ jobs: [jobToProto(job)] }));
     },
 
     async Ack(request, call) {
+      const { result } = checked({
+        job_id: request.job_id,
+        result: fromStruct(request.result as PbStruct | undefined),
+      });
       const jobId = requiredId(request, 'job_id');
       const ack: AckRequest = {
         jobId,
-        result: fromStruct(request.result as PbStruct | undefined),
+        result,
         workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
         attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
       };
@@ -331,10 +362,11 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
     },
 
     async Nack(request, call) {
+      const { error } = checked({ job_id: request.job_id, error: failureFromProto(request.error) });
       const jobId = requiredId(request, 'job_id');
       const nack: NackRequest = {
         jobId,
-        error: failureFromProto(request.error),
+        error,
         requeue: meta(call, 'x-ojs-requeue') === 'true',
         workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
         attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
@@ -353,6 +385,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
     async Heartbeat(request) {
       // One `id`: a job id (per-job beat) or, when it equals worker_id, the
       // worker itself (grpc-proto G-6, decision 0044).
+      checked({ id: request.id, worker_id: request.worker_id });
       const id = requiredId(request, 'id');
       const workerId = validateWorkerId(request.worker_id || undefined);
       const perJob = id !== workerId;
@@ -458,6 +491,8 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       const offset = offsetCursor(request.cursor);
       const queue =
         typeof request.queue === 'string' && request.queue !== '' ? request.queue : undefined;
+      // A query parameter in the HTTP binding.
+      if (queue !== undefined) checkRequestText('queue', queue, Number.POSITIVE_INFINITY);
       const page = await engine.listDeadLetter(queue, limit, offset);
       return {
         jobs: page.items.map(jobToProto),
@@ -476,8 +511,9 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
     },
 
     async RegisterCron(request, call) {
-      const name = requiredId(request, 'name');
       const template = enqueueBody(request, enqueueContext(engine, call));
+      checked({ name: request.name, cron: request.cron, timezone: request.timezone, ...template });
+      const name = requiredId(request, 'name');
       // The protocol has no overlap policy (grpc-proto G-7): a new entry
       // gets the default `skip`; re-registering keeps the entry's policy
       // and enabled flag (decision 0044).
@@ -521,7 +557,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
 
     async CreateWorkflow(request, call) {
       const workflow = await engine.createWorkflow(
-        workflowBody(request, enqueueContext(engine, call)),
+        checked(workflowBody(request, enqueueContext(engine, call))),
       );
       return {
         workflow: workflowToProto(workflow, await engine.store.listWorkflowJobs(workflow.id)),
@@ -575,8 +611,10 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
     });
   return {
     async AckBatch(request) {
-      const acks = items(request, 'acks').map(({ error: _e, requeue: _r, ...ack }) => ack);
-      const nacks = items(request, 'nacks').map(({ result: _r, ...nack }) => nack);
+      const { acks, nacks } = checked({
+        acks: items(request, 'acks').map(({ error: _e, requeue: _r, ...ack }) => ack),
+        nacks: items(request, 'nacks').map(({ result: _r, ...nack }) => nack),
+      });
       // settleBatch refuses an empty or oversized batch (at most MAX_ACK_BATCH items).
       const outcomes = await engine.settleBatch({ acks, nacks });
       return {
@@ -609,7 +647,7 @@ export function wrapUnary(
   name: string,
   handler: UnaryHandler,
   level: number,
-): grpc.handleUnaryCall<Obj, Obj> {
+): grpc.handleUnaryCall<Obj, Obj | Buffer> {
   return (call, callback) => {
     const requestId = requestIdOf(call.metadata);
     const controller = new AbortController();
@@ -623,6 +661,7 @@ export function wrapUnary(
     };
     (async () => {
       authorize(ctx.auth, name, call.metadata);
+      throwIfRefused(call.request);
       return handler(call.request, info);
     })().then(
       (response) => callback(null, response),

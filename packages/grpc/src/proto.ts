@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { MAX_JSON_DEPTH } from '@ojs/core';
 import { PROTO_FILES, LOADER_OPTIONS as SHARED_LOADER_OPTIONS } from '@ojs/sdk/proto-wire';
 import protobuf from 'protobufjs';
 
@@ -21,6 +22,21 @@ export const LOADER_OPTIONS: protoLoader.Options = {
   ...SHARED_LOADER_OPTIONS,
   includeDirs: [PROTO_DIR],
 };
+
+/**
+ * protobufjs bounds message nesting at 100 (protoc's default) when it
+ * decodes, encodes and converts. A level of JSON in a Struct or ListValue is
+ * two messages (the container and its Value), and a job's meta sits in
+ * EnqueueOptions, so a request HTTP accepts (64 levels, core MAX_JSON_DEPTH)
+ * is about 2 x 64 messages deep: below that bound the server could neither
+ * decode it nor send the job back. Deeper messages are still refused while
+ * decoding (invalid_payload), and the bound keeps protobufjs's recursion
+ * short. (One protobufjs per process: this holds for the process.)
+ */
+export const PROTOBUF_RECURSION_LIMIT = 2 * MAX_JSON_DEPTH + 8;
+const util = protobuf.util as unknown as { recursionLimit: number };
+util.recursionLimit = Math.max(util.recursionLimit, PROTOBUF_RECURSION_LIMIT);
+protobuf.Reader.recursionLimit = Math.max(protobuf.Reader.recursionLimit, PROTOBUF_RECURSION_LIMIT);
 
 let definition: protoLoader.PackageDefinition | undefined;
 

@@ -6,6 +6,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
+import { DEFAULT_MAX_BODY_BYTES } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
 import type { AuthConfig } from '@ojs/server';
 import { HealthImplementation } from 'grpc-health-check';
@@ -20,6 +21,8 @@ import {
   wrapUnary,
 } from './handlers.ts';
 import { extensionsService, ojsPackageDefinition, ojsService, SERVICE_NAME } from './proto.ts';
+import { withEncodedReplies } from './reply-limits.ts';
+import { throwIfRefused, transportLimit, withRequestLimits } from './request-limits.ts';
 import { toServiceError } from './status.ts';
 import { EventStreams } from './stream-events.ts';
 import { JobStreams } from './stream-jobs.ts';
@@ -45,6 +48,11 @@ export interface GrpcServerOptions {
    * must present a certificate signed by it (mTLS). Absent: plaintext.
    */
   tls?: { cert: Buffer; key: Buffer; ca?: Buffer };
+  /**
+   * The request size limit, the HTTP binding's `bodyLimit` (default 2 MiB):
+   * a larger request message is refused with payload_too_large.
+   */
+  maxBodyBytes?: number;
 }
 
 export interface GrpcServer {
@@ -68,10 +76,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     serverVersion: options.serverVersion ?? '0.1.0',
   };
   const level = options.conformanceLevel;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const server = new grpc.Server({
     // Idle streams stay open behind proxies; dead peers are found.
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_permit_without_calls': 1,
+    'grpc.max_receive_message_length': transportLimit(maxBodyBytes),
   });
 
   const implementation: grpc.UntypedServiceImplementation = {};
@@ -95,6 +105,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       };
       (async () => {
         authorize(ctx.auth, name, call.metadata);
+        throwIfRefused(call.request);
         await serve(call, ready);
       })().then(
         () => {
@@ -112,13 +123,16 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   implementation.StreamEvents = streaming('StreamEvents', (call, ready) =>
     eventStreams.serve(engine, call, ready),
   );
-  server.addService(ojsService(), implementation);
+  server.addService(
+    withEncodedReplies(withRequestLimits(ojsService(), maxBodyBytes)),
+    implementation,
+  );
   // ojs-ts extensions in their own service (decision 0047).
   const extensions: grpc.UntypedServiceImplementation = {};
   for (const [name, handler] of Object.entries(extensionHandlers(ctx))) {
     extensions[name] = wrapUnary(ctx, name, handler, level);
   }
-  server.addService(extensionsService(), extensions);
+  server.addService(withRequestLimits(extensionsService(), maxBodyBytes), extensions);
 
   // grpc.health.v1: "" and the OJS service follow the store's health.
   const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE_NAME]: 'NOT_SERVING' });

@@ -8,12 +8,16 @@
  * HTTP or through another server, a lease that expired, a cancel). A
  * stream that drops leaves its jobs leased: they come back when their
  * visibility timeout expires, as for any worker that vanished. A paused
- * queue delivers nothing and the stream stays open.
+ * queue delivers nothing and the stream stays open. A job larger than the
+ * client receives (reply-limits.ts) is handed back with the jobs claimed
+ * after it, and the stream ends with the error naming it.
  */
 import * as grpc from '@grpc/grpc-js';
-import { invalidRequest, validateQueueName, validateWorkerId } from '@ojs/core';
+import { checkRequestJson, invalidRequest, validateQueueName, validateWorkerId } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
 import { jobToProto } from './convert.ts';
+import { ojsService } from './proto.ts';
+import { receiveLimit, releaseQuietly, tooLargeForClient } from './reply-limits.ts';
 import { Waker } from './waker.ts';
 
 type Obj = Record<string, unknown>;
@@ -34,6 +38,7 @@ class JobStream {
   readonly #queues: string[];
   readonly #workerId: string;
   readonly #max: number;
+  readonly #receiveLimit: number;
   readonly held = new Map<string, Held>();
   readonly #abort = new AbortController();
   #closed = false;
@@ -44,7 +49,7 @@ class JobStream {
     engine: Engine,
     streams: JobStreams,
     call: grpc.ServerWritableStream<Obj, Obj>,
-    request: { queues: string[]; workerId: string; max: number },
+    request: { queues: string[]; workerId: string; max: number; receiveLimit: number },
   ) {
     this.#engine = engine;
     this.#streams = streams;
@@ -52,6 +57,7 @@ class JobStream {
     this.#queues = request.queues;
     this.#workerId = request.workerId;
     this.#max = request.max;
+    this.#receiveLimit = request.receiveLimit;
     call.once('cancelled', () => this.#stop());
     call.once('close', () => this.#stop());
   }
@@ -115,16 +121,26 @@ class JobStream {
         waitMs: CLAIM_WAIT_MS,
         signal: this.#abort.signal,
       });
-      for (const job of jobs) {
+      for (const [index, job] of jobs.entries()) {
         // Claimed after the stream went away: the lease brings it back.
         if (this.#closed) break;
+        const message = encodeJob(jobToProto(job));
+        if (message.length > this.#receiveLimit) {
+          // Skipped, it would be claimed again at once: the stream ends instead.
+          await releaseQuietly(engine, jobs.slice(index));
+          throw tooLargeForClient(job, message.length, this.#receiveLimit);
+        }
         this.held.set(job.id, { attempt: job.attempt });
         this.#streams.track(job.id, this);
-        this.#call.write(jobToProto(job));
+        // Bytes: the service's reply encoder passes them through (withEncodedReplies).
+        this.#call.write(message as unknown as Obj);
       }
     }
   }
 }
+
+/** A Job message's bytes, so its size is known before it is written. */
+const encodeJob = (job: Obj): Buffer => ojsService().StreamJobs!.responseSerialize(job);
 
 /** The open StreamJobs calls of one server. */
 export class JobStreams {
@@ -143,6 +159,8 @@ export class JobStreams {
   ): Promise<void> {
     const request = call.request;
     const queues = Array.isArray(request.queues) ? (request.queues as string[]) : [];
+    // The request limits a Fetch gets (core limits.ts).
+    checkRequestJson({ queues, worker_id: request.worker_id });
     if (queues.length === 0) {
       throw invalidRequest('queues must name at least one queue.', { field: 'queues' });
     }
@@ -169,7 +187,12 @@ export class JobStreams {
       });
       return;
     }
-    const stream = new JobStream(engine, this, call, { queues, workerId, max: max || 1 });
+    const stream = new JobStream(engine, this, call, {
+      queues,
+      workerId,
+      max: max || 1,
+      receiveLimit: receiveLimit(call.metadata),
+    });
     this.#open.add(stream);
     ready();
     await stream.run();

@@ -13,7 +13,8 @@
  * either transport. What the protocol cannot say travels as ojs-ts call
  * metadata the server understands (`x-ojs-wait-ms` long poll,
  * `x-ojs-worker-id`/`x-ojs-attempt` fencing, `x-ojs-requeue`,
- * `x-ojs-idempotency-key`); other gRPC servers ignore it.
+ * `x-ojs-idempotency-key`, `x-ojs-max-receive-message-length`); other
+ * gRPC servers ignore it.
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -140,6 +141,9 @@ const STATUS_HTTP: Record<number, number> = {
  */
 // biome-ignore lint/suspicious/noTsIgnore: TS1343 is an error of the CommonJS emit only, which @ts-expect-error would turn into one of the ESM emit.
 // @ts-ignore TS1343: the CommonJS emit of the SDK compiles this file too; its export is ESM only.
+/** The largest message this transport's channel accepts (a fetched batch of big jobs). */
+const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
+
 const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
 
 export class GrpcTransport implements Transport {
@@ -188,7 +192,7 @@ export class GrpcTransport implements Transport {
         (tls === undefined
           ? grpc.credentials.createInsecure()
           : grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert)));
-      const channelOptions = { 'grpc.max_receive_message_length': 64 * 1024 * 1024 };
+      const channelOptions = { 'grpc.max_receive_message_length': MAX_RECEIVE_BYTES };
       const client = new loaded.ojs.v1.OJSService(
         this.#options.address,
         credentials,
@@ -317,7 +321,11 @@ export class GrpcTransport implements Transport {
   // ------------------------------------------------------------ worker protocol
 
   async fetchJobs(request: FetchRequest, options?: RequestOptions): Promise<Job[]> {
-    const metadata: Record<string, string> = {};
+    // Our server sizes the answer to what this channel receives; it assumes
+    // grpc-js's 4 MiB otherwise and hands the rest back.
+    const metadata: Record<string, string> = {
+      'x-ojs-max-receive-message-length': String(MAX_RECEIVE_BYTES),
+    };
     if (request.wait_ms !== undefined) metadata['x-ojs-wait-ms'] = String(request.wait_ms);
     if (request.visibility_timeout_ms !== undefined) {
       metadata['x-ojs-visibility-timeout-ms'] = String(request.visibility_timeout_ms);

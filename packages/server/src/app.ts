@@ -4,7 +4,14 @@
  * binds. Every response, errors and 404s included, carries the exact OJS
  * media type, OJS-Version and X-Request-Id.
  */
-import { checkRequestText, MAX_PATH_PARAM_BYTES, OjsError } from '@ojs/core';
+import {
+  checkRequestText,
+  DEFAULT_MAX_BODY_BYTES,
+  decodeRequestText,
+  MAX_PATH_PARAM_BYTES,
+  OjsError,
+  requestTooLarge,
+} from '@ojs/core';
 import { type Engine, LATENCY_BUCKETS } from '@ojs/engine';
 import Fastify, {
   type FastifyBaseLogger,
@@ -34,8 +41,6 @@ import { websocketRoutes } from './routes/websocket.ts';
 import { workerRoutes } from './routes/workers.ts';
 import { workflowRoutes } from './routes/workflows.ts';
 import {
-  DEFAULT_BODY_LIMIT,
-  decodeBody,
   isJsonMediaType,
   OJS_MEDIA_TYPE,
   OJS_VERSION,
@@ -44,7 +49,7 @@ import {
 } from './wire.ts';
 
 export interface AppConfig {
-  /** Request body limit in bytes (413 above it). */
+  /** Request body limit in bytes (413 above it); the gRPC binding applies it to a message. */
   bodyLimit?: number;
   /** Enables POST /ojs/v1/admin/reset (the engine must be in test mode too). */
   testMode?: boolean;
@@ -88,7 +93,7 @@ function toOjsError(error: FastifyError, bodyLimit: number): OjsError {
         'The request path is not valid: a percent-encoding is malformed or not UTF-8.',
       );
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new OjsError('payload_too_large', error.message, { max_bytes: bodyLimit });
+      return requestTooLarge(bodyLimit);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new OjsError('invalid_request', error.message);
@@ -106,7 +111,7 @@ function toOjsError(error: FastifyError, bodyLimit: number): OjsError {
 }
 
 export async function buildApp(config: AppConfig, engine: Engine): Promise<FastifyInstance> {
-  const bodyLimit = config.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const bodyLimit = config.bodyLimit ?? DEFAULT_MAX_BODY_BYTES;
   const app = Fastify({
     ...(config.logRequests
       ? // (Typed as Fastify's base logger so the instance type stays the default one.)
@@ -148,7 +153,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
     let text: string;
     try {
-      text = decodeBody(body as Buffer);
+      text = decodeRequestText(body as Buffer);
     } catch (error) {
       return done(error as Error);
     }

@@ -67,6 +67,7 @@ export async function startGrpcBinding(
     conformanceLevel: DECLARED_CONFORMANCE_LEVEL,
     serverVersion: appConfig.implementationVersion,
     tls,
+    maxBodyBytes: appConfig.bodyLimit,
   });
   appConfig.grpc = { port: server.port };
   return server;

@@ -2,11 +2,10 @@
  * GET /ojs/manifest (HB §21, CONF §4). The declared level is the level this
  * server passes in CI, not the level it aims for.
  */
-import { LIMITS, MAX_META_BYTES, MAX_WORKFLOW_STEPS } from '@ojs/core';
+import { DEFAULT_MAX_BODY_BYTES, LIMITS, MAX_META_BYTES, MAX_WORKFLOW_STEPS } from '@ojs/core';
 import { type Engine, MAX_ACK_BATCH } from '@ojs/engine';
 import type { AppConfig } from './app.ts';
 import { MAX_PUSH_MANY } from './routes/jobs.ts';
-import { DEFAULT_BODY_LIMIT } from './wire.ts';
 
 /** Highest conformance level whose suites pass on every store in CI. */
 export const DECLARED_CONFORMANCE_LEVEL = 4;
@@ -111,7 +110,7 @@ export function buildManifest(engine: Engine, config: AppConfig): Record<string,
         : { grpc: { port: config.grpc.port, service: 'ojs.v1.OJSService' } }),
     },
     limits: {
-      max_body_bytes: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
+      max_body_bytes: config.bodyLimit ?? DEFAULT_MAX_BODY_BYTES,
       max_meta_bytes: MAX_META_BYTES,
       max_batch_size: engine.maxBatchSize,
       max_fetch_count: engine.maxFetchCount,

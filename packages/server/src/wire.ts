@@ -17,7 +17,6 @@ import {
 
 export const OJS_MEDIA_TYPE = 'application/openjobspec+json';
 export const OJS_VERSION = '1.0';
-export const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
 
@@ -32,18 +31,6 @@ export function isJsonMediaType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
   const type = contentType.split(';')[0]!.trim().toLowerCase();
   return type === OJS_MEDIA_TYPE || type === 'application/json';
-}
-
-/** Decodes strictly: a body that is not UTF-8 is refused, never patched with U+FFFD. */
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
-
-/** A request body's text, or 400 invalid_payload when its bytes are not UTF-8. */
-export function decodeBody(body: Buffer): string {
-  try {
-    return UTF8.decode(body);
-  } catch {
-    throw invalidPayload('The request body is not valid UTF-8.');
-  }
 }
 
 /**
