@@ -26,6 +26,7 @@ export const SERVER_PACKAGES = [
   '@ojs/grpc',
   '@ojs/store-sqlite',
   '@ojs/store-postgres',
+  '@ojs/store-redis',
   '@ojs/conformance',
   '@ojs/cli',
 ] as const;

@@ -28,7 +28,7 @@ import {
   startServerProcess,
   withPostgres,
 } from '../../../scripts/lib.ts';
-import { installApp, installServer, pack, SERVER_PACKAGES } from '../../../scripts/packed.ts';
+import { installServer } from '../../../scripts/packed.ts';
 import { type BacklogResult, runBacklog } from './backlog.ts';
 import {
   ANCHOR_PHASES,
@@ -442,18 +442,9 @@ async function runAnchor(opts: BenchOptions, anchor: Anchor): Promise<AnchorRun>
   return { result: out.json, cpu };
 }
 
-/**
- * The `ojs` command the server processes run, packed and installed as npm
- * installs it: installServer's packages, plus @ojs/store-redis when a Redis
- * store runs (the server imports it only for a redis:// spec, "when installed").
- */
-async function installPackedServer(root: string, withRedis: boolean): Promise<string> {
-  if (!withRedis) return (await installServer(root)).entry;
-  const tarballs: string[] = [];
-  for (const name of [...SERVER_PACKAGES, '@ojs/store-redis'])
-    tarballs.push(await pack(name, root));
-  const app = await installApp(tarballs, root);
-  return join(app, 'node_modules/@ojs/cli/dist/main.js');
+/** The `ojs` command the server processes run, packed and installed as npm installs it. */
+async function installPackedServer(root: string): Promise<string> {
+  return (await installServer(root)).entry;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -578,7 +569,7 @@ async function main(argv: string[]): Promise<number> {
       const t = performance.now();
       log('\n== packing and installing the server packages (--server packed)');
       try {
-        serverEntry = await installPackedServer(join(tmp, 'packed'), stores.includes('redis'));
+        serverEntry = await installPackedServer(join(tmp, 'packed'));
       } catch (error) {
         process.stderr.write(
           `bench: packing the server failed (--server source runs the repository's sources): ${(error as Error).message}\n`,

@@ -141,10 +141,10 @@ const STATUS_HTTP: Record<number, number> = {
  */
 // biome-ignore lint/suspicious/noTsIgnore: TS1343 is an error of the CommonJS emit only, which @ts-expect-error would turn into one of the ESM emit.
 // @ts-ignore TS1343: the CommonJS emit of the SDK compiles this file too; its export is ESM only.
+const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
+
 /** The largest message this transport's channel accepts (a fetched batch of big jobs). */
 const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
-
-const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
 
 export class GrpcTransport implements Transport {
   readonly kind = 'grpc';
