@@ -100,18 +100,7 @@ export function postgresUnavailable(): Promise<string | undefined> {
         onError: () => {},
       });
       await store.init();
-      // A round trip through an engine: the store must implement what this engine needs.
-      const engine = new Engine({ store });
-      const created = await engine.enqueue({
-        type: 'probe.job',
-        args: [],
-        options: { queue: 'probe' },
-      });
-      const [claimed] = await engine.fetch({ queues: ['probe'], count: 1, workerId: 'probe' });
-      if (created.status !== 'created' || claimed === undefined)
-        throw new Error('probe job not claimed');
-      await engine.ack({ jobId: claimed.id, workerId: 'probe' });
-      await engine.heartbeat({ workerId: 'probe', jobIds: [] });
+      await probeEngine(store);
       return undefined;
     } catch (error) {
       const reason = `PostgreSQL store unusable at ${POSTGRES_URL}: ${(error as Error).message}`;
@@ -123,6 +112,21 @@ export function postgresUnavailable(): Promise<string | undefined> {
     }
   })();
   return postgresCheck;
+}
+
+/** A round trip through an engine: the store must implement what this engine needs. */
+async function probeEngine(store: Store): Promise<void> {
+  const engine = new Engine({ store });
+  const created = await engine.enqueue({
+    type: 'probe.job',
+    args: [],
+    options: { queue: 'probe' },
+  });
+  const [claimed] = await engine.fetch({ queues: ['probe'], count: 1, workerId: 'probe' });
+  if (created.status !== 'created' || claimed === undefined)
+    throw new Error('probe job not claimed');
+  await engine.ack({ jobId: claimed.id, workerId: 'probe' });
+  await engine.heartbeat({ workerId: 'probe', jobIds: [] });
 }
 
 type RedisModule = {
@@ -177,18 +181,7 @@ export function redisUnavailable(): Promise<string | undefined> {
     try {
       store = new RedisStore({ url: REDIS_URL, prefix, onError: () => {} });
       await store.init();
-      // A round trip through an engine: the store must implement what this engine needs.
-      const engine = new Engine({ store });
-      const created = await engine.enqueue({
-        type: 'probe.job',
-        args: [],
-        options: { queue: 'probe' },
-      });
-      const [claimed] = await engine.fetch({ queues: ['probe'], count: 1, workerId: 'probe' });
-      if (created.status !== 'created' || claimed === undefined)
-        throw new Error('probe job not claimed');
-      await engine.ack({ jobId: claimed.id, workerId: 'probe' });
-      await engine.heartbeat({ workerId: 'probe', jobIds: [] });
+      await probeEngine(store);
       return undefined;
     } catch (error) {
       const reason = `Redis store unusable at ${REDIS_URL}: ${(error as Error).message}`;
