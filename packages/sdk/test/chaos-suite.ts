@@ -296,9 +296,11 @@ async function produce(
   }
 }
 
-async function queueCounts(url: string, queue: string): Promise<Record<string, number>> {
+type QueueCounts = Record<'available' | 'active' | 'retryable' | 'scheduled' | 'completed', number>;
+
+async function queueCounts(url: string, queue: string): Promise<QueueCounts> {
   const res = await fetch(`${url}/ojs/v1/queues/${queue}/stats`);
-  return ((await res.json()) as { queue: Record<string, number> }).queue;
+  return ((await res.json()) as { queue: QueueCounts }).queue;
 }
 
 /** Per job id, its `job.completed` and `job.started` events (all pages). */
