@@ -6,10 +6,9 @@
  */
 import { conflict } from './errors.ts';
 import { jobEvent } from './events.ts';
-import type { JobRecord } from './job.ts';
+import type { JobRecord, OjsEvent } from './job-types.ts';
 import { cancel, reviveDeadLetter } from './lifecycle.ts';
 import { type JobState, TERMINAL_STATES } from './states.ts';
-import type { OjsEvent } from './store.ts';
 import { toIso } from './time.ts';
 
 export const BULK_ACTIONS = ['retry', 'cancel', 'delete'] as const;

@@ -11,7 +11,7 @@
  * Bounded in jobs and in the length of their JSON, the oldest dropped
  * first; a job whose JSON is longer than KEPT_CHARS_PER_JOB is not kept.
  */
-import type { JobRecord } from './job.ts';
+import type { JobRecord } from './job-types.ts';
 
 /** JSON characters all copies may take together. */
 export const KEPT_CHARS = 32 * 1024 * 1024;

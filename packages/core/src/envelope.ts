@@ -7,7 +7,8 @@
 import { parseIsoDuration } from './duration.ts';
 import { OBJECT_ARGS_HINT } from './envelope-hints.ts';
 import { invalidPayload, OjsError } from './errors.ts';
-import type { JobRecord, RateLimitPolicy, UniquePolicy } from './job.ts';
+import { isObject } from './is-object.ts';
+import type { JobRecord, RateLimitPolicy, UniquePolicy } from './job-types.ts';
 import {
   byteLength,
   MAX_EXECUTION_TIMEOUT_MS,
@@ -15,6 +16,7 @@ import {
   MAX_TAGS,
   MAX_VISIBILITY_TIMEOUT_MS,
 } from './limits.ts';
+import { validateJobType, validateQueueName } from './names.ts';
 import { normalizeRetryPolicy } from './retry.ts';
 import { isJobState, type JobState } from './states.ts';
 import { resolveTime, toIso } from './time.ts';
@@ -22,9 +24,6 @@ import { computeUniqueKey } from './unique.ts';
 import { isUuidv7, uuidv7 } from './uuid.ts';
 import { splitTypeVersion, versionNumber } from './version.ts';
 
-/** OA/suite pattern: lowercase, dot-separated segments, hyphens and underscores allowed. */
-export const JOB_TYPE_PATTERN = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$/;
-export const QUEUE_PATTERN = /^[a-z0-9][a-z0-9.-]*$/;
 export const MAX_META_BYTES = 64 * 1024;
 export const PRIORITY_MIN = -100;
 export const PRIORITY_MAX = 100;
@@ -88,7 +87,6 @@ const SYSTEM_FIELDS = new Set([
 
 type Obj = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 /** An explicit null on input is treated as absent (JF §14.2). */
 const present = (v: unknown) => v !== undefined && v !== null;
 
@@ -97,35 +95,6 @@ function pick(options: Obj, top: Obj, ...names: string[]): unknown {
     for (const name of names) if (present(source[name])) return source[name];
   }
   return undefined;
-}
-
-export function validateJobType(type: unknown, field = 'type'): string {
-  if (!present(type)) throw invalidPayload(`${field} is required.`, { field });
-  if (typeof type !== 'string') throw invalidPayload(`${field} must be a string.`, { field });
-  if (byteLength(type) > MAX_NAME_BYTES) {
-    throw invalidPayload(`${field} must be at most ${MAX_NAME_BYTES} bytes.`, { field });
-  }
-  if (!JOB_TYPE_PATTERN.test(type)) {
-    throw invalidPayload(
-      `${field} '${type}' is invalid: use lowercase dot-separated segments such as 'email.send' (pattern ${JOB_TYPE_PATTERN.source}).`,
-      { field, pattern: JOB_TYPE_PATTERN.source },
-    );
-  }
-  return type;
-}
-
-export function validateQueueName(queue: unknown, field = 'queue'): string {
-  if (typeof queue !== 'string') throw invalidPayload(`${field} must be a string.`, { field });
-  if (byteLength(queue) > MAX_NAME_BYTES) {
-    throw invalidPayload(`${field} must be at most ${MAX_NAME_BYTES} bytes.`, { field });
-  }
-  if (!QUEUE_PATTERN.test(queue)) {
-    throw invalidPayload(
-      `${field} '${queue}' is invalid: use lowercase letters, digits, '.' and '-', starting with a letter or digit.`,
-      { field, pattern: QUEUE_PATTERN.source },
-    );
-  }
-  return queue;
 }
 
 export function parsePriority(value: unknown, field = 'priority'): number {

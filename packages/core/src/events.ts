@@ -3,8 +3,7 @@
  * Events are built by the engine next to the transition they describe and
  * committed with it, so a recorded event always matches a stored state.
  */
-import type { JobRecord } from './job.ts';
-import type { OjsEvent } from './store.ts';
+import type { JobRecord, OjsEvent } from './job-types.ts';
 import { toIso } from './time.ts';
 import { uuidv7 } from './uuid.ts';
 

@@ -7,7 +7,7 @@
  * that still matches the filter (an offset would shift under them).
  */
 import { invalidRequest } from './errors.ts';
-import type { JobRecord } from './job.ts';
+import type { JobRecord } from './job-types.ts';
 import { isJobState, JOB_STATES, type JobState } from './states.ts';
 import { jobColumns } from './store-columns.ts';
 import { parseTimestamp } from './time.ts';

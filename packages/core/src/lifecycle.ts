@@ -5,7 +5,7 @@
  * lands.
  */
 import { conflict } from './errors.ts';
-import type { JobError, JobRecord } from './job.ts';
+import type { JobError, JobRecord } from './job-types.ts';
 import { decideFailure, errorTypeOf, type FailureReport } from './retry.ts';
 import { canTransition, type JobState } from './states.ts';
 import { toIso } from './time.ts';

@@ -8,17 +8,8 @@
  */
 import { invalidRequest } from './errors.ts';
 import { jobEvent } from './events.ts';
-import type { JobRecord } from './job.ts';
-import type { OjsEvent } from './store.ts';
+import type { JobProgress, JobRecord, OjsEvent } from './job-types.ts';
 import { toIso } from './time.ts';
-
-export interface JobProgress {
-  value: number | null;
-  message?: string;
-  data?: Record<string, unknown>;
-  updated_at: string;
-  attempt: number;
-}
 
 export interface ProgressUpdate {
   progress?: number;

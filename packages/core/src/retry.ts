@@ -5,6 +5,7 @@
 
 import { formatIsoDuration, parseIsoDuration } from './duration.ts';
 import { validationError } from './errors.ts';
+import { isObject } from './is-object.ts';
 import { MAX_ATTEMPTS, MAX_DURATION_MS } from './limits.ts';
 
 export type BackoffStrategy = 'exponential' | 'linear' | 'constant' | 'polynomial' | 'none';
@@ -58,7 +59,7 @@ const POLICY_ERROR_TYPE = 'validation.retry_policy_invalid';
  */
 export function normalizeRetryPolicy(input: unknown, field = 'retry'): RetryPolicy {
   if (input === undefined || input === null) return copyPolicy(DEFAULT_RETRY_POLICY);
-  if (!isPlainObject(input)) {
+  if (!isObject(input)) {
     throw policyError(field, `${field} must be an object (got ${describe(input)})`);
   }
   const reader = new PolicyReader(input, field);
@@ -218,10 +219,6 @@ function policyError(fieldPath: string, message: string) {
 
 function copyPolicy(policy: Readonly<RetryPolicy>): RetryPolicy {
   return { ...policy, non_retryable_errors: [...policy.non_retryable_errors] };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** JSON null means "not set" so clients can send sparse objects built from nullable fields. */

@@ -7,10 +7,9 @@
  */
 import { conflict } from './errors.ts';
 import { durationSinceStart, jobEvent } from './events.ts';
-import type { JobRecord } from './job.ts';
+import type { JobRecord, OjsEvent } from './job-types.ts';
 import { assertLeaseHolder, complete, expireLease, fail, leaseExtension } from './lifecycle.ts';
 import type { FailureReport } from './retry.ts';
-import type { OjsEvent } from './store.ts';
 import { toIso } from './time.ts';
 
 export type Settlement =

@@ -5,7 +5,7 @@
  * PostgreSQL and any other store in agreement on what, say, a lease
  * deadline or a dead-lettered job is.
  */
-import type { JobRecord } from './job.ts';
+import type { JobRecord } from './job-types.ts';
 import type { JobState } from './states.ts';
 
 export interface JobColumns {

@@ -10,24 +10,13 @@
  * share nested values with the caller's input, which is the caller's own.)
  */
 import type { Clock } from './clock.ts';
-import type { JobRecord } from './job.ts';
 import type { JobFilter, JobPageRequest } from './job-query.ts';
+import type { JobRecord, OjsEvent } from './job-types.ts';
 import type { PruneTarget } from './queue-config.ts';
 import type { LeaseItem, LeaseResult, SettleItem, SettleResult } from './settle.ts';
 import type { JobState } from './states.ts';
 import type { HandlerDeclaration } from './version.ts';
 import type { CronRecord, WorkflowRecord } from './workflow-types.ts';
-
-export interface OjsEvent {
-  specversion: '1.0';
-  id: string;
-  type: string;
-  source: string;
-  time: string;
-  subject?: string;
-  datacontenttype?: string;
-  data: Record<string, unknown>;
-}
 
 export interface EventFilter {
   types?: string[];

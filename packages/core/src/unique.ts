@@ -4,7 +4,7 @@
  * still holds it. Stores enforce the lock; this module only decides.
  */
 import { createHash } from 'node:crypto';
-import type { JobRecord, UniquePolicy } from './job.ts';
+import type { JobRecord, UniquePolicy } from './job-types.ts';
 
 /** JSON with object keys sorted, so equal values always hash equally. */
 export function canonicalJson(value: unknown): string {

@@ -4,9 +4,9 @@
  * (major, minor, patch) with missing parts 0 (X-21: "2.0", 2 and "2.0.0"
  * are equal); it is echoed on the wire exactly as the producer sent it.
  */
-import { validateJobType } from './envelope.ts';
 import { invalidPayload, invalidRequest, OjsError } from './errors.ts';
 import { boundedArray, byteLength, MAX_HANDLERS, MAX_VERSION_RANGE_BYTES } from './limits.ts';
+import { validateJobType } from './names.ts';
 
 const VERSION_PATTERN = /^(0|[1-9]\d{0,6})(?:\.(0|[1-9]\d{0,4}))?(?:\.(0|[1-9]\d{0,4}))?$/;
 /**

@@ -8,7 +8,8 @@
  */
 import { type EnqueueDefaults, parseEnqueueRequest } from './envelope.ts';
 import { invalidRequest, OjsError } from './errors.ts';
-import type { JobRecord } from './job.ts';
+import { isObject } from './is-object.ts';
+import type { JobRecord } from './job-types.ts';
 import { toIso } from './time.ts';
 import { uuidv7 } from './uuid.ts';
 import { parseGraph } from './workflow-graph.ts';
@@ -24,8 +25,6 @@ export const MAX_WORKFLOW_DEPTH = 5;
 /** The types a request may name; a graph is recognised by its shape (no type). */
 const TYPES: readonly WorkflowType[] = ['chain', 'group', 'batch'];
 export const CALLBACK_KINDS: readonly CallbackKind[] = ['on_complete', 'on_success', 'on_failure'];
-
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Steps of the graph form: at least one names an id or dependencies. */
 const isGraphSteps = (steps: unknown): steps is unknown[] =>

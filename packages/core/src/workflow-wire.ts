@@ -3,7 +3,7 @@
  * shape (type, counters, steps by index); the graph form answers the
  * http-binding §4.15 shape (steps by id with depends_on, no type).
  */
-import type { JobRecord } from './job.ts';
+import type { JobRecord } from './job-types.ts';
 import type { WorkflowRecord, WorkflowStep } from './workflow-types.ts';
 
 type Obj = Record<string, unknown>;

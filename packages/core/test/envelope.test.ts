@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type EnqueueDefaults, MAX_META_BYTES, parseEnqueueRequest } from '../src/envelope.ts';
 import { type ErrorCode, OjsError } from '../src/errors.ts';
-import type { JobRecord } from '../src/job.ts';
+import type { JobRecord } from '../src/job-types.ts';
 import { DEFAULT_RETRY_POLICY } from '../src/retry.ts';
 import { toIso } from '../src/time.ts';
 import { computeUniqueKey } from '../src/unique.ts';

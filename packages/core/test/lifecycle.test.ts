@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { OjsError } from '../src/errors.ts';
-import type { JobRecord } from '../src/job.ts';
+import type { JobRecord } from '../src/job-types.ts';
 import {
   activate,
   assertLeaseHolder,

@@ -8,7 +8,6 @@ import { describe, it } from 'node:test';
 import { decideAdminAction, retryNow } from '../src/admin-actions.ts';
 import { parseEnqueueRequest } from '../src/envelope.ts';
 import { OjsError } from '../src/errors.ts';
-import type { JobRecord } from '../src/job.ts';
 import { toWire } from '../src/job.ts';
 import {
   decodeCursor,
@@ -18,6 +17,7 @@ import {
   MAX_INDEXED_COMBINATIONS,
   parseJobFilter,
 } from '../src/job-query.ts';
+import type { JobRecord } from '../src/job-types.ts';
 import { cancel, claim, complete, fail } from '../src/lifecycle.ts';
 import {
   currentProgress,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { JobRecord, UniquePolicy } from '../src/job.ts';
+import type { JobRecord, UniquePolicy } from '../src/job-types.ts';
 import { JOB_STATES, type JobState } from '../src/states.ts';
 import {
   canonicalJson,

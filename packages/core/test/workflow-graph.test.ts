@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { OjsError } from '../src/errors.ts';
-import type { JobRecord } from '../src/job.ts';
+import type { JobRecord } from '../src/job-types.ts';
 import { cancel, claim, complete, expire, fail } from '../src/lifecycle.ts';
 import { advanceWorkflow, cancelWorkflow, createWorkflow } from '../src/workflow.ts';
 import { findCycle, MAX_STEP_ID_BYTES } from '../src/workflow-graph.ts';

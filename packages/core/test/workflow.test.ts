@@ -8,9 +8,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { OjsError } from '../src/errors.ts';
-import type { JobRecord } from '../src/job.ts';
+import type { JobRecord, OjsEvent } from '../src/job-types.ts';
 import { cancel, claim, complete, fail, reviveDeadLetter } from '../src/lifecycle.ts';
-import type { OjsEvent } from '../src/store.ts';
 import { isUuidv7 } from '../src/uuid.ts';
 import {
   advanceWorkflow,
