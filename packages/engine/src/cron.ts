@@ -13,6 +13,7 @@ import {
   dueOccurrence,
   enqueueEvents,
   invalidRequest,
+  isObject,
   isTerminal,
   type JobRecord,
   jobEvent,
@@ -25,7 +26,9 @@ import {
   parseEnqueueRequest,
   toIso,
 } from '@ojs/core';
-import type { Engine } from './engine.ts';
+import type { EngineContext } from './context.ts';
+import type { VersionRouter } from './routing.ts';
+import type { SchemaRegistry } from './schemas.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -38,8 +41,6 @@ const OVERLAP_POLICIES: Record<string, OverlapPolicy> = {
   cancel_previous: 'cancel_previous',
   enqueue: 'enqueue',
 };
-
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Accepts the OA/suite shape (expression + job_template) and the cron spec shape (cron + flat type/args/options). */
 export function parseCronRequest(
@@ -112,10 +113,16 @@ export function cronToWire(cron: CronRecord): Obj {
   };
 }
 
-export class CronScheduler {
-  readonly #engine: Engine;
+/** What the scheduler uses of the engine: its context, schema checks and version routing. */
+export interface CronContext extends EngineContext {
+  readonly schemas: Pick<SchemaRegistry, 'check'>;
+  readonly routing: Pick<VersionRouter, 'route'>;
+}
 
-  constructor(engine: Engine) {
+export class CronScheduler {
+  readonly #engine: CronContext;
+
+  constructor(engine: CronContext) {
     this.#engine = engine;
   }
 

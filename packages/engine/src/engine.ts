@@ -52,6 +52,7 @@ import {
   type WorkflowRecord,
   workflowToWire,
 } from '@ojs/core';
+import type { EngineContext, WorkerDirective } from './context.ts';
 import { CronScheduler, cronToWire } from './cron.ts';
 import { EventTail } from './event-tail.ts';
 import { WaitingFetches } from './fetch-waits.ts';
@@ -177,8 +178,6 @@ export interface SettleBatchRequest {
 /** Largest number of items (acks + nacks) in one batched acknowledgement. */
 export const MAX_ACK_BATCH = 1000;
 
-export type WorkerDirective = 'running' | 'quiet' | 'terminate';
-
 export interface HeartbeatResult {
   state: WorkerDirective;
   jobsExtended: string[];
@@ -204,7 +203,7 @@ const WORKFLOW_EXPIRY_BATCH = 500;
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export class Engine {
+export class Engine implements EngineContext {
   readonly store: Store;
   readonly clock: Clock;
   readonly testMode: boolean;

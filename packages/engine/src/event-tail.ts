@@ -17,7 +17,7 @@
  * already delivered, which catches such late commits in practice.
  */
 import type { EventFilter, OjsEvent } from '@ojs/core';
-import type { Engine } from './engine.ts';
+import type { EngineContext } from './context.ts';
 
 export interface TailFilter {
   types?: string[];
@@ -32,12 +32,12 @@ const OVERLAP = 100;
 const POLL_MS = 250;
 
 export class EventTail {
-  readonly #engine: Engine;
+  readonly #engine: EngineContext;
   readonly #waiters = new Set<() => void>();
   readonly #pollMs: number;
   #following = 0;
 
-  constructor(engine: Engine, pollMs = POLL_MS) {
+  constructor(engine: EngineContext, pollMs = POLL_MS) {
     this.#engine = engine;
     this.#pollMs = pollMs;
     const wake = () => {

@@ -1,4 +1,5 @@
-export { CronScheduler, cronToWire, parseCronRequest } from './cron.ts';
+export type { EngineContext, WorkerDirective } from './context.ts';
+export { type CronContext, CronScheduler, cronToWire, parseCronRequest } from './cron.ts';
 export * from './engine.ts';
 export { EventTail, type TailFilter } from './event-tail.ts';
 export {
@@ -36,7 +37,7 @@ export {
   QueueSettingsRegistry,
   setsRetry,
 } from './queue-settings.ts';
-export { type RetentionOptions, RetentionPruner } from './retention.ts';
+export { type RetentionContext, type RetentionOptions, RetentionPruner } from './retention.ts';
 export { type RoutingConfig, VersionRouter } from './routing.ts';
 export {
   type SchemaEntry,
@@ -44,7 +45,7 @@ export {
   VALIDATION_MODES,
   type ValidationMode,
 } from './schemas.ts';
-export type { ServiceIntervals } from './services.ts';
+export type { ServiceIntervals, ServicesContext } from './services.ts';
 export {
   HEARTBEAT_TIMEOUT_MS,
   parseWorkerState,

@@ -23,7 +23,7 @@ import {
   type OjsEvent,
   type PageOrder,
 } from '@ojs/core';
-import type { Engine } from './engine.ts';
+import type { EngineContext } from './context.ts';
 
 export interface JobListRequest {
   filter: JobFilter;
@@ -72,11 +72,11 @@ const BULK_PAGE = 200;
 const MAX_REPORTED_ERRORS = 100;
 
 export class JobAdmin {
-  readonly #engine: Engine;
+  readonly #engine: EngineContext;
   /** Most jobs one bulk request acts on. */
   readonly maxBulkJobs: number;
 
-  constructor(engine: Engine, maxBulkJobs = 10_000) {
+  constructor(engine: EngineContext, maxBulkJobs = 10_000) {
     this.#engine = engine;
     this.maxBulkJobs = maxBulkJobs;
   }

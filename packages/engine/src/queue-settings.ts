@@ -28,7 +28,7 @@ import {
   toIso,
   validateQueueName,
 } from '@ojs/core';
-import type { Engine } from './engine.ts';
+import type { EngineContext } from './context.ts';
 
 export const QUEUE_NAMESPACE = 'queue-config';
 
@@ -124,11 +124,11 @@ export function setsRetry(body: unknown): boolean {
 const CONFIG_KEYS = ['concurrency', 'rate_limit', 'retention', 'backpressure', 'default_retry'];
 
 export class QueueSettingsRegistry {
-  readonly #engine: Engine;
+  readonly #engine: EngineContext;
   /** Server-wide retention defaults (flags / env), per final state. */
   readonly retentionDefaults: RetentionPolicy;
 
-  constructor(engine: Engine, retention: Partial<RetentionPolicy> = {}) {
+  constructor(engine: EngineContext, retention: Partial<RetentionPolicy> = {}) {
     this.#engine = engine;
     this.retentionDefaults = { ...DEFAULT_RETENTION, ...retention };
   }

@@ -11,7 +11,9 @@
  * workflows are kept. It also removes worker records silent for a day.
  */
 import { makeEvent, pruneTargets } from '@ojs/core';
-import type { Engine } from './engine.ts';
+import type { EngineContext } from './context.ts';
+import type { QueueSettingsRegistry } from './queue-settings.ts';
+import type { WorkerRegistry } from './workers.ts';
 
 export interface RetentionOptions {
   /** Jobs deleted per store step. */
@@ -20,12 +22,18 @@ export interface RetentionOptions {
   maxPerTick?: number;
 }
 
+/** What the pruner uses of the engine: its context, the queues' retention and the worker registry. */
+export interface RetentionContext extends EngineContext {
+  readonly queueSettings: Pick<QueueSettingsRegistry, 'retentionDefaults' | 'retentionOverrides'>;
+  readonly workers: Pick<WorkerRegistry, 'prune'>;
+}
+
 export class RetentionPruner {
-  readonly #engine: Engine;
+  readonly #engine: RetentionContext;
   readonly #batchSize: number;
   readonly #maxPerTick: number;
 
-  constructor(engine: Engine, options: RetentionOptions = {}) {
+  constructor(engine: RetentionContext, options: RetentionOptions = {}) {
     this.#engine = engine;
     this.#batchSize = options.batchSize ?? 1000;
     this.#maxPerTick = options.maxPerTick ?? 20_000;

@@ -13,6 +13,7 @@
 import {
   boundedArray,
   invalidRequest,
+  isObject,
   type JobRecord,
   MAX_ROLLBACK_SAMPLES,
   MAX_ROUTING_RULES,
@@ -23,7 +24,7 @@ import {
   parseVersion,
   toIso,
 } from '@ojs/core';
-import type { Engine } from './engine.ts';
+import type { EngineContext } from './context.ts';
 
 const NAMESPACE = 'routing';
 
@@ -51,7 +52,6 @@ export interface RoutingConfig {
 }
 
 type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function parseRoutingConfig(type: string, body: unknown, now: number): RoutingConfig {
   if (!isObject(body) || !Array.isArray(body.rules) || body.rules.length === 0) {
@@ -153,12 +153,12 @@ interface Outcome {
 }
 
 export class VersionRouter {
-  readonly #engine: Engine;
+  readonly #engine: EngineContext;
   /** Smooth weighted round-robin state per type and rules revision. */
   readonly #wrr = new Map<string, { rev: number; current: number[] }>();
   readonly #outcomes = new Map<string, Outcome[]>();
 
-  constructor(engine: Engine) {
+  constructor(engine: EngineContext) {
     this.#engine = engine;
   }
 

@@ -9,6 +9,7 @@ import {
   byteLength,
   conflict,
   invalidRequest,
+  isObject,
   MAX_SCHEMA_BYTES,
   MAX_SCHEMA_NODES,
   notFound,
@@ -19,7 +20,7 @@ import {
 } from '@ojs/core';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import isSafeRegex from 'safe-regex2';
-import type { Engine } from './engine.ts';
+import type { EngineContext } from './context.ts';
 
 export type ValidationMode = 'strict' | 'warn' | 'off';
 export const VALIDATION_MODES: readonly ValidationMode[] = ['strict', 'warn', 'off'];
@@ -39,7 +40,6 @@ export interface SchemaEntry {
 }
 
 type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Draft-07 tuples (`items: [...]`) are common in the wild and in the suite;
@@ -142,12 +142,12 @@ export function parseSchemaVersion(text: string): { version: string | number; ve
 }
 
 export class SchemaRegistry {
-  readonly #engine: Engine;
+  readonly #engine: EngineContext;
   readonly #ajv = new Ajv2020({ allErrors: true, strict: false });
   readonly #compiled = new Map<string, ValidateFunction>();
   readonly #defaultMode: ValidationMode;
 
-  constructor(engine: Engine, defaultMode: ValidationMode) {
+  constructor(engine: EngineContext, defaultMode: ValidationMode) {
     this.#engine = engine;
     this.#defaultMode = defaultMode;
   }

@@ -7,7 +7,9 @@
  * server.
  */
 import type { Store } from '@ojs/core';
-import type { Engine } from './engine.ts';
+import type { EngineContext } from './context.ts';
+import type { CronScheduler } from './cron.ts';
+import type { RetentionPruner } from './retention.ts';
 
 export interface ServiceIntervals {
   promoteMs: number;
@@ -103,11 +105,19 @@ class Ticker {
   }
 }
 
+/** What the background services run: the engine's time-driven operations and pruners. */
+export interface ServicesContext extends Pick<EngineContext, 'store' | 'errors'> {
+  promoteDueJobs(): Promise<number>;
+  expireLeases(): Promise<number>;
+  readonly cron: Pick<CronScheduler, 'tick'>;
+  readonly retention: Pick<RetentionPruner, 'tick'>;
+}
+
 export class BackgroundServices {
   readonly #tickers: Ticker[];
 
   constructor(
-    engine: Engine,
+    engine: ServicesContext,
     intervals: Partial<ServiceIntervals> = {},
     eventRetention: number,
     // A store outage fails every tick (10 a second per service): logged once

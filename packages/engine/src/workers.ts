@@ -13,7 +13,7 @@
  * (the worker itself stops fetching at once; this is the server's check).
  */
 import { conflict, invalidRequest, notFound, type SettingRecord, toIso } from '@ojs/core';
-import type { Engine, WorkerDirective } from './engine.ts';
+import type { EngineContext, WorkerDirective } from './context.ts';
 
 export const WORKER_NAMESPACE = 'worker-state';
 
@@ -66,9 +66,9 @@ export function parseWorkerState(value: unknown): WorkerState | undefined {
 }
 
 export class WorkerRegistry {
-  readonly #engine: Engine;
+  readonly #engine: EngineContext;
 
-  constructor(engine: Engine) {
+  constructor(engine: EngineContext) {
     this.#engine = engine;
   }
 
