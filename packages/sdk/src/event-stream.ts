@@ -7,27 +7,10 @@
  * aborts its signal, and after a finished job's stream closed.
  */
 import { parseErrorResponse } from './errors.ts';
-import type { OjsEvent } from './types.ts';
+import type { EventStreamOptions, EventStreamQuery, OjsEvent } from './types.ts';
 
-export interface EventStreamQuery {
-  /** Event types (`job.completed`, ...). */
-  types?: string[];
-  queues?: string[];
-  jobTypes?: string[];
-  /** One job's events: its current state first (`job.state_changed`), then its changes. */
-  jobId?: string;
-  /** One queue's events. */
-  queue?: string;
-  /** Resume after this event id (default: from now). */
-  after?: string;
-}
-
-export interface EventStreamOptions {
-  signal?: AbortSignal;
-  /** First reconnect delay (default 500 ms), doubled up to maxReconnectDelayMs (default 30 s). */
-  reconnectDelayMs?: number;
-  maxReconnectDelayMs?: number;
-}
+// Declared in types.ts (beside OjsEvent and the transport interface); importers of this module keep them.
+export type { EventStreamOptions, EventStreamQuery } from './types.ts';
 
 /** The stream's path and query for a subscription. */
 export function eventStreamPath(query: EventStreamQuery): string {

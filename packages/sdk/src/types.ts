@@ -6,7 +6,6 @@
  */
 
 import type { OjsError } from './errors.ts';
-import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
 
 export type JobState =
   | 'scheduled'
@@ -354,6 +353,27 @@ export interface OjsEvent {
   subject?: string;
   data?: Record<string, unknown>;
   [key: string]: unknown;
+}
+
+/** A live event subscription (`streamEvents`, event-stream.ts). */
+export interface EventStreamQuery {
+  /** Event types (`job.completed`, ...). */
+  types?: string[];
+  queues?: string[];
+  jobTypes?: string[];
+  /** One job's events: its current state first (`job.state_changed`), then its changes. */
+  jobId?: string;
+  /** One queue's events. */
+  queue?: string;
+  /** Resume after this event id (default: from now). */
+  after?: string;
+}
+
+export interface EventStreamOptions {
+  signal?: AbortSignal;
+  /** First reconnect delay (default 500 ms), doubled up to maxReconnectDelayMs (default 30 s). */
+  reconnectDelayMs?: number;
+  maxReconnectDelayMs?: number;
 }
 
 export interface EventQuery {
