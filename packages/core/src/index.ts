@@ -6,6 +6,7 @@ export * from './database-clock.ts';
 export * from './duration.ts';
 export * from './envelope.ts';
 export * from './envelope-hints.ts';
+export * from './error-codes.ts';
 export * from './errors.ts';
 export * from './events.ts';
 export * from './is-object.ts';

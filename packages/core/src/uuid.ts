@@ -70,7 +70,7 @@ export function createUuidv7Generator(
 
 export const uuidv7: (nowMs?: number) => string = createUuidv7Generator(pooledRandomBytes());
 
-export function isUuidv7(text: unknown): boolean {
+export function isUuidv7(text: unknown): text is string {
   return typeof text === 'string' && UUIDV7_PATTERN.test(text);
 }
 

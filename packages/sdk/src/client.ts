@@ -15,6 +15,7 @@ import { OjsAdmin } from './admin.ts';
 import { DEFAULT_URL, envAuthToken, envQueues, envUrl } from './config.ts';
 import { UnsupportedFeatureError, ValidationError } from './errors.ts';
 import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
+import { uuidv7 } from './generated/uuid.ts';
 import type { GraphDefinition } from './graph.ts';
 import { HttpTransport, type TransportRetryOptions, toPushBody } from './http.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
@@ -50,7 +51,6 @@ import {
   type WorkflowDefinition,
   type WorkflowJobSpec,
 } from './types.ts';
-import { uuidv7 } from './uuid.ts';
 
 /** Job type -> args tuple. The default accepts any type with any args. */
 export type JobTypeMap = Record<string, unknown[]>;

@@ -13,7 +13,12 @@
  *
  * plus non-JSON bodies, which fall back to the status code.
  */
-import { type ErrorCodeInfo, lookupErrorCode, normalizeErrorCode } from './error-codes.ts';
+import {
+  type ErrorCodeInfo,
+  lookupErrorCode,
+  normalizeErrorCode,
+} from './generated/error-codes.ts';
+import { isObject } from './generated/is-object.ts';
 
 export interface OjsErrorOptions {
   code?: string;
@@ -172,7 +177,6 @@ export class LeaseLostError extends Error {
 // ---------------------------------------------------------------- parsing
 
 type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const VALIDATION_CODES = new Set([
   'invalid_payload',

@@ -26,6 +26,7 @@ import {
   TimeoutError,
   UnsupportedFeatureError,
 } from './errors.ts';
+import { isObject } from './generated/is-object.ts';
 import { parseAckBatchResults, toPushBody } from './http.ts';
 import {
   fromDuration,
@@ -70,7 +71,6 @@ import type {
 } from './types.ts';
 
 type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface GrpcTransportOptions {
   /** `host:port` of the server's gRPC binding (default port 9090). */

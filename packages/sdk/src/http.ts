@@ -14,6 +14,7 @@
  *   are treated as success. FETCH is never repeated after an ambiguous
  *   failure (jobs claimed by a lost response come back by lease expiry).
  */
+
 import {
   ConflictError,
   ConnectionError,
@@ -30,6 +31,8 @@ import {
   type EventStreamQuery,
   streamEventsOverHttp,
 } from './event-stream.ts';
+import { isObject } from './generated/is-object.ts';
+import { OJS_MEDIA_TYPE } from './generated/media-type.ts';
 import {
   abortReason,
   fetchSend,
@@ -72,7 +75,6 @@ import {
   type Workflow,
 } from './types.ts';
 
-export const OJS_MEDIA_TYPE = 'application/openjobspec+json';
 export const SDK_VERSION = '0.1.0';
 
 export interface TransportRetryOptions {
@@ -125,7 +127,6 @@ interface QueuedPush {
 }
 
 type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Connection errors that prove the request never reached the server. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);

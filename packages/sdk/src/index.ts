@@ -40,12 +40,6 @@ export {
   silentLogger,
 } from './config.ts';
 export {
-  type ErrorCodeInfo,
-  ErrorCodes,
-  lookupErrorCode,
-  normalizeErrorCode,
-} from './error-codes.ts';
-export {
   AuthenticationError,
   BackendError,
   ConflictError,
@@ -76,11 +70,18 @@ export {
   type EventStreamQuery,
   eventStreamPath,
 } from './event-stream.ts';
+export {
+  type ErrorCodeInfo,
+  ErrorCodes,
+  lookupErrorCode,
+  normalizeErrorCode,
+} from './generated/error-codes.ts';
+export { OJS_MEDIA_TYPE } from './generated/media-type.ts';
+export { isUuidv7, uuidv7 } from './generated/uuid.ts';
 export { GraphBuilder, type GraphDefinition, type GraphStep, graph } from './graph.ts';
 export {
   HttpTransport,
   type HttpTransportOptions,
-  OJS_MEDIA_TYPE,
   SDK_VERSION,
   type TransportRetryOptions,
 } from './http.ts';
@@ -102,7 +103,6 @@ export {
 } from './middleware.ts';
 export { testing } from './testing.ts';
 export * from './types.ts';
-export { isUuidv7, uuidv7 } from './uuid.ts';
 export {
   backtraceOf,
   describeError,

@@ -4,9 +4,9 @@
  * values and epoch milliseconds. Shared by the SDK's gRPC transport and the
  * server's gRPC binding (@ojs/grpc); no dependencies.
  */
+import { isObject } from './generated/is-object.ts';
 
 type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface PbTimestamp {
   seconds?: number | string;

@@ -72,6 +72,7 @@ import {
   SnoozeError,
   UnsupportedFeatureError,
 } from './errors.ts';
+import { uuidv7 } from './generated/uuid.ts';
 import { HttpTransport, type TransportRetryOptions } from './http.ts';
 import { attachWorkerMetrics, type WorkerMetricsOptions } from './metrics.ts';
 import {
@@ -90,7 +91,6 @@ import type {
   NackRequest,
   Transport,
 } from './types.ts';
-import { uuidv7 } from './uuid.ts';
 
 export type JobHandler<Args extends unknown[] = unknown[]> = (
   ctx: JobContext<Args>,

@@ -4,6 +4,10 @@
  * lowercase wire code the HTTP binding uses (when it has one), the default
  * HTTP status and whether the error is retryable by default. Numeric codes
  * are never reassigned.
+ *
+ * Clients read it (the SDK's errors carry the entry of their code); the
+ * server's own codes and statuses are errors.ts. Self-contained: the SDK
+ * gets a copy generated from this file (scripts/generate-sdk.ts).
  */
 
 export interface ErrorCodeInfo {
