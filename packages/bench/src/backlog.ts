@@ -22,6 +22,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { OJS_MEDIA_TYPE } from '@ojs/sdk';
 import { type RedisMemoryReading, readRedisMemory } from './redis.ts';
 
 export const SMALL_DEPTH = 1000;
@@ -31,7 +32,7 @@ export const FILL_BATCH = 10_000;
 export const QUIET_MS = 10_000;
 const CLAIM = 50;
 const QUEUE = 'bench-backlog';
-const HEADERS = { 'content-type': 'application/openjobspec+json' };
+const HEADERS = { 'content-type': OJS_MEDIA_TYPE };
 
 export interface Memory {
   rss_mib: number | null;

@@ -33,7 +33,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Engine } from '@ojs/engine';
-import { type Job, OjsClient, OjsWorker, type Transport } from '@ojs/sdk';
+import { type Job, OJS_MEDIA_TYPE, OjsClient, OjsWorker, type Transport } from '@ojs/sdk';
 
 type Payload = { i: number; t: number };
 interface Hooks {
@@ -53,7 +53,7 @@ const LABEL = process.env.OJS_BENCH_LABEL ?? `ojs (${MODE})`;
 const ANCHORS_DIR = process.env.OJS_BENCH_ANCHORS_DIR ?? '';
 const QUEUE = 'bench';
 const TYPE = 'bench.noop';
-const HEADERS = { 'content-type': 'application/openjobspec+json' };
+const HEADERS = { 'content-type': OJS_MEDIA_TYPE };
 
 if (!['http', 'in-process', 'raw', 'grpc'].includes(MODE)) {
   throw new Error(`bad OJS_BENCH_MODE ${MODE}`);

@@ -8,6 +8,7 @@
 import {
   formatIsoDuration,
   invalidRequest,
+  isObject,
   type JobRecord,
   type OjsEvent,
   parseIsoDuration,
@@ -35,7 +36,6 @@ import {
 } from '@ojs/sdk/proto-wire';
 
 type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A Duration of a request in ms; a negative one is refused (proto allows it, OJS does not). */
 function requestDuration(value: unknown, field: string): number | undefined {

@@ -11,11 +11,12 @@ import {
   invalidRequest,
   MAX_NAME_BYTES,
   MAX_OFFSET,
+  OJS_MEDIA_TYPE,
   OjsError,
   uuidv7,
 } from '@ojs/core';
 
-export const OJS_MEDIA_TYPE = 'application/openjobspec+json';
+export { OJS_MEDIA_TYPE };
 export const OJS_VERSION = '1.0';
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
