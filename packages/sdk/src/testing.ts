@@ -46,7 +46,7 @@
 import { AssertionError } from 'node:assert';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isDeepStrictEqual } from 'node:util';
-import type { Engine } from '@ojs/engine';
+import type { Engine, EngineOptions } from '@ojs/engine';
 import { JobTimeoutError } from './errors.ts';
 import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
 import { InProcessTransport } from './in-process.ts';
@@ -123,6 +123,18 @@ interface Backend {
   close(): Promise<void>;
 }
 
+/**
+ * What the test modes use of the two peers, declared here: a type import of
+ * @ojs/store-sqlite would compile its sources (import.meta) into the SDK's
+ * CommonJS build.
+ */
+type EngineModule = { Engine: new (options: EngineOptions) => Engine };
+type SqliteModule = {
+  SqliteStore: new (options: {
+    path: string;
+  }) => EngineOptions['store'] & { init(): Promise<void>; close(): Promise<void> };
+};
+
 /** The most jobs a context's synchronous copy holds (a test never gets near it). */
 const MIRRORED_JOBS = 100_000;
 
@@ -141,15 +153,15 @@ function requireSqlite(): void {
 
 async function openBackend(clock: { now(): number }): Promise<Backend> {
   requireSqlite();
-  let engineModule: typeof import('@ojs/engine');
-  let sqliteModule: typeof import('@ojs/store-sqlite');
+  let engineModule: EngineModule;
+  let sqliteModule: SqliteModule;
   try {
     // Names in variables: bundlers and the CommonJS emit must not resolve
     // these optional peers when the SDK itself is loaded.
     const engineName = '@ojs/engine';
     const sqliteName = '@ojs/store-sqlite';
-    engineModule = (await import(engineName)) as typeof import('@ojs/engine');
-    sqliteModule = (await import(sqliteName)) as typeof import('@ojs/store-sqlite');
+    engineModule = (await import(engineName)) as EngineModule;
+    sqliteModule = (await import(sqliteName)) as SqliteModule;
   } catch (error) {
     throw new Error(
       "The SDK's test modes run the real OJS engine: npm install --save-dev @ojs/engine @ojs/store-sqlite",
