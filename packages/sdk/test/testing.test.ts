@@ -141,6 +141,30 @@ describe('fake mode', () => {
     t.assertJobState(doomed!.id, 'discarded');
   });
 
+  it("a real OjsWorker on the context's transport runs against the context's engine", async () => {
+    const t = testing.fake();
+    // The test hook routes clients only (drain and useWorker are the test path); a worker given the transport runs.
+    const worker = new OjsWorker({
+      transport: t.transport,
+      handleSignals: false,
+      logLevel: 'silent',
+      pollWaitMs: 200,
+    });
+    worker.register('email.send', async (ctx) => `sent to ${ctx.args[0]}`);
+    const completed = new Promise<unknown>((resolve) =>
+      worker.on('jobCompleted', ({ result }) => resolve(result)),
+    );
+    await worker.start();
+    try {
+      const job = await client.enqueue('email.send', ['ada']);
+      assert.equal(await completed, 'sent to ada');
+      assert.equal((await client.getJob(job!.id)).state, 'completed');
+      t.assertCompleted('email.send', { args: ['ada'] });
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('drain refuses to leave a job behind for want of a handler', async () => {
     const t = testing.fake();
     await client.enqueue('nobody.home', []);
