@@ -1,7 +1,7 @@
 /**
  * Test modes and assertion helpers (ojs-testing, features §18).
  *
- *   const t = testing.fake();          // every OjsClient now enqueues into memory
+ *   const t = testing.fake();          // every OjsClient now talks to a private engine
  *   await app.signUp('ada@example.com');
  *   t.assertEnqueued('email.send', { args: ['ada@example.com'] });
  *   t.register('email.send', handler); // or t.useWorker(worker)
@@ -9,22 +9,34 @@
  *   t.assertCompleted('email.send');
  *   testing.restore();                 // back to the real backend
  *
+ * Each context runs the real OJS engine (`@ojs/engine`) on a private
+ * in-memory SQLite store (`@ojs/store-sqlite`, node:sqlite) through the
+ * in-process transport, so validation, state rules, unique policies, retry
+ * decisions and workflows are the engine's own: test mode and production
+ * cannot disagree (decision 0087). Both packages are optional peer
+ * dependencies loaded on first use, and node:sqlite needs Node >= 22.13;
+ * without them the first call fails with an error saying so. Importing
+ * `@ojs/sdk` never loads them.
+ *
  * Modes are chosen explicitly, never from the environment:
  *
- * - fake (default): an in-memory backend; envelopes get UUIDv7 ids and the
- *   real validation and state rules (type/queue patterns, args array,
- *   priority range, duplicate ids, cancel of terminal jobs -> 409); the
- *   enqueue middleware runs (it runs in the client); handlers and execution
- *   middleware run only in `drain()`, which processes jobs FIFO, retries a
- *   failure immediately while attempts remain (no backoff, no visibility
- *   timeouts, no rate limits) and runs jobs enqueued by handlers too.
- *   Scheduled jobs wait for their time (see freezeTime/advanceTime) unless
- *   `withScheduled`. Workflows and cron entries are stored, not executed.
+ * - fake (default): jobs wait in the engine; the enqueue middleware runs (it
+ *   runs in the client); handlers and execution middleware run only in
+ *   `drain()`, which claims jobs one at a time from the engine and settles
+ *   each with ACK or NACK, so the engine decides retries, backoff and
+ *   discards. When nothing is runnable and a retry is due later, drain moves
+ *   the context's clock to it (retries happen within one drain, without
+ *   sleeping); scheduled jobs wait for their time (freezeTime/advanceTime)
+ *   unless `withScheduled`, which moves the clock to them too. Workflows
+ *   run as on a server; cron entries are stored, not fired.
  * - inline: enqueue runs the handler at once, through both chains, and
  *   resolves to the completed job (result included); a handler error
  *   rejects the enqueue (the job is left `discarded` with the error); no
- *   retries; `scheduled_at` is ignored; states go available -> active ->
- *   completed. `drain()` is a no-op.
+ *   retries; `scheduled_at` is ignored. `drain()` is a no-op.
+ *
+ * Assertions are synchronous: the context keeps a copy of the engine's jobs
+ * and workflows, read again after every operation of its transport and at
+ * the end of drain().
  *
  * Isolation: `testing.fake()` / `.inline()` install a context for the whole
  * process until `restore()` (nesting is a stack). For tests that run in
@@ -34,39 +46,22 @@
 import { AssertionError } from 'node:assert';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isDeepStrictEqual } from 'node:util';
-import {
-  ConflictError,
-  DiscardError,
-  DuplicateJobError,
-  JobNotFoundError,
-  NotFoundError,
-  ValidationError,
-} from './errors.ts';
+import type { Engine, EngineOptions } from '@ojs/engine';
+import { JobTimeoutError } from './errors.ts';
+import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
+import { InProcessTransport } from './in-process.ts';
 import { type ExecutionMiddleware, type JobContext, runExecutionChain } from './middleware.ts';
 import { setTestTransportResolver } from './test-hook.ts';
-import {
-  type AckRequest,
-  type CronJob,
-  type EventPage,
-  type EventQuery,
-  type FetchRequest,
-  type HeartbeatResponse,
-  type Job,
-  type JobEnvelope,
-  type JobState,
-  type ListOptions,
-  type Manifest,
-  type NackRequest,
-  type OjsEvent,
-  type Page,
-  type PushResult,
-  QUEUE_COUNT_STATES,
-  type QueueInfo,
-  type QueueStats,
-  type Transport,
-  type Workflow,
+import type {
+  Job,
+  JobEnvelope,
+  JobState,
+  OjsEvent,
+  PushResult,
+  Transport,
+  Workflow,
 } from './types.ts';
-import { isUuidv7, uuidv7 } from './uuid.ts';
+import { uuidv7 } from './uuid.ts';
 import type { HandlerOptions, JobHandler } from './worker.ts';
 import { describeError } from './worker.ts';
 
@@ -93,7 +88,7 @@ export interface DrainOptions {
   maxJobs?: number;
   /** Give up after this long (default 30 s). */
   timeoutMs?: number;
-  /** Also run scheduled jobs that are not due yet. */
+  /** Also run scheduled jobs that are not due yet (the clock moves to them). */
   withScheduled?: boolean;
 }
 
@@ -118,586 +113,198 @@ export interface HandlerSource {
   readonly middleware: { list(): readonly ExecutionMiddleware[] };
 }
 
-const JOB_TYPE_PATTERN = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$/;
-const QUEUE_PATTERN = /^[a-z0-9][a-z0-9.-]*$/;
-const TERMINAL: JobState[] = ['completed', 'cancelled', 'discarded'];
-
 type Obj = Record<string, unknown>;
+type Registration = { handler: JobHandler<unknown[]>; options: HandlerOptions };
 
-function invalid(message: string, field: string): ValidationError {
-  return new ValidationError(message, { code: 'invalid_payload', status: 400, details: { field } });
+/** One context's engine on its private in-memory store, and the transport over it. */
+interface Backend {
+  engine: Engine;
+  transport: InProcessTransport;
+  close(): Promise<void>;
+}
+
+/**
+ * What the test modes use of the two peers, declared here: a type import of
+ * @ojs/store-sqlite would compile its sources (import.meta) into the SDK's
+ * CommonJS build.
+ */
+type EngineModule = { Engine: new (options: EngineOptions) => Engine };
+type SqliteModule = {
+  SqliteStore: new (options: {
+    path: string;
+  }) => EngineOptions['store'] & { init(): Promise<void>; close(): Promise<void> };
+};
+
+/** The most jobs a context's synchronous copy holds (a test never gets near it). */
+const MIRRORED_JOBS = 100_000;
+
+/**
+ * node:sqlite is unflagged from Node 22.13 (and 23.4): older versions get a
+ * clear error instead of a fallback engine, which would be a second
+ * implementation of the rules again.
+ */
+function requireSqlite(): void {
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  if (major > 23 || (major === 23 && minor >= 4) || (major === 22 && minor >= 13)) return;
+  throw new Error(
+    `The SDK's test modes run the OJS engine on node:sqlite, which needs Node >= 22.13 (this is ${process.version}).`,
+  );
+}
+
+async function openBackend(clock: { now(): number }): Promise<Backend> {
+  requireSqlite();
+  let engineModule: EngineModule;
+  let sqliteModule: SqliteModule;
+  try {
+    // Names in variables: bundlers and the CommonJS emit must not resolve
+    // these optional peers when the SDK itself is loaded.
+    const engineName = '@ojs/engine';
+    const sqliteName = '@ojs/store-sqlite';
+    engineModule = (await import(engineName)) as EngineModule;
+    sqliteModule = (await import(sqliteName)) as SqliteModule;
+  } catch (error) {
+    throw new Error(
+      "The SDK's test modes run the real OJS engine: npm install --save-dev @ojs/engine @ojs/store-sqlite",
+      { cause: error },
+    );
+  }
+  const store = new sqliteModule.SqliteStore({ path: ':memory:' });
+  await store.init();
+  // No start(): no background timers; drain() promotes due jobs itself.
+  const engine = new engineModule.Engine({ store, clock, testMode: true });
+  return {
+    engine,
+    transport: new InProcessTransport(engine),
+    async close() {
+      await engine.stop();
+      await store.close();
+    },
+  };
 }
 
 function describe(job: Job): string {
   return `${job.type}(${JSON.stringify(job.args)}) queue=${job.queue} state=${job.state} meta=${JSON.stringify(job.meta)}`;
 }
 
-/** The in-memory backend of the fake and inline modes. */
-export class FakeTransport implements Transport {
-  readonly kind = 'fake';
-  readonly abortableFetch = true;
-  readonly jobs = new Map<string, Job>();
-  readonly workflows = new Map<string, Workflow & { definition: Obj }>();
-  readonly crons = new Map<string, CronJob>();
-  readonly events: OjsEvent[] = [];
-  readonly paused = new Set<string>();
-  readonly #context: TestContext;
-  #seq = 0;
-  readonly #order = new Map<string, number>();
-
-  constructor(context: TestContext) {
-    this.#context = context;
+/** When a retryable (or, asked for, scheduled) job next becomes due, in ms. */
+function dueAt(job: Job, withScheduled: boolean): number | undefined {
+  if (job.state === 'retryable') {
+    const next = (job as { next_attempt_at?: string }).next_attempt_at ?? job.scheduled_at;
+    return next === undefined ? undefined : Date.parse(next);
   }
-
-  #now(): string {
-    return new Date(this.#context.now()).toISOString();
+  if (withScheduled && job.state === 'scheduled' && job.scheduled_at !== undefined) {
+    return Date.parse(job.scheduled_at);
   }
-
-  #event(type: string, job: Job, data: Obj = {}): void {
-    this.events.push({
-      id: uuidv7(),
-      type,
-      time: this.#now(),
-      subject: job.id,
-      data: { job_id: job.id, job_type: job.type, queue: job.queue, state: job.state, ...data },
-    });
-  }
-
-  #get(id: string): Job {
-    const job = this.jobs.get(id);
-    if (job === undefined) {
-      throw new JobNotFoundError(`Job '${id}' not found.`, {
-        code: 'not_found',
-        status: 404,
-        details: { resource_type: 'job', resource_id: id },
-      });
-    }
-    return job;
-  }
-
-  /** Jobs in enqueue order. */
-  ordered(): Job[] {
-    return [...this.jobs.values()].sort((a, b) => this.#order.get(a.id)! - this.#order.get(b.id)!);
-  }
-
-  #validate(envelope: JobEnvelope): void {
-    if (typeof envelope.type !== 'string' || !JOB_TYPE_PATTERN.test(envelope.type)) {
-      throw invalid(`type '${String(envelope.type)}' is invalid.`, 'type');
-    }
-    if (!Array.isArray(envelope.args)) throw invalid('args must be a JSON array.', 'args');
-    if (typeof envelope.queue !== 'string' || !QUEUE_PATTERN.test(envelope.queue)) {
-      throw invalid(`queue '${String(envelope.queue)}' is invalid.`, 'options.queue');
-    }
-    if (!isUuidv7(envelope.id)) throw invalid('id must be a lowercase UUIDv7.', 'id');
-    const p = envelope.priority;
-    if (p !== undefined && (!Number.isInteger(p) || p < -100 || p > 100)) {
-      throw invalid('priority must be an integer between -100 and 100.', 'options.priority');
-    }
-    try {
-      JSON.stringify(envelope);
-    } catch {
-      throw invalid('The job is not JSON-serialisable.', 'args');
-    }
-  }
-
-  #build(envelope: JobEnvelope): Job {
-    const now = this.#now();
-    const copy = structuredClone(envelope) as JobEnvelope;
-    const { scheduled_at, pending, retry, ...rest } = copy;
-    const job: Job = {
-      ...rest,
-      specversion: '1.0',
-      state: 'available',
-      priority: copy.priority ?? 0,
-      attempt: 0,
-      max_attempts: retry?.max_attempts ?? 3,
-      created_at: now,
-      enqueued_at: now,
-    };
-    if (retry !== undefined) job.retry = retry;
-    if (scheduled_at !== undefined) {
-      job.scheduled_at = scheduled_at;
-      if (this.#context.mode === 'fake' && Date.parse(scheduled_at) > this.#context.now()) {
-        job.state = 'scheduled';
-      }
-    }
-    if (pending === true) job.state = 'pending';
-    return job;
-  }
-
-  #uniqueMatch(job: Job): Job | undefined {
-    const unique = job.unique;
-    if (unique === undefined) return undefined;
-    const keys = unique.keys ?? ['type', 'queue', 'args'];
-    const states = unique.states ?? ['scheduled', 'available', 'pending', 'active', 'retryable'];
-    const key = (j: Job) => JSON.stringify(keys.map((k) => j[k]));
-    return [...this.jobs.values()].find((j) => states.includes(j.state) && key(j) === key(job));
-  }
-
-  #insert(envelope: JobEnvelope): PushResult {
-    this.#validate(envelope);
-    if (this.jobs.has(envelope.id)) {
-      throw new DuplicateJobError(`A job with id '${envelope.id}' already exists.`, {
-        code: 'duplicate',
-        status: 409,
-        details: { existing_job_id: envelope.id },
-      });
-    }
-    const job = this.#build(envelope);
-    const existing = this.#uniqueMatch(job);
-    if (existing !== undefined) {
-      const onConflict = job.unique?.on_conflict ?? 'reject';
-      if (onConflict === 'ignore' || onConflict === 'use_existing') {
-        return { job: structuredClone(existing), status: 'existing' };
-      }
-      if (onConflict === 'reject') {
-        throw new DuplicateJobError('A job with the same unique key already exists.', {
-          code: 'duplicate',
-          status: 409,
-          details: { existing_job_id: existing.id },
-        });
-      }
-    }
-    this.jobs.set(job.id, job);
-    this.#order.set(job.id, this.#seq++);
-    this.#event('job.enqueued', job);
-    return { job: structuredClone(job), status: 'created' };
-  }
-
-  async manifest(): Promise<Manifest> {
-    return {
-      specversion: '1.0',
-      implementation: {
-        name: `ojs-sdk-${this.#context.mode}`,
-        version: '0.1.0',
-        language: 'typescript',
-      },
-      conformance_level: 4,
-      protocols: ['in-memory'],
-      backend: 'memory',
-      capabilities: {
-        batch_enqueue: true,
-        cron_jobs: true,
-        dead_letter: true,
-        delayed_jobs: true,
-        workflows: true,
-        unique_jobs: true,
-        pause_resume: true,
-        priority_queues: true,
-      },
-    };
-  }
-
-  async health(): Promise<Obj> {
-    return { status: 'ok', backend: { type: 'memory', status: 'ok' } };
-  }
-
-  async push(envelope: JobEnvelope): Promise<PushResult> {
-    const result = this.#insert(envelope);
-    if (this.#context.mode === 'inline' && result.status === 'created') {
-      const job = this.jobs.get(envelope.id)!;
-      if (job.state !== 'pending') {
-        await this.#context.execute(job, { inline: true });
-        return { job: structuredClone(job), status: 'created' };
-      }
-    }
-    return result;
-  }
-
-  async pushBatch(envelopes: JobEnvelope[]): Promise<Job[]> {
-    // Atomic like the real batch: validate everything first.
-    const ids = new Set<string>();
-    for (const envelope of envelopes) {
-      this.#validate(envelope);
-      if (this.jobs.has(envelope.id) || ids.has(envelope.id)) {
-        throw new DuplicateJobError(`A job with id '${envelope.id}' already exists.`, {
-          code: 'duplicate',
-          status: 409,
-          details: { existing_job_id: envelope.id },
-        });
-      }
-      ids.add(envelope.id);
-    }
-    const out: Job[] = [];
-    for (const envelope of envelopes) out.push((await this.push(envelope)).job!);
-    return out;
-  }
-
-  async getJob(id: string): Promise<Job> {
-    return structuredClone(this.#get(id));
-  }
-
-  async cancelJob(id: string): Promise<Job> {
-    const job = this.#get(id);
-    if (TERMINAL.includes(job.state)) {
-      throw new ConflictError(`Cannot cancel job '${id}': it is ${job.state}.`, {
-        code: 'conflict',
-        status: 409,
-        details: { job_id: id, current_state: job.state },
-      });
-    }
-    job.state = 'cancelled';
-    job.cancelled_at = this.#now();
-    this.#event('job.cancelled', job);
-    return structuredClone(job);
-  }
-
-  async activateJob(id: string): Promise<Job> {
-    const job = this.#get(id);
-    if (job.state !== 'pending') {
-      throw new ConflictError(`Cannot activate job '${id}': it is ${job.state}, not pending.`, {
-        code: 'conflict',
-        status: 409,
-        details: { job_id: id, current_state: job.state, expected_state: 'pending' },
-      });
-    }
-    job.state = 'available';
-    if (this.#context.mode === 'inline') await this.#context.execute(job, { inline: true });
-    return structuredClone(job);
-  }
-
-  /** Jobs that may run now, FIFO by priority then enqueue order. */
-  runnable(queues?: readonly string[], withScheduled = false): Job[] {
-    const now = this.#context.now();
-    return this.ordered()
-      .filter((job) => queues === undefined || queues.includes(job.queue))
-      .filter((job) => !this.paused.has(job.queue))
-      .filter(
-        (job) =>
-          job.state === 'available' ||
-          ((job.state === 'scheduled' || job.state === 'retryable') &&
-            (withScheduled ||
-              job.scheduled_at === undefined ||
-              Date.parse(job.scheduled_at) <= now)),
-      )
-      .sort((a, b) => (b.priority ?? 0) - (a.priority ?? 0));
-  }
-
-  async fetchJobs(request: FetchRequest): Promise<Job[]> {
-    const jobs = this.runnable(request.queues).slice(0, request.count);
-    for (const job of jobs) {
-      job.state = 'active';
-      job.attempt += 1;
-      job.started_at = this.#now();
-      if (request.worker_id !== undefined) job.worker_id = request.worker_id;
-    }
-    return jobs.map((j) => structuredClone(j));
-  }
-
-  #active(id: string): Job {
-    const job = this.#get(id);
-    if (job.state !== 'active') {
-      throw new ConflictError(`Job '${id}' is ${job.state}, not active.`, {
-        code: 'conflict',
-        status: 409,
-        details: { job_id: id, current_state: job.state, expected_state: 'active' },
-      });
-    }
-    return job;
-  }
-
-  complete(job: Job, result: unknown): void {
-    job.state = 'completed';
-    job.completed_at = this.#now();
-    if (result !== undefined) job.result = result;
-    delete job.error;
-    this.#event('job.completed', job);
-  }
-
-  fail(
-    job: Job,
-    error: NackRequest['error'],
-    options: { requeue?: boolean; noRetry?: boolean } = {},
-  ): void {
-    if (options.requeue) {
-      job.state = 'available';
-      return;
-    }
-    const entry = { ...error, attempt: job.attempt, occurred_at: this.#now() };
-    job.error = entry;
-    job.errors = [...(job.errors ?? []), entry];
-    const max = job.max_attempts ?? 3;
-    const nonRetryable = job.retry?.non_retryable_errors ?? [];
-    const type = error.type ?? error.code;
-    const discard =
-      options.noRetry ||
-      error.retryable === false ||
-      nonRetryable.some((p) => (p.endsWith('.*') ? type.startsWith(p.slice(0, -1)) : p === type)) ||
-      job.attempt >= max;
-    job.state = discard ? 'discarded' : 'retryable';
-    if (discard) {
-      job.discarded_at = this.#now();
-      job.completed_at = job.discarded_at;
-    }
-    this.#event(discard ? 'job.discarded' : 'job.retrying', job, { error: entry });
-  }
-
-  async ack(request: AckRequest): Promise<Obj> {
-    const job = this.#active(request.job_id);
-    this.complete(job, request.result);
-    return { id: job.id, job_id: job.id, state: job.state, completed_at: job.completed_at };
-  }
-
-  async nack(request: NackRequest): Promise<Obj> {
-    const job = this.#active(request.job_id);
-    this.fail(job, request.error, { requeue: request.requeue });
-    return { id: job.id, job_id: job.id, state: job.state, attempt: job.attempt };
-  }
-
-  async heartbeat(request: { active_jobs: string[] }): Promise<HeartbeatResponse> {
-    const extended: string[] = [];
-    const cancelled: string[] = [];
-    for (const id of request.active_jobs) {
-      const job = this.jobs.get(id);
-      if (job?.state === 'active') extended.push(id);
-      else if (job?.state === 'cancelled') cancelled.push(id);
-    }
-    return { directive: 'running', jobsExtended: extended, jobsCancelled: cancelled, raw: {} };
-  }
-
-  #queueNames(): string[] {
-    return [...new Set(['default', ...[...this.jobs.values()].map((j) => j.queue)])].sort();
-  }
-
-  async listQueues(query: ListOptions): Promise<Page<QueueInfo>> {
-    const names = this.#queueNames();
-    const offset = query.offset ?? 0;
-    const limit = query.limit ?? 50;
-    const items = names.slice(offset, offset + limit).map((name) => {
-      const paused = this.paused.has(name);
-      return { name, paused, status: paused ? ('paused' as const) : ('active' as const) };
-    });
-    return {
-      items,
-      pagination: {
-        total: names.length,
-        limit,
-        offset,
-        has_more: offset + items.length < names.length,
-      },
-    };
-  }
-
-  async queueStats(name: string): Promise<QueueStats> {
-    const stats: QueueStats = { name, paused: this.paused.has(name), raw: {} };
-    const counts: Obj = {};
-    for (const state of QUEUE_COUNT_STATES) {
-      const n = [...this.jobs.values()].filter((j) => j.queue === name && j.state === state).length;
-      stats[state] = n;
-      counts[state] = n;
-    }
-    stats.raw = { queue: { name, paused: stats.paused, ...counts } };
-    return stats;
-  }
-
-  async setQueuePaused(name: string, paused: boolean): Promise<QueueInfo> {
-    if (paused) this.paused.add(name);
-    else this.paused.delete(name);
-    return { name, paused, status: paused ? 'paused' : 'active' };
-  }
-
-  #deadLetter(queue?: string): Job[] {
-    return this.ordered().filter(
-      (j) =>
-        j.state === 'discarded' &&
-        j.retry?.on_exhaustion === 'dead_letter' &&
-        (queue === undefined || j.queue === queue),
-    );
-  }
-
-  async listDeadLetter(query: ListOptions & { queue?: string }): Promise<Page<Job>> {
-    const all = this.#deadLetter(query.queue);
-    const offset = query.offset ?? 0;
-    const limit = query.limit ?? 50;
-    const items = all.slice(offset, offset + limit).map((j) => structuredClone(j));
-    return {
-      items,
-      pagination: {
-        total: all.length,
-        limit,
-        offset,
-        has_more: offset + items.length < all.length,
-      },
-    };
-  }
-
-  #deadLetterJob(id: string): Job {
-    const job = this.#deadLetter().find((j) => j.id === id);
-    if (job === undefined) {
-      throw new NotFoundError(`Dead letter job '${id}' not found.`, {
-        code: 'not_found',
-        status: 404,
-        details: { resource_type: 'dead_letter_job', resource_id: id },
-      });
-    }
-    return job;
-  }
-
-  async retryDeadLetter(id: string): Promise<Job> {
-    const job = this.#deadLetterJob(id);
-    job.state = 'available';
-    job.attempt = 0;
-    delete job.error;
-    delete job.discarded_at;
-    delete job.completed_at;
-    return structuredClone(job);
-  }
-
-  async deleteDeadLetter(id: string): Promise<void> {
-    this.#deadLetterJob(id);
-    this.jobs.delete(id);
-  }
-
-  async registerCron(body: Obj): Promise<CronJob> {
-    const name = String(body.name);
-    if (this.crons.has(name)) {
-      throw new ConflictError(`Cron job '${name}' already exists.`, {
-        code: 'conflict',
-        status: 409,
-      });
-    }
-    const cron: CronJob = {
-      name,
-      expression: String(body.expression),
-      timezone: typeof body.timezone === 'string' ? body.timezone : 'UTC',
-      overlap_policy: typeof body.overlap_policy === 'string' ? body.overlap_policy : 'skip',
-      enabled: body.enabled !== false,
-      job_template: body.job_template as CronJob['job_template'],
-      created_at: this.#now(),
-    };
-    this.crons.set(name, cron);
-    return structuredClone(cron);
-  }
-
-  async listCron(): Promise<CronJob[]> {
-    return [...this.crons.values()].map((c) => structuredClone(c));
-  }
-
-  async getCron(name: string): Promise<CronJob> {
-    const cron = this.crons.get(name);
-    if (cron === undefined) {
-      throw new NotFoundError(`Cron job '${name}' not found.`, {
-        code: 'not_found',
-        status: 404,
-        details: { resource_type: 'cron', resource_id: name },
-      });
-    }
-    return structuredClone(cron);
-  }
-
-  async unregisterCron(name: string): Promise<void> {
-    await this.getCron(name);
-    this.crons.delete(name);
-  }
-
-  async createWorkflow(body: Obj): Promise<Workflow> {
-    const type = body.type;
-    if (type === undefined && Array.isArray(body.steps) && body.steps.length > 0) {
-      // The graph form (workflowGraph): stored with its steps waiting, not executed.
-      const steps = body.steps as Obj[];
-      const workflow: Workflow & { definition: Obj } = {
-        id: uuidv7(),
-        state: 'running',
-        created_at: this.#now(),
-        definition: structuredClone(body),
-        steps_total: steps.length,
-        steps_completed: 0,
-        steps: steps.map((step) => ({
-          id: String(step.id),
-          type: String(step.type),
-          state: 'waiting',
-          job_id: null,
-          depends_on: (step.depends_on as string[] | undefined) ?? [],
-        })),
-      };
-      if (typeof body.name === 'string') workflow.name = body.name;
-      this.workflows.set(workflow.id, workflow);
-      return structuredClone(workflow);
-    }
-    if (type !== 'chain' && type !== 'group' && type !== 'batch') {
-      throw invalid('workflow type must be chain, group or batch.', 'type');
-    }
-    const members = (type === 'chain' ? body.steps : body.jobs) as unknown;
-    if (!Array.isArray(members) || members.length === 0) {
-      throw invalid(
-        `a ${type} needs at least one ${type === 'chain' ? 'step' : 'job'}.`,
-        type === 'chain' ? 'steps' : 'jobs',
-      );
-    }
-    const workflow: Workflow & { definition: Obj } = {
-      id: uuidv7(),
-      type,
-      state: 'running',
-      created_at: this.#now(),
-      definition: structuredClone(body),
-      ...(type === 'chain'
-        ? { steps_total: members.length, steps_completed: 0 }
-        : { jobs_total: members.length, jobs_completed: 0 }),
-    };
-    if (typeof body.name === 'string') workflow.name = body.name;
-    this.workflows.set(workflow.id, workflow);
-    return structuredClone(workflow);
-  }
-
-  async getWorkflow(id: string): Promise<Workflow> {
-    const workflow = this.workflows.get(id);
-    if (workflow === undefined) {
-      throw new NotFoundError(`Workflow '${id}' not found.`, {
-        code: 'not_found',
-        status: 404,
-        details: { resource_type: 'workflow', resource_id: id },
-      });
-    }
-    return structuredClone(workflow);
-  }
-
-  async cancelWorkflow(id: string): Promise<Workflow> {
-    await this.getWorkflow(id);
-    const workflow = this.workflows.get(id)!;
-    workflow.state = 'cancelled';
-    return structuredClone(workflow);
-  }
-
-  async listEvents(query: EventQuery): Promise<EventPage> {
-    let events = this.events;
-    if (query.after !== undefined) {
-      const index = events.findIndex((e) => e.id === query.after);
-      events = events.slice(index + 1);
-    }
-    events = events.filter(
-      (e) =>
-        (query.types === undefined || query.types.includes(e.type)) &&
-        (query.queues === undefined || query.queues.includes(String(e.data?.queue))) &&
-        (query.jobTypes === undefined || query.jobTypes.includes(String(e.data?.job_type))),
-    );
-    const limit = query.limit ?? 100;
-    const page = events.slice(0, limit);
-    return {
-      events: page,
-      cursor: page.at(-1)?.id ?? query.after ?? null,
-      hasMore: events.length > limit,
-    };
-  }
+  return undefined;
 }
 
-/** One test's fake or inline backend with its handlers, clock and assertions. */
+/** The transport methods a context forwards to its in-process transport. */
+const FORWARDED = new Set(
+  Object.getOwnPropertyNames(InProcessTransport.prototype).filter((name) => name !== 'constructor'),
+);
+
+/** One test's engine with its handlers, clock and assertions. */
 export class TestContext {
   readonly mode: TestMode;
-  readonly transport: FakeTransport;
+  /** What every OjsClient and OjsWorker uses while this context is active. */
+  readonly transport: Transport;
   readonly performed: Performance[] = [];
-  readonly #handlers = new Map<
-    string,
-    { handler: JobHandler<unknown[]>; options: HandlerOptions }
-  >();
+  readonly #handlers = new Map<string, Registration>();
   #middleware: readonly ExecutionMiddleware[] = [];
   readonly #failNext = new Map<string, unknown[]>();
   readonly #failAll = new Map<string, unknown>();
   #frozenAt: number | undefined;
   #offsetMs = 0;
+  #backend: Promise<Backend> | undefined;
+  /** The engine's jobs (enqueue order) and the workflows created here, as last read. */
+  #jobs: Job[] = [];
+  readonly #workflows = new Map<string, Workflow>();
+  /** Reads of the engine started / the newest applied: an older read never overwrites a newer one. */
+  #reads = 0;
+  #applied = 0;
 
   constructor(mode: TestMode) {
     this.mode = mode;
-    this.transport = new FakeTransport(this);
+    this.transport = this.#forwarding();
+  }
+
+  // ---------------------------------------------------------------- the engine
+
+  /** The engine, opened on first use (the test modes' optional peers load here). */
+  #open(): Promise<Backend> {
+    if (this.#backend === undefined) {
+      this.#backend = openBackend({ now: () => this.now() });
+      // Handled here so a context that never gets used reports nothing; callers still see the error.
+      this.#backend.catch(() => {});
+    }
+    return this.#backend;
+  }
+
+  /** A Transport whose every call waits for the engine, then refreshes the assertions' copy. */
+  #forwarding(): Transport {
+    return new Proxy({} as Transport, {
+      get: (_target, name) => {
+        if (name === 'kind') return this.mode;
+        if (name === 'abortableFetch') return true;
+        if (typeof name !== 'string' || !FORWARDED.has(name)) return undefined;
+        if (name === 'streamEvents') {
+          const open = () => this.#open();
+          return async function* (query: EventStreamQuery, options?: EventStreamOptions) {
+            yield* (await open()).transport.streamEvents(query, options) as AsyncIterable<OjsEvent>;
+          };
+        }
+        return async (...args: unknown[]) => {
+          const { transport } = await this.#open();
+          try {
+            if (this.mode === 'inline' && (name === 'push' || name === 'pushBatch')) {
+              return await this.#inlinePush(transport, args[0] as JobEnvelope | JobEnvelope[]);
+            }
+            if (this.mode === 'inline' && name === 'activateJob') {
+              return await this.#runInline(transport, await transport.activateJob(String(args[0])));
+            }
+            const call = (transport as unknown as Record<string, (...a: unknown[]) => unknown>)[
+              name
+            ]!;
+            const result = await call.apply(transport, args);
+            if (name === 'createWorkflow') {
+              const workflow = result as Workflow;
+              this.#workflows.set(workflow.id, workflow);
+            }
+            return result;
+          } finally {
+            await this.#refresh();
+          }
+        };
+      },
+    });
+  }
+
+  /** Reads every job, and the workflows created here, for the synchronous assertions. */
+  async #refresh(): Promise<void> {
+    const { engine, transport } = await this.#open();
+    const read = ++this.#reads;
+    const page = await engine.jobs.list({
+      filter: {},
+      limit: MIRRORED_JOBS,
+      order: 'asc',
+      countTotal: false,
+    });
+    const workflows = await Promise.all(
+      [...this.#workflows.keys()].map((id) => transport.getWorkflow(id).catch(() => undefined)),
+    );
+    if (read < this.#applied) return;
+    this.#applied = read;
+    this.#jobs = page.jobs.map((record) => structuredClone(engine.wire.job(record)) as Job);
+    for (const workflow of workflows) {
+      if (workflow !== undefined) this.#workflows.set(workflow.id, workflow);
+    }
+  }
+
+  /** Closes the engine and its store (restore() and the end of testing.run do). */
+  async close(): Promise<void> {
+    const backend = this.#backend;
+    this.#backend = undefined;
+    if (backend !== undefined) await (await backend.catch(() => undefined))?.close();
   }
 
   // ---------------------------------------------------------------- handlers and time
@@ -728,11 +335,12 @@ export class TestContext {
     return this;
   }
 
+  /** The context's clock: the engine's too (timestamps, schedules, backoff, leases). */
   now(): number {
     return (this.#frozenAt ?? Date.now()) + this.#offsetMs;
   }
 
-  /** Stops the clock (at `at`, default now) for timestamps and scheduled jobs. */
+  /** Stops the clock (at `at`, default now). */
   freezeTime(at: Date | number = Date.now()): this {
     this.#frozenAt = typeof at === 'number' ? at : at.getTime();
     this.#offsetMs = 0;
@@ -760,24 +368,33 @@ export class TestContext {
 
   // ---------------------------------------------------------------- execution
 
-  /** Runs one job through the execution chain and its handler; updates its state. */
-  async execute(job: Job, options: { inline?: boolean } = {}): Promise<Performance> {
-    const registration = this.#handlers.get(job.type);
+  #registration(type: string): Registration {
+    const registration = this.#handlers.get(type);
     if (registration === undefined) {
       throw new Error(
-        `No handler registered for job type '${job.type}' in the ${this.mode} test context (use register() or useWorker()).`,
+        `No handler registered for job type '${type}' in the ${this.mode} test context (use register() or useWorker()).`,
       );
     }
-    job.state = 'active';
-    job.attempt += 1;
-    job.started_at = new Date(this.now()).toISOString();
+    return registration;
+  }
+
+  /** The fetch declaration that limits claims to the types this context can run. */
+  #declared(): { type: string; versions: string }[] {
+    return [...this.#handlers].map(([type, { options }]) => ({
+      type,
+      versions: options.versions ?? '*',
+    }));
+  }
+
+  /** Runs one job through the execution middleware and its handler (failures injected first). */
+  async #invoke(job: Job, transport?: InProcessTransport): Promise<Performance> {
+    const registration = this.#registration(job.type);
     const controller = new AbortController();
     let result: unknown;
     let resultSet = false;
-    const snapshot = structuredClone(job);
     const ctx: JobContext = {
-      job: snapshot,
-      args: snapshot.args,
+      job,
+      args: job.args,
       id: job.id,
       type: job.type,
       queue: job.queue,
@@ -795,11 +412,13 @@ export class TestContext {
         resultSet = true;
       },
       heartbeat: async () => {},
-      // Kept on the job as the server would (clamped, never lowered), for assertions.
+      // Stored by the engine (clamped, never lowered) when the job is in it; perform()'s is not.
       progress: async (value, message, data) => {
-        const previous = (job as { progress?: { value: number } }).progress?.value ?? 0;
-        const stored = Math.max(previous, Math.min(1, Math.max(0, value)));
-        Object.assign(job, { progress: { value: stored, message, data } });
+        await transport?.progress(job.id, {
+          progress: value,
+          ...(message === undefined ? {} : { message }),
+          ...(data === undefined ? {} : { data }),
+        });
       },
       log: () => {},
     };
@@ -810,7 +429,7 @@ export class TestContext {
     const timeoutMs = registration.options.timeoutMs ?? job.timeout_ms;
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const run = runExecutionChain(this.#middleware, snapshot, ctx, async () => {
+      const run = runExecutionChain(this.#middleware, job, ctx, async () => {
         if (injected !== undefined) throw injected.error;
         return registration.handler(ctx);
       });
@@ -821,63 +440,146 @@ export class TestContext {
               run,
               new Promise((_, reject) => {
                 timer = setTimeout(() => {
-                  const error = new Error(`Job exceeded its execution timeout of ${timeoutMs} ms.`);
-                  error.name = 'timeout';
+                  const error = new JobTimeoutError(timeoutMs);
                   controller.abort(error);
                   reject(error);
                 }, timeoutMs);
               }),
             ]);
       const final = value === undefined && resultSet ? result : value;
-      this.transport.complete(job, final);
-      const performance: Performance = {
-        job: structuredClone(job),
-        attempt: job.attempt,
-        outcome: 'completed',
-        result: final,
-      };
-      this.performed.push(performance);
-      return performance;
+      return { job, attempt: job.attempt, outcome: 'completed', result: final };
     } catch (error) {
-      this.transport.fail(job, describeError(error), {
-        noRetry: options.inline === true || error instanceof DiscardError,
-      });
-      const performance: Performance = {
-        job: structuredClone(job),
-        attempt: job.attempt,
-        outcome: 'failed',
-        error,
-      };
-      this.performed.push(performance);
-      if (options.inline) throw error;
-      return performance;
+      return { job, attempt: job.attempt, outcome: 'failed', error };
     } finally {
       clearTimeout(timer);
     }
   }
 
   /**
-   * Fake mode: runs runnable jobs FIFO (higher priority first) until none is
-   * left, including jobs enqueued meanwhile and immediate retries of
-   * failures. Inline mode: nothing to do.
+   * Runs a claimed job and settles it with ACK or NACK, as a worker does:
+   * the engine decides what a failure means (retry, backoff, discard).
+   * Inline runs never retry.
+   */
+  async #execute(transport: InProcessTransport, job: Job, inline = false): Promise<Performance> {
+    const performance = await this.#invoke(job, transport);
+    const fence = { job_id: job.id, worker_id: `test-${this.mode}`, attempt: job.attempt };
+    if (performance.outcome === 'completed') {
+      await transport.ack({ ...fence, result: performance.result });
+    } else {
+      const error = describeError(performance.error);
+      if (inline) error.retryable = false;
+      await transport.nack({ ...fence, error });
+    }
+    performance.job = await transport.getJob(job.id);
+    this.performed.push(performance);
+    return performance;
+  }
+
+  /** Claims the next job of a registered type from `queues` (the engine's order). */
+  async #claim(transport: InProcessTransport, queues: string[]): Promise<Job | undefined> {
+    if (queues.length === 0 || this.#handlers.size === 0) return undefined;
+    const [job] = await transport.fetchJobs({
+      queues,
+      count: 1,
+      worker_id: `test-${this.mode}`,
+      handlers: this.#declared(),
+    });
+    return job;
+  }
+
+  async #inlinePush(
+    transport: InProcessTransport,
+    envelopes: JobEnvelope | JobEnvelope[],
+  ): Promise<PushResult | Job[]> {
+    // Inline runs now: a schedule would only keep the job from running.
+    const now = (envelope: JobEnvelope): JobEnvelope => {
+      const { scheduled_at: _ignored, ...rest } = envelope;
+      return rest;
+    };
+    if (Array.isArray(envelopes)) {
+      const jobs = await transport.pushBatch(envelopes.map(now));
+      const out: Job[] = [];
+      for (const job of jobs) out.push(await this.#runInline(transport, job));
+      return out;
+    }
+    const pushed = await transport.push(now(envelopes));
+    if (pushed.status !== 'created' || pushed.job === null) return pushed;
+    return { job: await this.#runInline(transport, pushed.job), status: 'created' };
+  }
+
+  /** Inline mode: claims this available job and runs it now; a failure rejects. */
+  async #runInline(transport: InProcessTransport, job: Job): Promise<Job> {
+    if (job.state !== 'available') return job;
+    this.#registration(job.type);
+    const [claimed] = await transport.fetchJobs({
+      queues: [job.queue],
+      count: 1,
+      worker_id: 'test-inline',
+      handlers: [{ type: job.type, versions: '*' }],
+    });
+    if (claimed === undefined) return job;
+    const performance = await this.#execute(transport, claimed, true);
+    if (performance.outcome === 'failed') throw performance.error;
+    return performance.job;
+  }
+
+  /**
+   * Fake mode: runs runnable jobs of registered types one at a time, in the
+   * order the engine hands them out (queues by name), until none is left,
+   * including jobs enqueued meanwhile, workflow steps and retries (the clock
+   * moves to a retry that is due later). A job of a type with no handler
+   * left available at the end is an error. Inline mode: nothing to do.
    */
   async drain(options: DrainOptions = {}): Promise<DrainResult> {
     const result: DrainResult = { processed: 0, completed: 0, failed: 0 };
     if (this.mode === 'inline') return result;
+    const { engine, transport } = await this.#open();
     const maxJobs = options.maxJobs ?? 10_000;
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-    const queues = options.queue === undefined ? undefined : [options.queue];
-    while (result.processed < maxJobs) {
-      if (Date.now() > deadline)
-        throw new Error(`drain() timed out after ${result.processed} jobs.`);
-      const [next] = this.transport.runnable(queues, options.withScheduled ?? false);
-      if (next === undefined) break;
-      const performance = await this.execute(next);
-      result.processed++;
-      if (performance.outcome === 'completed') result.completed++;
-      else result.failed++;
+    const wanted = (queue: string) => options.queue === undefined || queue === options.queue;
+    let open: string[] = [];
+    try {
+      while (result.processed < maxJobs) {
+        if (Date.now() > deadline)
+          throw new Error(`drain() timed out after ${result.processed} jobs.`);
+        await engine.promoteDueJobs();
+        const queues = await engine.listQueues();
+        open = queues.filter((q) => !q.paused && wanted(q.name)).map((q) => q.name);
+        const job = await this.#claim(transport, open);
+        if (job === undefined) {
+          if (await this.#skipToNextDue(open, options.withScheduled ?? false)) continue;
+          break;
+        }
+        const performance = await this.#execute(transport, job);
+        result.processed++;
+        if (performance.outcome === 'completed') result.completed++;
+        else result.failed++;
+      }
+    } finally {
+      await this.#refresh();
     }
+    const stranded = this.#jobs.find(
+      (job) =>
+        job.state === 'available' && open.includes(job.queue) && !this.#handlers.has(job.type),
+    );
+    if (stranded !== undefined && result.processed < maxJobs) this.#registration(stranded.type);
     return result;
+  }
+
+  /** Moves the clock to the next retry (or scheduled job) of a runnable type, if not due yet; false if none. */
+  async #skipToNextDue(queues: string[], withScheduled: boolean): Promise<boolean> {
+    await this.#refresh();
+    const now = this.now();
+    let next: number | undefined;
+    for (const job of this.#jobs) {
+      if (!queues.includes(job.queue) || !this.#handlers.has(job.type)) continue;
+      const due = dueAt(job, withScheduled);
+      if (due !== undefined && (next === undefined || due < next)) next = due;
+    }
+    if (next === undefined) return false;
+    // A job that fell due since the last promotion only needs the next one.
+    if (next > now) this.advanceTime(next - now);
+    return true;
   }
 
   /** Runs a handler directly with these args (SDK guidelines `perform`); resolves to its result. */
@@ -886,6 +588,7 @@ export class TestContext {
     args: unknown[] = [],
     options: { queue?: string; meta?: Obj } = {},
   ): Promise<unknown> {
+    // Not stored: the job never reaches the engine, so nothing settles it.
     const job: Job = {
       specversion: '1.0',
       id: uuidv7(),
@@ -893,15 +596,16 @@ export class TestContext {
       queue: options.queue ?? 'default',
       args,
       meta: options.meta ?? {},
-      state: 'available',
-      attempt: 0,
+      state: 'active',
+      attempt: 1,
     };
-    const performance = await this.execute(job, { inline: true });
+    const performance = await this.#invoke(job);
+    this.performed.push(performance);
+    if (performance.outcome === 'failed') throw performance.error;
     return performance.result;
   }
 
   // ---------------------------------------------------------------- queries and assertions
-
   #matches(job: Job, filter: JobFilter): boolean {
     if (filter.type !== undefined && job.type !== filter.type) return false;
     if (filter.queue !== undefined && job.queue !== filter.queue) return false;
@@ -917,8 +621,7 @@ export class TestContext {
 
   /** Every job enqueued in this context (in order) matching the filter. */
   allEnqueued(filter: JobFilter = {}): Job[] {
-    return this.transport
-      .ordered()
+    return this.#jobs
       .filter((job) => this.#matches(job, filter))
       .map((job) => structuredClone(job));
   }
@@ -935,7 +638,7 @@ export class TestContext {
     if (!ok) {
       this.#fail(
         `Expected ${count === undefined ? 'at least one' : count} '${type}' job(s) matching ${JSON.stringify(filter)}, found ${matching.length}.`,
-        this.transport.ordered(),
+        this.#jobs,
         'assertEnqueued',
       );
     }
@@ -999,11 +702,7 @@ export class TestContext {
   assertCompleted(type: string, filter: Omit<JobFilter, 'type'> = {}): Job[] {
     const matching = this.allEnqueued({ ...filter, type, state: 'completed' });
     if (matching.length === 0)
-      this.#fail(
-        `Expected a completed '${type}' job.`,
-        this.transport.ordered(),
-        'assertCompleted',
-      );
+      this.#fail(`Expected a completed '${type}' job.`, this.#jobs, 'assertCompleted');
     return matching;
   }
 
@@ -1013,12 +712,12 @@ export class TestContext {
       (j) => j.state === 'retryable' || j.state === 'discarded',
     );
     if (matching.length === 0)
-      this.#fail(`Expected a failed '${type}' job.`, this.transport.ordered(), 'assertFailed');
+      this.#fail(`Expected a failed '${type}' job.`, this.#jobs, 'assertFailed');
     return matching;
   }
 
   assertJobState(id: string, state: JobState): void {
-    const job = this.transport.jobs.get(id);
+    const job = this.#jobs.find((j) => j.id === id);
     if (job === undefined || job.state !== state) {
       this.#fail(
         `Expected job ${id} to be ${state}, it is ${job?.state ?? 'missing'}.`,
@@ -1029,27 +728,35 @@ export class TestContext {
   }
 
   assertWorkflowCreated(filter: { type?: string; name?: string } = {}): Workflow {
-    const found = [...this.transport.workflows.values()].find(
+    const found = [...this.#workflows.values()].find(
       (w) =>
         (filter.type === undefined || w.type === filter.type) &&
         (filter.name === undefined || w.name === filter.name),
     );
     if (found === undefined) {
       throw new AssertionError({
-        message: `Expected a workflow matching ${JSON.stringify(filter)}; created: ${JSON.stringify([...this.transport.workflows.values()].map((w) => ({ type: w.type, name: w.name })))}`,
+        message: `Expected a workflow matching ${JSON.stringify(filter)}; created: ${JSON.stringify([...this.#workflows.values()].map((w) => ({ type: w.type, name: w.name })))}`,
         operator: 'assertWorkflowCreated',
       });
     }
     return structuredClone(found);
   }
 
-  /** Forgets every job, workflow, cron entry, execution and injected failure. */
+  /** Forgets every job, workflow, cron entry, event, execution and injected failure. */
   clearAll(): void {
-    this.transport.jobs.clear();
-    this.transport.workflows.clear();
-    this.transport.crons.clear();
-    this.transport.events.length = 0;
-    this.transport.paused.clear();
+    this.#jobs = [];
+    this.#workflows.clear();
+    // A read of the engine still in flight must not bring the old jobs back.
+    this.#applied = ++this.#reads;
+    // The engine's reset (jobs, workflows, cron entries, events, paused
+    // queues) runs before the next call of the transport, which waits for it.
+    if (this.#backend !== undefined) {
+      this.#backend = this.#backend.then(async (backend) => {
+        await backend.engine.reset();
+        return backend;
+      });
+      this.#backend.catch(() => {});
+    }
     this.performed.length = 0;
     this.#failNext.clear();
     this.#failAll.clear();
@@ -1094,13 +801,20 @@ export const testing = {
   },
   /** Leaves the innermost process-wide mode (all of them with `{ all: true }`). */
   restore(options: { all?: boolean } = {}): void {
-    if (options.all) stack.length = 0;
-    else stack.pop();
+    // Each context's engine closes in the background: nothing waits on it.
+    const left = options.all ? stack.splice(0) : stack.splice(-1);
+    for (const context of left) void context.close();
   },
   /** Runs `fn` in its own context, visible only to its async call tree (parallel-safe). */
   run<T>(mode: TestMode, fn: (context: TestContext) => Promise<T> | T): Promise<T> {
     const context = new TestContext(mode);
-    return scoped.run(context, async () => fn(context));
+    return scoped.run(context, async () => {
+      try {
+        return await fn(context);
+      } finally {
+        await context.close();
+      }
+    });
   },
   current,
   assertEnqueued: (type: string, options?: AssertEnqueuedOptions) =>

@@ -3,7 +3,10 @@
  * installed in a folder outside the repository, then a client + worker
  * round trip against a live server from ESM (`import`) and CommonJS
  * (`require`) on Node 18, 20 and 24, and the published types compiled by a
- * consumer under `nodenext` resolution (both formats).
+ * consumer under `nodenext` resolution (both formats). The test modes
+ * (`testing`) run the engine, an optional peer: without it they say what
+ * to install (or, before Node 22.13, that node:sqlite is missing), and with
+ * @ojs/engine and @ojs/store-sqlite installed beside the SDK they run jobs.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,18 +22,36 @@ ${load}
 async function main() {
   const [url, queue] = process.argv.slice(2);
   const client = new OjsClient({ url });
+  // Only the SDK is installed: the test modes must refuse with a reason, not crash on import.
+  testing.fake();
+  const testMode = await client.enqueue('packed.double', [1]).then(() => 'ran', (e) => e.message);
+  testing.restore();
   const job = await client.enqueue('packed.double', [21], { queue });
   const worker = new OjsWorker({ url, queues: [queue], concurrency: 2, handleSignals: false });
   worker.register('packed.double', async (ctx) => ({ doubled: ctx.args[0] * 2 }));
   await worker.start();
   const done = await client.waitForJob(job.id, { states: ['completed'], timeoutMs: 15000 });
   await worker.stop();
-  console.log(JSON.stringify({ node: process.version, state: done.state, result: done.result }));
+  console.log(JSON.stringify({ node: process.version, state: done.state, result: done.result, testMode }));
 }
 `;
 
-const ESM = `${ROUND_TRIP("import { OjsClient, OjsWorker } from '@ojs/sdk';")}await main();\n`;
-const CJS = `${ROUND_TRIP("const { OjsClient, OjsWorker } = require('@ojs/sdk');")}main().catch((e) => { console.error(e); process.exit(1); });\n`;
+const ESM = `${ROUND_TRIP("import { OjsClient, OjsWorker, testing } from '@ojs/sdk';")}await main();\n`;
+const CJS = `${ROUND_TRIP("const { OjsClient, OjsWorker, testing } = require('@ojs/sdk');")}main().catch((e) => { console.error(e); process.exit(1); });\n`;
+
+/** The test modes with their peers installed: a job enqueued, drained, asserted. */
+const TEST_MODE = (load: string) => `
+${load}
+async function main() {
+  const t = testing.fake();
+  t.register('packed.square', async (ctx) => ctx.args[0] ** 2);
+  const job = await new OjsClient({ url: 'http://127.0.0.1:9' }).enqueue('packed.square', [7]);
+  const drained = await t.drain();
+  const [done] = t.assertCompleted('packed.square');
+  testing.restore();
+  console.log(JSON.stringify({ drained, same: done.id === job.id, result: done.result }));
+}
+`;
 
 const TYPED = `import { OjsClient, type Job, ValidationError } from '@ojs/sdk';
 import { testing } from '@ojs/sdk/testing';
@@ -74,13 +95,49 @@ describe('@ojs/sdk packed, installed outside the repository', () => {
           },
         );
         const line = stdout.trim().split('\n').at(-1)!;
-        const result = JSON.parse(line) as { node: string; state: string; result: unknown };
+        const result = JSON.parse(line) as {
+          node: string;
+          state: string;
+          result: unknown;
+          testMode: string;
+        };
         assert.match(result.node, new RegExp(`^v${major}\\.`), script);
         assert.equal(result.state, 'completed', script);
         assert.deepEqual(result.result, { doubled: 42 }, script);
+        assert.match(
+          result.testMode,
+          major >= 24 ? /npm install --save-dev @ojs\/engine @ojs\/store-sqlite/ : /Node >= 22\.13/,
+          script,
+        );
       }
     });
   }
+
+  it('test modes run the engine once @ojs/engine and @ojs/store-sqlite are installed', {
+    timeout: 300_000,
+  }, async () => {
+    const tarballs = [await pack('@ojs/sdk', work)];
+    for (const peer of ['@ojs/core', '@ojs/engine', '@ojs/store-sqlite']) {
+      tarballs.push(await pack(peer, work));
+    }
+    const withPeers = await installApp(tarballs, work);
+    writeFileSync(
+      join(withPeers, 'test-mode.mjs'),
+      `${TEST_MODE("import { OjsClient, testing } from '@ojs/sdk';")}await main();\n`,
+    );
+    writeFileSync(
+      join(withPeers, 'test-mode.cjs'),
+      `${TEST_MODE("const { OjsClient, testing } = require('@ojs/sdk');")}main().catch((e) => { console.error(e); process.exit(1); });\n`,
+    );
+    for (const script of ['test-mode.mjs', 'test-mode.cjs']) {
+      const { stdout } = await run(process.execPath, [script], { cwd: withPeers, timeout: 60_000 });
+      assert.deepEqual(
+        JSON.parse(stdout.trim().split('\n').at(-1)!),
+        { drained: { processed: 1, completed: 1, failed: 0 }, same: true, result: 49 },
+        script,
+      );
+    }
+  });
 
   it('ships types that a consumer compiles, as ESM and as CommonJS', async () => {
     writeFileSync(join(app, 'consumer.mts'), TYPED);

@@ -107,6 +107,71 @@ describe('fake mode', () => {
     t.refutePerformed('refund.card');
   });
 
+  it('drain moves the frozen clock to each due retry; the engine decides backoff and discards', async () => {
+    const start = Date.parse('2026-01-01T00:00:00Z');
+    const t = testing.fake().freezeTime(start);
+    t.register('sync.account', async () => 'synced');
+    t.failNext('sync.account', new Error('first')).failNext('sync.account', new Error('second'));
+    const job = await client.enqueue('sync.account', [], {
+      retry: { maxAttempts: 3, initialInterval: 'PT10S', backoffCoefficient: 2, jitter: false },
+    });
+    assert.deepEqual(await t.drain(), { processed: 3, completed: 1, failed: 2 });
+    const done = t.assertCompleted('sync.account')[0]!;
+    assert.equal(done.attempt, 3);
+    // 10 s, then 20 s of backoff, in test time, without sleeping.
+    assert.equal(t.now(), start + 30_000);
+    assert.deepEqual(
+      done.errors?.map((e) => [e.message, e.occurred_at]),
+      [
+        ['first', '2026-01-01T00:00:00.000Z'],
+        ['second', '2026-01-01T00:00:10.000Z'],
+      ],
+    );
+    assert.equal(done.id, job!.id);
+
+    // A non-retryable error type is the engine's rule too.
+    class FatalError extends Error {
+      override name = 'fatal.config';
+    }
+    t.failNext('sync.account', new FatalError('bad config'));
+    const doomed = await client.enqueue('sync.account', [1], {
+      retry: { maxAttempts: 5, nonRetryableErrors: ['fatal.*'] },
+    });
+    assert.deepEqual(await t.drain(), { processed: 1, completed: 0, failed: 1 });
+    t.assertJobState(doomed!.id, 'discarded');
+  });
+
+  it("a real OjsWorker on the context's transport runs against the context's engine", async () => {
+    const t = testing.fake();
+    // The test hook routes clients only (drain and useWorker are the test path); a worker given the transport runs.
+    const worker = new OjsWorker({
+      transport: t.transport,
+      handleSignals: false,
+      logLevel: 'silent',
+      pollWaitMs: 200,
+    });
+    worker.register('email.send', async (ctx) => `sent to ${ctx.args[0]}`);
+    const completed = new Promise<unknown>((resolve) =>
+      worker.on('jobCompleted', ({ result }) => resolve(result)),
+    );
+    await worker.start();
+    try {
+      const job = await client.enqueue('email.send', ['ada']);
+      assert.equal(await completed, 'sent to ada');
+      assert.equal((await client.getJob(job!.id)).state, 'completed');
+      t.assertCompleted('email.send', { args: ['ada'] });
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('drain refuses to leave a job behind for want of a handler', async () => {
+    const t = testing.fake();
+    await client.enqueue('nobody.home', []);
+    await assert.rejects(t.drain(), /No handler registered for job type 'nobody\.home'/);
+    t.assertEnqueued('nobody.home', { state: 'available' });
+  });
+
   it('scheduled jobs wait for frozen time to advance', async () => {
     const t = testing.fake().freezeTime(new Date('2026-01-01T00:00:00Z'));
     t.register('reminder.send', async () => 'reminded');
@@ -119,9 +184,11 @@ describe('fake mode', () => {
     t.assertCompleted('reminder.send');
   });
 
-  it('stores workflows (not executed) and cron entries; clearAll forgets everything', async () => {
+  it('runs workflows as the engine does; stores cron entries; clearAll forgets everything', async () => {
     const t = testing.fake();
-    await client.chain(
+    t.register('a.one', async () => 1);
+    t.register('a.two', async (ctx) => ctx.parentResults);
+    const chain = await client.chain(
       [
         { type: 'a.one', args: [] },
         { type: 'a.two', args: [] },
@@ -138,12 +205,21 @@ describe('fake mode', () => {
     );
     const etl = t.assertWorkflowCreated({ name: 'etl' });
     assert.equal(etl.type, undefined);
+    // The engine's states: a root step has its job, a dependent one waits.
     assert.deepEqual(
       etl.steps?.map((s) => [s.id, s.state, s.depends_on]),
       [
-        ['a', 'waiting', []],
+        ['a', 'pending', []],
         ['b', 'waiting', ['a']],
       ],
+    );
+    assert.deepEqual(await t.drain(), { processed: 4, completed: 4, failed: 0 });
+    assert.equal((await client.getWorkflow(chain.id)).state, 'completed');
+    assert.equal(t.assertWorkflowCreated({ name: 'etl' }).state, 'completed');
+    // A chain step gets the previous step's result.
+    assert.deepEqual(
+      t.assertCompleted('a.two').map((j) => j.result),
+      [[1], [1]],
     );
     await client.registerCron({ name: 'nightly', expression: '@daily', job: { type: 'a.one' } });
     assert.equal((await client.listCron()).length, 1);
@@ -151,9 +227,10 @@ describe('fake mode', () => {
     t.clearAll();
     assert.deepEqual(t.allEnqueued(), []);
     assert.equal((await client.listCron()).length, 0);
+    assert.deepEqual(testing.allEnqueued(), [], 'the reset left no job behind');
   });
 
-  it('enqueueBatch is atomic and supports() answers from a fake manifest', async () => {
+  it("enqueueBatch is atomic and supports() answers from the engine's manifest", async () => {
     const t = testing.fake();
     await client.enqueueBatch([
       { type: 'a.b', args: [1] },
@@ -169,7 +246,7 @@ describe('fake mode', () => {
     );
     t.assertEnqueued('a.b', { count: 2 });
     assert.equal(await client.supports('workflows'), true);
-    assert.equal((await client.manifest()).backend, 'memory');
+    assert.equal((await client.manifest()).backend, 'sqlite');
   });
 });
 
