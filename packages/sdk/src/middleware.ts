@@ -68,6 +68,51 @@ export interface JobContext<Args extends unknown[] = unknown[]> {
   ): void;
 }
 
+/** What a runner (the worker, or the test modes' drain) supplies to a job's context. */
+export interface JobContextRunner {
+  readonly workerId: string;
+  readonly signal: AbortSignal;
+  heartbeat: JobContext['heartbeat'];
+  progress: JobContext['progress'];
+  log: JobContext['log'];
+}
+
+/**
+ * The one place a handler's context is built from a fetched job, so the worker and the
+ * test modes hand handlers the same fields. `result()` reads what `setResult` stored.
+ */
+export function jobContext(
+  job: Job,
+  runner: JobContextRunner,
+): { ctx: JobContext; result(): { set: boolean; value: unknown } } {
+  let value: unknown;
+  let set = false;
+  const ctx: JobContext = {
+    job,
+    args: job.args,
+    id: job.id,
+    type: job.type,
+    queue: job.queue,
+    attempt: job.attempt,
+    maxAttempts: job.max_attempts,
+    workerId: runner.workerId,
+    signal: runner.signal,
+    workflowId: job.workflow_id,
+    parentResults: job.parent_results,
+    stepId: job.workflow_step_id,
+    parentResultsByStep: job.parent_results_by_step,
+    metadata: {},
+    setResult: (result) => {
+      value = result;
+      set = true;
+    },
+    heartbeat: runner.heartbeat,
+    progress: runner.progress,
+    log: runner.log,
+  };
+  return { ctx, result: () => ({ set, value }) };
+}
+
 export type ExecutionNext = () => Promise<unknown>;
 export type ExecutionMiddleware = (
   job: Job,

@@ -50,7 +50,7 @@ import type { Engine, EngineOptions } from '@ojs/engine';
 import { JobTimeoutError } from './errors.ts';
 import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
 import { InProcessTransport } from './in-process.ts';
-import { type ExecutionMiddleware, type JobContext, runExecutionChain } from './middleware.ts';
+import { type ExecutionMiddleware, jobContext, runExecutionChain } from './middleware.ts';
 import { setTestTransportResolver } from './test-hook.ts';
 import type {
   Job,
@@ -390,27 +390,9 @@ export class TestContext {
   async #invoke(job: Job, transport?: InProcessTransport): Promise<Performance> {
     const registration = this.#registration(job.type);
     const controller = new AbortController();
-    let result: unknown;
-    let resultSet = false;
-    const ctx: JobContext = {
-      job,
-      args: job.args,
-      id: job.id,
-      type: job.type,
-      queue: job.queue,
-      attempt: job.attempt,
-      maxAttempts: job.max_attempts,
+    const { ctx, result } = jobContext(job, {
       workerId: `test-${this.mode}`,
       signal: controller.signal,
-      workflowId: job.workflow_id,
-      parentResults: job.parent_results,
-      stepId: job.workflow_step_id,
-      parentResultsByStep: job.parent_results_by_step,
-      metadata: {},
-      setResult: (value) => {
-        result = value;
-        resultSet = true;
-      },
       heartbeat: async () => {},
       // Stored by the engine (clamped, never lowered) when the job is in it; perform()'s is not.
       progress: async (value, message, data) => {
@@ -421,7 +403,7 @@ export class TestContext {
         });
       },
       log: () => {},
-    };
+    });
     const failNext = this.#failNext.get(job.type);
     let injected: { error: unknown } | undefined;
     if (failNext !== undefined && failNext.length > 0) injected = { error: failNext.shift() };
@@ -446,7 +428,8 @@ export class TestContext {
                 }, timeoutMs);
               }),
             ]);
-      const final = value === undefined && resultSet ? result : value;
+      const stored = result();
+      const final = value === undefined && stored.set ? stored.value : value;
       return { job, attempt: job.attempt, outcome: 'completed', result: final };
     } catch (error) {
       return { job, attempt: job.attempt, outcome: 'failed', error };

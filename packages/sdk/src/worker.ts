@@ -78,6 +78,7 @@ import { attachWorkerMetrics, type WorkerMetricsOptions } from './metrics.ts';
 import {
   type ExecutionMiddleware,
   type JobContext,
+  jobContext,
   MiddlewareChain,
   runExecutionChain,
 } from './middleware.ts';
@@ -895,27 +896,9 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       'ojs.job.queue': job.queue,
       attempt: job.attempt,
     });
-    let result: unknown;
-    let resultSet = false;
-    const ctx: JobContext = {
-      job,
-      args: job.args,
-      id: job.id,
-      type: job.type,
-      queue: job.queue,
-      attempt: job.attempt,
-      maxAttempts: job.max_attempts,
+    const { ctx, result } = jobContext(job, {
       workerId: this.workerId,
       signal: entry.controller.signal,
-      workflowId: job.workflow_id,
-      parentResults: job.parent_results,
-      stepId: job.workflow_step_id,
-      parentResultsByStep: job.parent_results_by_step,
-      metadata: {},
-      setResult: (value) => {
-        result = value;
-        resultSet = true;
-      },
       heartbeat: () => this.#heartbeat(),
       progress: async (value, message, data) => {
         const transport = this.transport;
@@ -938,7 +921,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       },
       log: (level, message, fields) =>
         this.logger[level](message, { 'ojs.job.id': job.id, 'ojs.job.type': job.type, ...fields }),
-    };
+    });
     let outcome: Promise<unknown>;
     const span = traceProcess(job, this.workerId);
     const execute = () =>
@@ -952,9 +935,10 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       (value) => {
         span?.end();
         if (entry.settled) return;
+        const stored = result();
         void this.#settle(entry, {
           kind: 'ack',
-          result: value === undefined && resultSet ? result : value,
+          result: value === undefined && stored.set ? stored.value : value,
         });
       },
       (error: unknown) => {
