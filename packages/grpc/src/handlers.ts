@@ -8,6 +8,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import {
+  type AuthConfig,
   checkRequestJson,
   checkRequestText,
   type FailureReport,
@@ -39,7 +40,6 @@ import {
   toTimestamp,
   toValue,
 } from '@ojs/sdk/proto-wire';
-import type { AuthConfig } from '@ojs/server';
 import { authorize } from './auth.ts';
 import { Coalescer } from './coalesce.ts';
 import {

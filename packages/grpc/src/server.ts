@@ -6,9 +6,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
-import { DEFAULT_MAX_BODY_BYTES } from '@ojs/core';
+import { type AuthConfig, DEFAULT_MAX_BODY_BYTES } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
-import type { AuthConfig } from '@ojs/server';
 import { HealthImplementation } from 'grpc-health-check';
 import { authorize } from './auth.ts';
 import {

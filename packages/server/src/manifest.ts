@@ -4,7 +4,7 @@
  */
 import { DEFAULT_MAX_BODY_BYTES, LIMITS, MAX_META_BYTES, MAX_WORKFLOW_STEPS } from '@ojs/core';
 import { type Engine, MAX_ACK_BATCH } from '@ojs/engine';
-import type { AppConfig } from './app.ts';
+import type { AppConfig } from './config.ts';
 import { MAX_PUSH_MANY } from './routes/jobs.ts';
 
 /** Highest conformance level whose suites pass on every store in CI. */
