@@ -52,6 +52,7 @@ import {
   type WorkflowRecord,
   workflowToWire,
 } from '@ojs/core';
+import { buildManifest, type EngineCapabilities, engineCapabilities } from './capabilities.ts';
 import { CronScheduler, cronToWire } from './cron.ts';
 import { EventTail } from './event-tail.ts';
 import { WaitingFetches } from './fetch-waits.ts';
@@ -237,6 +238,8 @@ export class Engine {
     /** The request limits every binding applies to a body (core limits.ts). */
     checkRequest: checkRequestJson,
     progress: progressToWire,
+    /** A front door's manifest from `capabilities()` (capabilities.ts). */
+    manifest: buildManifest,
   } as const;
   readonly schemas: SchemaRegistry;
   /** Finding jobs and acting on them (admin API, bulk operations). */
@@ -293,6 +296,22 @@ export class Engine {
 
   now(): number {
     return this.clock.now();
+  }
+
+  /**
+   * What this engine does: capability flags, extensions, limits, fencing
+   * (capabilities.ts). Every manifest (HTTP, gRPC, in-process) is built
+   * from it with `wire.manifest`.
+   */
+  capabilities(): EngineCapabilities {
+    return engineCapabilities({
+      store: this.store,
+      maxBatchSize: this.maxBatchSize,
+      maxFetchCount: this.maxFetchCount,
+      maxFetchWaitMs: this.maxFetchWaitMs,
+      maxAckBatch: MAX_ACK_BATCH,
+      requireFencing: this.requireFencing,
+    });
   }
 
   /** Starts the promoter, lease reaper and event pruner. */

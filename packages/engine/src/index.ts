@@ -1,3 +1,12 @@
+export {
+  buildManifest,
+  DECLARED_CONFORMANCE_LEVEL,
+  type EngineCapabilities,
+  type ExtensionEntry,
+  engineCapabilities,
+  MAX_PUSH_MANY,
+  type ManifestBinding,
+} from './capabilities.ts';
 export { CronScheduler, cronToWire, parseCronRequest } from './cron.ts';
 export * from './engine.ts';
 export { EventTail, type TailFilter } from './event-tail.ts';

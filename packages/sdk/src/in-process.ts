@@ -159,48 +159,19 @@ export class InProcessTransport implements Transport {
     }
   }
 
+  /**
+   * The engine's capabilities (engine capabilities.ts) as this transport
+   * serves them (the operations API, push-many, metrics and the WebSocket
+   * are the HTTP binding's).
+   */
   async manifest(): Promise<Manifest> {
     if (this.#manifest !== undefined) return this.#manifest;
-    const engine = this.engine;
-    const workflows = typeof engine.createWorkflow === 'function';
-    const cron = typeof engine.cron?.register === 'function';
-    // An engine that predates settleBatch gets single ACK/NACK calls.
-    const ackBatch = typeof engine.settleBatch === 'function';
-    return {
-      specversion: '1.0',
-      ojs_version: '1.0',
-      implementation: {
-        name: 'ojs-ts',
-        version: '0.1.0',
-        language: 'typescript',
-        mode: 'in-process',
-      },
-      conformance_level: workflows ? 4 : cron ? 2 : 1,
+    return this.engine.wire.manifest(this.engine.capabilities(), {
       protocols: ['in-process'],
-      backend: engine.store.backend,
-      capabilities: {
-        dead_letter: true,
-        delayed_jobs: true,
-        cron_jobs: cron,
-        workflows,
-        batch_enqueue: true,
-        pause_resume: true,
-        long_poll_fetch: true,
-        ack_batch: ackBatch,
-      },
+      mode: 'in-process',
       // The same path the server declares; in-process it only says "supported".
-      ...(ackBatch ? { endpoints: { ack_batch: '/ojs/v1/workers/ack/batch' } } : {}),
-      extensions: {
-        official: [],
-        experimental: [
-          {
-            name: 'job-versioning',
-            uri: 'urn:ojs:ext:experimental:job-versioning',
-            version: '0.1.0',
-          },
-        ],
-      },
-    };
+      endpoints: { ack_batch: '/ojs/v1/workers/ack/batch' },
+    }) as Manifest;
   }
 
   async health(): Promise<Obj> {

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { Engine } from '@ojs/engine';
 import type { AppConfig } from './config.ts';
-import { buildManifest, DECLARED_CONFORMANCE_LEVEL } from './manifest.ts';
+import { buildManifest } from './manifest.ts';
 
 /** The options of `ojs serve` (ServeOptions) the gRPC binding reads. */
 export interface GrpcServeOptions {
@@ -88,7 +88,6 @@ export async function startGrpcBinding(
     port: options.grpcPort ?? (at.port === 0 ? 0 : 9090),
     auth: appConfig.auth,
     manifest: () => buildManifest(engine, appConfig),
-    conformanceLevel: DECLARED_CONFORMANCE_LEVEL,
     serverVersion: appConfig.implementationVersion,
     tls,
     maxBodyBytes: appConfig.bodyLimit,

@@ -6,7 +6,7 @@
  * bound and pressure on accepted enqueues above the warning threshold.
  */
 import { invalidRequest, OjsError, toWire } from '@ojs/core';
-import type { EnqueueResult, QueuePressure } from '@ojs/engine';
+import { type EnqueueResult, MAX_PUSH_MANY, type QueuePressure } from '@ojs/engine';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { listRequest, pagination } from '../admin-wire.ts';
 import { objectBody } from '../wire.ts';
@@ -32,9 +32,6 @@ async function withBackpressure<T>(reply: FastifyReply, enqueue: () => Promise<T
     throw error;
   }
 }
-
-/** Largest number of jobs in one POST /ojs/v1/jobs/many. */
-export const MAX_PUSH_MANY = 1000;
 
 /** The status and body of one PUSH, shared by POST /jobs and each item of POST /jobs/many. */
 function pushAnswer(result: EnqueueResult): { status: number; body: Record<string, unknown> } {
