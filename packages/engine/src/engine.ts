@@ -68,6 +68,7 @@ import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
 import { SettingsCache } from './settings-cache.ts';
 import { Wakeups } from './wakeups.ts';
+import * as responses from './wire-responses.ts';
 import { WorkerRegistry, type WorkerState } from './workers.ts';
 
 export interface EngineOptions {
@@ -240,6 +241,8 @@ export class Engine {
     progress: progressToWire,
     /** A front door's manifest from `capabilities()` (capabilities.ts). */
     manifest: buildManifest,
+    /** The HTTP binding's response bodies (wire-responses.ts). */
+    ...responses,
   } as const;
   readonly schemas: SchemaRegistry;
   /** Finding jobs and acting on them (admin API, bulk operations). */

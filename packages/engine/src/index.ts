@@ -54,6 +54,7 @@ export {
   type ValidationMode,
 } from './schemas.ts';
 export type { ServiceIntervals } from './services.ts';
+export * from './wire-responses.ts';
 export {
   HEARTBEAT_TIMEOUT_MS,
   parseWorkerState,
