@@ -12,17 +12,27 @@
  *   const worker = new OjsWorker({ transport, concurrency: 16 });
  *
  * The engine is only referenced through `import type`, so importing the SDK
- * never loads it. Records are projected to the wire form of the HTTP
- * binding here (the same projection the server applies), and engine errors
- * become the same typed OjsError subclasses as HTTP error bodies.
+ * never loads it. Answers are the HTTP binding's response bodies, built by
+ * the engine's own builders (`engine.wire`, engine wire-responses.ts) and
+ * read by the parsers the HTTP transport uses, so both transports answer
+ * alike; engine errors become the same typed OjsError subclasses as HTTP
+ * error bodies.
  */
 import type { Engine } from '@ojs/engine';
 import { BackendError, NotFoundError, OjsError, parseErrorResponse } from './errors.ts';
 import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
-import { toPushBody } from './http.ts';
+import {
+  parseAckBatchResults,
+  parseEventPage,
+  parseHeartbeat,
+  parseJobPage,
+  parsePausedQueue,
+  parseQueuePage,
+  parseQueueStats,
+  toPushBody,
+} from './http.ts';
 import { TurnBatch } from './turn-batch.ts';
 import type {
-  AckBatchItemResult,
   AckBatchRequest,
   AckBatchResponse,
   AckRequest,
@@ -128,11 +138,17 @@ export class InProcessTransport implements Transport {
   readonly engine: Engine;
   readonly #manifest: Manifest | undefined;
   readonly #coalescePushes: boolean;
+  readonly #createdAt = Date.now();
   /** Pushes of this turn, enqueued together after it. */
   readonly #pushes = new TurnBatch<QueuedPush>((queue) => this.#flushPushes(queue));
 
   #job(record: JobRecord): Job {
     return copy<Job>(this.engine.wire.job(record));
+  }
+
+  /** The `job` of a response body the engine built (wire-responses.ts). */
+  #jobOf(body: Obj): Job {
+    return copy<Job>(body.job);
   }
 
   #workflow(record: WorkflowRecord, jobs?: JobRecord[]): Workflow {
@@ -174,17 +190,13 @@ export class InProcessTransport implements Transport {
     }) as Manifest;
   }
 
+  /** GET /ojs/v1/health's body; the store's own error is shown (the application owns the store). */
   async health(): Promise<Obj> {
-    const health = await this.engine.health();
-    return {
-      status: health.ok ? 'ok' : 'error',
-      backend: {
-        type: this.engine.store.backend,
-        status: health.ok ? 'ok' : 'unhealthy',
-        latency_ms: health.latencyMs,
-        ...(health.error === undefined ? {} : { error: health.error }),
-      },
-    };
+    return this.engine.wire.healthResponse(await this.engine.health(), {
+      backend: this.engine.store.backend,
+      uptimeSeconds: Math.floor((Date.now() - this.#createdAt) / 1000),
+      showError: true,
+    });
   }
 
   /**
@@ -238,11 +250,10 @@ export class InProcessTransport implements Transport {
   }
 
   pushBatch(envelopes: JobEnvelope[]): Promise<Job[]> {
-    return this.#do('enqueue_batch', async () =>
-      (await this.engine.enqueueBatch(this.#checked(envelopes.map(toPushBody)))).map((j) =>
-        this.#job(j),
-      ),
-    );
+    return this.#do('enqueue_batch', async () => {
+      const jobs = await this.engine.enqueueBatch(this.#checked(envelopes.map(toPushBody)));
+      return copy<Job[]>(this.engine.wire.batchPushResponse(jobs).jobs);
+    });
   }
 
   getJob(id: string): Promise<Job> {
@@ -252,12 +263,14 @@ export class InProcessTransport implements Transport {
   cancelJob(id: string): Promise<Job> {
     return this.#do('cancel', async () => {
       const { before, after } = await this.engine.cancelJob(id);
-      return { ...this.#job(after), previous_state: before.state };
+      return this.#jobOf(this.engine.wire.cancelResponse(before, after));
     });
   }
 
   activateJob(id: string): Promise<Job> {
-    return this.#do('activate', async () => this.#job(await this.engine.activate(id)));
+    return this.#do('activate', async () =>
+      this.#jobOf(this.engine.wire.activateResponse(await this.engine.activate(id))),
+    );
   }
 
   fetchJobs(request: FetchRequest, options: RequestOptions = {}): Promise<Job[]> {
@@ -271,7 +284,7 @@ export class InProcessTransport implements Transport {
         handlers: this.engine.wire.handlers(request.handlers),
         signal: options.signal,
       });
-      return jobs.map((j) => this.#job(j));
+      return copy<Job[]>(this.engine.wire.fetchResponse(jobs).jobs);
     });
   }
 
@@ -284,7 +297,7 @@ export class InProcessTransport implements Transport {
         workerId: request.worker_id,
         attempt: request.attempt,
       });
-      return { id: job.id, job_id: job.id, state: job.state, completed_at: job.completed_at };
+      return copy<Obj>(this.engine.wire.ackResponse(job));
     });
   }
 
@@ -298,14 +311,7 @@ export class InProcessTransport implements Transport {
         workerId: request.worker_id,
         attempt: request.attempt,
       });
-      return {
-        id: job.id,
-        job_id: job.id,
-        state: job.state,
-        attempt: job.attempt,
-        max_attempts: job.retry.max_attempts,
-        next_attempt_at: job.next_attempt_at,
-      };
+      return copy<Obj>(this.engine.wire.nackResponse(job));
     });
   }
 
@@ -328,21 +334,8 @@ export class InProcessTransport implements Transport {
           attempt: n.attempt,
         })),
       });
-      const kinds = [...request.acks.map(() => 'ack'), ...request.nacks.map(() => 'nack')];
-      const results = outcomes.map((outcome, index): AckBatchItemResult => {
-        if (outcome.status === 'ok') {
-          return {
-            job_id: outcome.jobId,
-            status: 'ok',
-            state: outcome.job.state,
-            attempt: outcome.job.attempt,
-          };
-        }
-        const error = toSdkError(outcome.error, kinds[index] ?? 'ack_batch') as OjsError;
-        error.jobId = outcome.jobId;
-        return { job_id: outcome.jobId, status: outcome.status, error };
-      });
-      return { results };
+      const body = copy<Obj>(this.engine.wire.ackBatchResponse(outcomes));
+      return { results: parseAckBatchResults(body, request, false) };
     });
   }
 
@@ -353,47 +346,31 @@ export class InProcessTransport implements Transport {
         jobIds: request.active_job_ids,
         visibilityTimeoutMs: request.visibility_timeout_ms,
       });
-      return {
-        directive: result.state,
-        jobsExtended: result.jobsExtended,
-        jobsCancelled: result.jobsCancelled,
-        raw: { ...result },
-      };
+      return parseHeartbeat(copy<Obj>(this.engine.wire.heartbeatResponse(result)));
     });
   }
 
   listQueues(query: ListOptions): Promise<Page<QueueInfo>> {
     return this.#do('list_queues', async () => {
       const all = await this.engine.listQueues();
-      const offset = query.offset ?? 0;
-      const limit = query.limit ?? 50;
-      const items = all.slice(offset, offset + limit).map((q) => ({
-        ...q,
-        status: q.paused ? ('paused' as const) : ('active' as const),
-      }));
-      return {
-        items,
-        pagination: {
-          total: all.length,
-          limit,
-          offset,
-          has_more: offset + items.length < all.length,
-        },
-      };
+      const body = this.engine.wire.queuePageResponse(all, query.limit ?? 50, query.offset ?? 0);
+      return parseQueuePage(copy<Obj>(body));
     });
   }
 
   queueStats(name: string): Promise<QueueStats> {
     return this.#do('queue_stats', async () => {
       const stats = await this.engine.queueStats(name);
-      return { name: stats.name, paused: stats.paused, ...stats.counts, raw: { ...stats } };
+      const body = this.engine.wire.queueStatsResponse(stats, this.engine.now());
+      return parseQueueStats(name, copy<Obj>(body));
     });
   }
 
   setQueuePaused(name: string, paused: boolean): Promise<QueueInfo> {
     return this.#do(paused ? 'pause_queue' : 'resume_queue', async () => {
       const info = await this.engine.setQueuePaused(name, paused);
-      return { ...info, name: info.name, paused, status: paused ? 'paused' : 'active' };
+      const body = this.engine.wire.queuePausedResponse(info.name, paused, this.engine.now());
+      return parsePausedQueue(name, paused, copy<Obj>(body));
     });
   }
 
@@ -402,21 +379,13 @@ export class InProcessTransport implements Transport {
       const limit = query.limit ?? 50;
       const offset = query.offset ?? 0;
       const page = await this.engine.listDeadLetter(query.queue, limit, offset);
-      return {
-        items: page.items.map((j) => this.#job(j)),
-        pagination: {
-          total: page.total,
-          limit,
-          offset,
-          has_more: offset + page.items.length < page.total,
-        },
-      };
+      return parseJobPage(copy<Obj>(this.engine.wire.deadLetterPageResponse(page, limit, offset)));
     });
   }
 
   retryDeadLetter(id: string): Promise<Job> {
     return this.#do('retry_dead_letter', async () =>
-      this.#job(await this.engine.retryDeadLetter(id)),
+      this.#jobOf(this.engine.wire.deadLetterRetryResponse(await this.engine.retryDeadLetter(id))),
     );
   }
 
@@ -468,19 +437,16 @@ export class InProcessTransport implements Transport {
   listEvents(query: EventQuery): Promise<EventPage> {
     return this.#do('list_events', async () => {
       const limit = query.limit ?? 100;
-      const events = (await this.engine.listEvents({
+      const events = await this.engine.listEvents({
         types: query.types,
         queues: query.queues,
         jobTypes: query.jobTypes,
         after: query.after,
         limit: limit + 1,
-      })) as unknown as OjsEvent[];
-      const page = events.slice(0, limit);
-      return {
-        events: page,
-        cursor: page.length > 0 ? (page[page.length - 1]!.id ?? null) : (query.after ?? null),
-        hasMore: events.length > limit,
-      };
+      });
+      return parseEventPage(
+        copy<Obj>(this.engine.wire.eventPageResponse(events, limit, query.after)),
+      );
     });
   }
 
