@@ -10,6 +10,7 @@
  * module does not import engine.ts (which exposes it).
  */
 import {
+  isTerminal,
   type JobRecord,
   type OjsError,
   type OjsEvent,
@@ -266,6 +267,42 @@ export function eventPageResponse(events: readonly OjsEvent[], limit: number, af
     events: page,
     cursor: page.length > 0 ? page[page.length - 1]!.id : (after ?? null),
     has_more: events.length > limit,
+  };
+}
+
+// ------------------------------------------------------------ job event streams
+
+/** Events after which a job's event stream ends: its job reached a terminal state. */
+export const JOB_STREAM_ENDS: ReadonlySet<string> = new Set([
+  'job.completed',
+  'job.cancelled',
+  'job.discarded',
+]);
+
+/**
+ * The first event of a job's stream (RT §2, SSE and in-process): a
+ * `job.state_changed` snapshot of the job; `ends` when the job is already
+ * terminal, so that snapshot is the whole stream.
+ */
+export function jobStreamStart(
+  job: JobRecord,
+  now: number,
+): {
+  event: { type: 'job.state_changed'; subject: string; time: string; data: Obj };
+  ends: boolean;
+} {
+  const timestamp = new Date(now).toISOString();
+  const data = {
+    job_id: job.id,
+    queue: job.queue,
+    type: job.type,
+    from: null,
+    to: job.state,
+    timestamp,
+  };
+  return {
+    event: { type: 'job.state_changed', subject: job.id, time: timestamp, data },
+    ends: isTerminal(job.state),
   };
 }
 

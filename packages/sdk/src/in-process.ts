@@ -65,10 +65,6 @@ type WorkflowRecord = Awaited<ReturnType<Engine['getWorkflow']>>;
 type CronRecord = Awaited<ReturnType<Engine['cron']['get']>>;
 
 /** Engine records projected exactly as the server projects them (the engine exposes its wire functions). */
-/** A job stream ends once its job finished. */
-const FINISHED_STATES = new Set(['completed', 'cancelled', 'discarded']);
-const FINISHING_EVENTS = new Set(['job.completed', 'job.cancelled', 'job.discarded']);
-
 function copy<T>(value: unknown): T {
   // Records are live engine objects: hand out a copy.
   return structuredClone(value) as T;
@@ -463,16 +459,9 @@ export class InProcessTransport implements Transport {
     let subject: string | undefined;
     if (query.jobId !== undefined) {
       const job = await this.#do('stream_events', () => this.engine.getJob(query.jobId!));
-      const data = {
-        job_id: job.id,
-        queue: job.queue,
-        type: job.type,
-        from: null,
-        to: job.state,
-        timestamp: new Date(this.engine.now()).toISOString(),
-      };
-      yield { type: 'job.state_changed', subject: job.id, time: data.timestamp, data };
-      if (FINISHED_STATES.has(job.state)) return;
+      const start = this.engine.wire.jobStreamStart(job, this.engine.now());
+      yield copy<OjsEvent>(start.event);
+      if (start.ends) return;
       subject = job.id;
       filter.queues = [job.queue];
     } else if (query.queue !== undefined) {
@@ -495,7 +484,7 @@ export class InProcessTransport implements Transport {
       for await (const events of this.engine.events.follow(tail, after, controller.signal)) {
         for (const event of events) {
           yield copy<OjsEvent>(event);
-          if (subject !== undefined && FINISHING_EVENTS.has(event.type)) return;
+          if (subject !== undefined && this.engine.wire.JOB_STREAM_ENDS.has(event.type)) return;
         }
       }
     } finally {
