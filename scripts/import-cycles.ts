@@ -10,9 +10,7 @@
  * `exports`), and finds the strongly connected components of the file graph
  * (Tarjan) and of the package graph (the same edges, file to package). Every
  * component of more than one node is a cycle: it is printed, and the exit
- * code is 1 unless the component is listed in scripts/import-cycles.allow.
- * An allow-list entry that matches no component is an error too, so the list
- * says exactly what is left.
+ * code is 1. There is no allow-list: a cycle is fixed, not excused.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -208,55 +206,33 @@ export function exampleLoop(graph: Graph, component: string[]): string[] {
   return [start];
 }
 
-/** The allow-list: one cycle a line, its members separated by spaces; `#` starts a comment. */
-export function readAllowList(file: string): string[][] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .map((line) => line.replace(/#.*/, '').trim())
-    .filter((line) => line !== '')
-    .map((line) => line.split(/\s+/).sort());
-}
-
 export interface Report {
   lines: string[];
   failed: boolean;
 }
 
-/** Checks `root`: every file and package cycle, against the allow-list. */
-export function check(root: string, allowed: string[][] = []): Report {
+/** Checks `root`: every file and package cycle. */
+export function check(root: string): Report {
   const { graph, packageOf } = fileGraph(root);
   const packages = packageGraph(graph, packageOf);
   const found = [
     ...cycles(graph).map((component) => ({ kind: 'file', component, graph })),
     ...cycles(packages).map((component) => ({ kind: 'package', component, graph: packages })),
   ];
-  const key = (members: string[]) => members.join(' ');
-  const allowKeys = new Set(allowed.map(key));
-  const used = new Set<string>();
   const lines: string[] = [];
-  let failed = false;
   for (const { kind, component, graph: g } of found) {
-    const isAllowed = allowKeys.has(key(component));
-    if (isAllowed) used.add(key(component));
-    else failed = true;
     lines.push(
-      `${isAllowed ? 'allowed ' : ''}${kind} cycle (${component.length}): ${exampleLoop(g, component).join(' -> ')}`,
+      `${kind} cycle (${component.length}): ${exampleLoop(g, component).join(' -> ')}`,
       ...component.map((member) => `  ${member}`),
     );
   }
-  for (const entry of allowed) {
-    if (used.has(key(entry))) continue;
-    failed = true;
-    lines.push(`stale allow-list entry (no such cycle, remove it): ${key(entry)}`);
-  }
   if (found.length === 0) lines.push(`no import cycles (${graph.size} files)`);
-  return { lines, failed };
+  return { lines, failed: found.length > 0 };
 }
 
 if (import.meta.main) {
   const root = resolve(process.argv[2] ?? join(import.meta.dirname, '..'));
-  const report = check(root, readAllowList(join(import.meta.dirname, 'import-cycles.allow')));
+  const report = check(root);
   const print = report.failed ? console.error : console.log;
   for (const line of report.lines) print(line);
   process.exitCode = report.failed ? 1 : 0;

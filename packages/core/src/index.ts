@@ -1,4 +1,5 @@
 export * from './admin-actions.ts';
+export * from './api-keys.ts';
 export * from './claimed-jobs.ts';
 export * from './clock.ts';
 export * from './cron.ts';

@@ -52,6 +52,7 @@ import {
   type WorkflowRecord,
   workflowToWire,
 } from '@ojs/core';
+import { buildManifest, type EngineCapabilities, engineCapabilities } from './capabilities.ts';
 import type { EngineContext, WorkerDirective } from './context.ts';
 import { CronScheduler, cronToWire } from './cron.ts';
 import { EventTail } from './event-tail.ts';
@@ -68,6 +69,7 @@ import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
 import { SettingsCache } from './settings-cache.ts';
 import { Wakeups } from './wakeups.ts';
+import * as responses from './wire-responses.ts';
 import { WorkerRegistry, type WorkerState } from './workers.ts';
 
 export interface EngineOptions {
@@ -236,6 +238,10 @@ export class Engine implements EngineContext {
     /** The request limits every binding applies to a body (core limits.ts). */
     checkRequest: checkRequestJson,
     progress: progressToWire,
+    /** A front door's manifest from `capabilities()` (capabilities.ts). */
+    manifest: buildManifest,
+    /** The HTTP binding's response bodies (wire-responses.ts). */
+    ...responses,
   } as const;
   readonly schemas: SchemaRegistry;
   /** Finding jobs and acting on them (admin API, bulk operations). */
@@ -292,6 +298,22 @@ export class Engine implements EngineContext {
 
   now(): number {
     return this.clock.now();
+  }
+
+  /**
+   * What this engine does: capability flags, extensions, limits, fencing
+   * (capabilities.ts). Every manifest (HTTP, gRPC, in-process) is built
+   * from it with `wire.manifest`.
+   */
+  capabilities(): EngineCapabilities {
+    return engineCapabilities({
+      store: this.store,
+      maxBatchSize: this.maxBatchSize,
+      maxFetchCount: this.maxFetchCount,
+      maxFetchWaitMs: this.maxFetchWaitMs,
+      maxAckBatch: MAX_ACK_BATCH,
+      requireFencing: this.requireFencing,
+    });
   }
 
   /** Starts the promoter, lease reaper and event pruner. */

@@ -1,3 +1,12 @@
+export {
+  buildManifest,
+  DECLARED_CONFORMANCE_LEVEL,
+  type EngineCapabilities,
+  type ExtensionEntry,
+  engineCapabilities,
+  MAX_PUSH_MANY,
+  type ManifestBinding,
+} from './capabilities.ts';
 export type { EngineContext, WorkerDirective } from './context.ts';
 export { type CronContext, CronScheduler, cronToWire, parseCronRequest } from './cron.ts';
 export * from './engine.ts';
@@ -46,6 +55,7 @@ export {
   type ValidationMode,
 } from './schemas.ts';
 export type { ServiceIntervals, ServicesContext } from './services.ts';
+export * from './wire-responses.ts';
 export {
   HEARTBEAT_TIMEOUT_MS,
   parseWorkerState,

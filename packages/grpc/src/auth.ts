@@ -1,13 +1,11 @@
 /**
  * API keys in call metadata (features.md §11): `authorization: Bearer <key>`
  * or `x-ojs-api-key: <key>`, the same keys and roles as the HTTP binding
- * (server auth.ts): producers enqueue and read jobs and workflows, workers
+ * (core api-keys.ts): producers enqueue and read jobs and workflows, workers
  * run jobs, admin does everything; Manifest and Health are open to any key.
  */
-import { timingSafeEqual } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
-import { OjsError } from '@ojs/core';
-import type { AuthConfig, Role } from '@ojs/server';
+import { type AuthConfig, matchApiKey, OjsError, type Role } from '@ojs/core';
 
 const ANY: Role[] = ['producer', 'worker', 'admin'];
 const WORKER: Role[] = ['worker', 'admin'];
@@ -33,12 +31,6 @@ const ROLES: Record<string, Role[]> = {
   AckBatch: WORKER,
 };
 
-function same(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
 function presentedKey(metadata: grpc.Metadata): string | undefined {
   const header = metadata.get('authorization')[0];
   if (typeof header === 'string' && header.startsWith('Bearer ')) return header.slice(7).trim();
@@ -60,7 +52,7 @@ export function authorize(
       'Missing API key: send metadata authorization: Bearer <key> or x-ojs-api-key.',
     );
   }
-  const match = config.keys.find((k) => same(k.key, token));
+  const match = matchApiKey(config, token);
   if (match === undefined) throw new OjsError('unauthenticated', 'The API key is not valid.');
   if (!(ROLES[method] ?? ['admin']).includes(match.role)) {
     throw new OjsError('permission_denied', `The '${match.role}' role may not call ${method}.`);

@@ -8,6 +8,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import {
+  type AuthConfig,
   checkRequestJson,
   checkRequestText,
   type FailureReport,
@@ -24,10 +25,14 @@ import {
 } from '@ojs/core';
 import {
   type AckRequest,
+  ackBatchResponse,
   type Engine,
   type EnqueueResult,
+  healthStatus,
   MAX_ACK_BATCH,
   type NackRequest,
+  offsetPagination,
+  throughputPerSecond,
 } from '@ojs/engine';
 import {
   fromDuration,
@@ -39,7 +44,6 @@ import {
   toTimestamp,
   toValue,
 } from '@ojs/sdk/proto-wire';
-import type { AuthConfig } from '@ojs/server';
 import { authorize } from './auth.ts';
 import { Coalescer } from './coalesce.ts';
 import {
@@ -172,6 +176,13 @@ const WORKER_STATE_FROM_PROTO: Record<string, 'running' | 'quiet' | 'terminate'>
   WORKER_STATE_TERMINATE: 'terminate',
 };
 
+/** The HTTP health status (engine healthStatus) as grpc-proto's HealthStatus. */
+const HEALTH_STATUS = {
+  ok: 'HEALTH_STATUS_OK',
+  draining: 'HEALTH_STATUS_DEGRADED',
+  error: 'HEALTH_STATUS_UNHEALTHY',
+} as const;
+
 const DIRECTIVE_TO_PROTO: Record<string, string> = {
   running: 'WORKER_STATE_RUNNING',
   quiet: 'WORKER_STATE_QUIET',
@@ -259,11 +270,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       };
       if (health.error !== undefined) details.error = health.error;
       return {
-        status: !health.ok
-          ? 'HEALTH_STATUS_UNHEALTHY'
-          : health.draining
-            ? 'HEALTH_STATUS_DEGRADED'
-            : 'HEALTH_STATUS_OK',
+        status: HEALTH_STATUS[healthStatus(health)],
         timestamp: toTimestamp(engine.now()),
         details: toStruct(details),
       };
@@ -453,7 +460,9 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
           available_count: available.get(q.name) ?? 0,
           created_at: toTimestamp(q.created_at),
         })),
-        next_cursor: offset + page.length < all.length ? String(offset + page.length) : '',
+        next_cursor: offsetPagination(all.length, limit, offset, page.length).has_more
+          ? String(offset + page.length)
+          : '',
       };
     },
 
@@ -470,7 +479,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
           dead: counts.discarded,
           completed_last_hour: stats.completed_last_hour,
           failed_last_hour: stats.failed_last_hour,
-          throughput_per_second: stats.completed_last_minute / 60,
+          throughput_per_second: throughputPerSecond(stats),
           paused: stats.paused,
         },
       };
@@ -497,7 +506,9 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       return {
         jobs: page.items.map(jobToProto),
         total_count: page.total,
-        next_cursor: offset + page.items.length < page.total ? String(offset + limit) : '',
+        next_cursor: offsetPagination(page.total, limit, offset, page.items.length).has_more
+          ? String(offset + limit)
+          : '',
       };
     },
 
@@ -616,24 +627,20 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
         nacks: items(request, 'nacks').map(({ result: _r, ...nack }) => nack),
       });
       // settleBatch refuses an empty or oversized batch (at most MAX_ACK_BATCH items).
-      const outcomes = await engine.settleBatch({ acks, nacks });
+      // The HTTP binding's results (engine wire-responses.ts), as AckBatchItemResult messages.
+      const { results } = ackBatchResponse(await engine.settleBatch({ acks, nacks }));
       return {
-        results: outcomes.map((outcome) => {
-          if (outcome.status === 'ok') {
-            streams.settled(outcome.jobId);
-            return {
-              job_id: outcome.jobId,
-              status: 'ok',
-              state: stateToProto(outcome.job.state),
-              attempt: outcome.job.attempt,
-            };
+        results: results.map((result) => {
+          if (result.status === 'ok') {
+            streams.settled(result.job_id);
+            return { ...result, state: stateToProto(result.state) };
           }
+          const { error, ...item } = result;
           return {
-            job_id: outcome.jobId,
-            status: outcome.status,
-            error_code: outcome.error.code,
-            error_message: outcome.error.message,
-            retryable: outcome.error.retryable,
+            ...item,
+            error_code: error.code,
+            error_message: error.message,
+            retryable: error.retryable,
           };
         }),
       };

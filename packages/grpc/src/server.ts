@@ -6,9 +6,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
-import { DEFAULT_MAX_BODY_BYTES } from '@ojs/core';
-import type { Engine } from '@ojs/engine';
-import type { AuthConfig } from '@ojs/server';
+import { type AuthConfig, DEFAULT_MAX_BODY_BYTES } from '@ojs/core';
+import { buildManifest, type Engine } from '@ojs/engine';
 import { HealthImplementation } from 'grpc-health-check';
 import { authorize } from './auth.ts';
 import {
@@ -37,9 +36,13 @@ export interface GrpcServerOptions {
   /** 0 picks a free port. */
   port?: number;
   auth?: AuthConfig;
-  /** The manifest GET /ojs/manifest serves, built per call (Manifest RPC). */
-  manifest(): Record<string, unknown>;
-  conformanceLevel: number;
+  /**
+   * The manifest GET /ojs/manifest serves, built per call (Manifest RPC).
+   * Default: the engine's capabilities as a gRPC-only server serves them.
+   */
+  manifest?(): Record<string, unknown>;
+  /** x-ojs-conformance-level on every reply (default: the engine's declared level). */
+  conformanceLevel?: number;
   serverVersion?: string;
   /** How long shutdown waits for unary calls in flight before cutting them (default 10 s). */
   shutdownGraceMs?: number;
@@ -71,11 +74,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   const ctx: BindingContext = {
     engine,
     auth: options.auth,
-    manifest: options.manifest,
+    manifest:
+      options.manifest ?? (() => buildManifest(engine.capabilities(), { protocols: ['grpc'] })),
     streams: jobStreams,
     serverVersion: options.serverVersion ?? '0.1.0',
   };
-  const level = options.conformanceLevel;
+  const level = options.conformanceLevel ?? engine.capabilities().conformanceLevel;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const server = new grpc.Server({
     // Idle streams stay open behind proxies; dead peers are found.

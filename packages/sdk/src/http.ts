@@ -835,14 +835,7 @@ export class HttpTransport implements Transport {
       operation: 'list_queues',
       signal: options.signal,
     });
-    const queues = Array.isArray(body.queues) ? (body.queues as Obj[]) : [];
-    return {
-      items: queues.map((q) => {
-        const paused = q.paused === true || q.status === 'paused';
-        return { ...q, name: String(q.name), paused, status: paused ? 'paused' : 'active' };
-      }),
-      pagination: pagination(body),
-    };
+    return parseQueuePage(body);
   }
 
   async queueStats(name: string, options: RequestOptions = {}): Promise<QueueStats> {
@@ -871,10 +864,7 @@ export class HttpTransport implements Transport {
       queue: name,
       signal: options.signal,
     });
-    const queue = isObject(body.queue) ? body.queue : {};
-    const isPaused =
-      typeof queue.paused === 'boolean' ? queue.paused : body.status === 'paused' || paused;
-    return { ...queue, name, paused: isPaused, status: isPaused ? 'paused' : 'active' };
+    return parsePausedQueue(name, paused, body);
   }
 
   // ---------------------------------------------------------------- dead letter
@@ -892,10 +882,7 @@ export class HttpTransport implements Transport {
       queue: query.queue,
       signal: options.signal,
     });
-    return {
-      items: Array.isArray(body.jobs) ? (body.jobs as Job[]) : [],
-      pagination: pagination(body),
-    };
+    return parseJobPage(body);
   }
 
   async retryDeadLetter(id: string, options: RequestOptions = {}): Promise<Job> {
@@ -1071,12 +1058,7 @@ export class HttpTransport implements Transport {
       operation: 'list_events',
       signal: options.signal,
     });
-    const events = Array.isArray(body.events) ? (body.events as EventPage['events']) : [];
-    return {
-      events,
-      cursor: typeof body.cursor === 'string' ? body.cursor : (events.at(-1)?.id ?? null),
-      hasMore: body.has_more === true,
-    };
+    return parseEventPage(body);
   }
 
   /** Server-Sent Events as they happen (event-stream.ts), reconnecting on its own. */
@@ -1276,6 +1258,44 @@ export function parseHeartbeat(body: Obj): HeartbeatResponse {
     jobsExtended: ids(body.jobs_extended),
     jobsCancelled: ids(body.jobs_cancelled) ?? [],
     raw: body,
+  };
+}
+
+/** GET /queues: a page of queues, each with `paused` and `status`. */
+export function parseQueuePage(body: Obj): Page<QueueInfo> {
+  const queues = Array.isArray(body.queues) ? (body.queues as Obj[]) : [];
+  return {
+    items: queues.map((q) => {
+      const paused = q.paused === true || q.status === 'paused';
+      return { ...q, name: String(q.name), paused, status: paused ? 'paused' : 'active' };
+    }),
+    pagination: pagination(body),
+  };
+}
+
+/** POST /queues/:name/pause or /resume: the queue as it now is. */
+export function parsePausedQueue(name: string, paused: boolean, body: Obj): QueueInfo {
+  const queue = isObject(body.queue) ? body.queue : {};
+  const isPaused =
+    typeof queue.paused === 'boolean' ? queue.paused : body.status === 'paused' || paused;
+  return { ...queue, name, paused: isPaused, status: isPaused ? 'paused' : 'active' };
+}
+
+/** A page of jobs under `jobs` (GET /dead-letter). */
+export function parseJobPage(body: Obj): Page<Job> {
+  return {
+    items: Array.isArray(body.jobs) ? (body.jobs as Job[]) : [],
+    pagination: pagination(body),
+  };
+}
+
+/** GET /events: the page, the cursor to continue from, whether more wait. */
+export function parseEventPage(body: Obj): EventPage {
+  const events = Array.isArray(body.events) ? (body.events as EventPage['events']) : [];
+  return {
+    events,
+    cursor: typeof body.cursor === 'string' ? body.cursor : (events.at(-1)?.id ?? null),
+    hasMore: body.has_more === true,
   };
 }
 

@@ -12,17 +12,27 @@
  *   const worker = new OjsWorker({ transport, concurrency: 16 });
  *
  * The engine is only referenced through `import type`, so importing the SDK
- * never loads it. Records are projected to the wire form of the HTTP
- * binding here (the same projection the server applies), and engine errors
- * become the same typed OjsError subclasses as HTTP error bodies.
+ * never loads it. Answers are the HTTP binding's response bodies, built by
+ * the engine's own builders (`engine.wire`, engine wire-responses.ts) and
+ * read by the parsers the HTTP transport uses, so both transports answer
+ * alike; engine errors become the same typed OjsError subclasses as HTTP
+ * error bodies.
  */
 import type { Engine } from '@ojs/engine';
 import { BackendError, NotFoundError, OjsError, parseErrorResponse } from './errors.ts';
 import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
-import { toPushBody } from './http.ts';
+import {
+  parseAckBatchResults,
+  parseEventPage,
+  parseHeartbeat,
+  parseJobPage,
+  parsePausedQueue,
+  parseQueuePage,
+  parseQueueStats,
+  toPushBody,
+} from './http.ts';
 import { TurnBatch } from './turn-batch.ts';
 import type {
-  AckBatchItemResult,
   AckBatchRequest,
   AckBatchResponse,
   AckRequest,
@@ -55,10 +65,6 @@ type WorkflowRecord = Awaited<ReturnType<Engine['getWorkflow']>>;
 type CronRecord = Awaited<ReturnType<Engine['cron']['get']>>;
 
 /** Engine records projected exactly as the server projects them (the engine exposes its wire functions). */
-/** A job stream ends once its job finished. */
-const FINISHED_STATES = new Set(['completed', 'cancelled', 'discarded']);
-const FINISHING_EVENTS = new Set(['job.completed', 'job.cancelled', 'job.discarded']);
-
 function copy<T>(value: unknown): T {
   // Records are live engine objects: hand out a copy.
   return structuredClone(value) as T;
@@ -128,11 +134,17 @@ export class InProcessTransport implements Transport {
   readonly engine: Engine;
   readonly #manifest: Manifest | undefined;
   readonly #coalescePushes: boolean;
+  readonly #createdAt = Date.now();
   /** Pushes of this turn, enqueued together after it. */
   readonly #pushes = new TurnBatch<QueuedPush>((queue) => this.#flushPushes(queue));
 
   #job(record: JobRecord): Job {
     return copy<Job>(this.engine.wire.job(record));
+  }
+
+  /** The `job` of a response body the engine built (wire-responses.ts). */
+  #jobOf(body: Obj): Job {
+    return copy<Job>(body.job);
   }
 
   #workflow(record: WorkflowRecord, jobs?: JobRecord[]): Workflow {
@@ -159,61 +171,28 @@ export class InProcessTransport implements Transport {
     }
   }
 
+  /**
+   * The engine's capabilities (engine capabilities.ts) as this transport
+   * serves them (the operations API, push-many, metrics and the WebSocket
+   * are the HTTP binding's).
+   */
   async manifest(): Promise<Manifest> {
     if (this.#manifest !== undefined) return this.#manifest;
-    const engine = this.engine;
-    const workflows = typeof engine.createWorkflow === 'function';
-    const cron = typeof engine.cron?.register === 'function';
-    // An engine that predates settleBatch gets single ACK/NACK calls.
-    const ackBatch = typeof engine.settleBatch === 'function';
-    return {
-      specversion: '1.0',
-      ojs_version: '1.0',
-      implementation: {
-        name: 'ojs-ts',
-        version: '0.1.0',
-        language: 'typescript',
-        mode: 'in-process',
-      },
-      conformance_level: workflows ? 4 : cron ? 2 : 1,
+    return this.engine.wire.manifest(this.engine.capabilities(), {
       protocols: ['in-process'],
-      backend: engine.store.backend,
-      capabilities: {
-        dead_letter: true,
-        delayed_jobs: true,
-        cron_jobs: cron,
-        workflows,
-        batch_enqueue: true,
-        pause_resume: true,
-        long_poll_fetch: true,
-        ack_batch: ackBatch,
-      },
+      mode: 'in-process',
       // The same path the server declares; in-process it only says "supported".
-      ...(ackBatch ? { endpoints: { ack_batch: '/ojs/v1/workers/ack/batch' } } : {}),
-      extensions: {
-        official: [],
-        experimental: [
-          {
-            name: 'job-versioning',
-            uri: 'urn:ojs:ext:experimental:job-versioning',
-            version: '0.1.0',
-          },
-        ],
-      },
-    };
+      endpoints: { ack_batch: '/ojs/v1/workers/ack/batch' },
+    }) as Manifest;
   }
 
+  /** GET /ojs/v1/health's body; the store's own error is shown (the application owns the store). */
   async health(): Promise<Obj> {
-    const health = await this.engine.health();
-    return {
-      status: health.ok ? 'ok' : 'error',
-      backend: {
-        type: this.engine.store.backend,
-        status: health.ok ? 'ok' : 'unhealthy',
-        latency_ms: health.latencyMs,
-        ...(health.error === undefined ? {} : { error: health.error }),
-      },
-    };
+    return this.engine.wire.healthResponse(await this.engine.health(), {
+      backend: this.engine.store.backend,
+      uptimeSeconds: Math.floor((Date.now() - this.#createdAt) / 1000),
+      showError: true,
+    });
   }
 
   /**
@@ -267,11 +246,10 @@ export class InProcessTransport implements Transport {
   }
 
   pushBatch(envelopes: JobEnvelope[]): Promise<Job[]> {
-    return this.#do('enqueue_batch', async () =>
-      (await this.engine.enqueueBatch(this.#checked(envelopes.map(toPushBody)))).map((j) =>
-        this.#job(j),
-      ),
-    );
+    return this.#do('enqueue_batch', async () => {
+      const jobs = await this.engine.enqueueBatch(this.#checked(envelopes.map(toPushBody)));
+      return copy<Job[]>(this.engine.wire.batchPushResponse(jobs).jobs);
+    });
   }
 
   getJob(id: string): Promise<Job> {
@@ -281,12 +259,14 @@ export class InProcessTransport implements Transport {
   cancelJob(id: string): Promise<Job> {
     return this.#do('cancel', async () => {
       const { before, after } = await this.engine.cancelJob(id);
-      return { ...this.#job(after), previous_state: before.state };
+      return this.#jobOf(this.engine.wire.cancelResponse(before, after));
     });
   }
 
   activateJob(id: string): Promise<Job> {
-    return this.#do('activate', async () => this.#job(await this.engine.activate(id)));
+    return this.#do('activate', async () =>
+      this.#jobOf(this.engine.wire.activateResponse(await this.engine.activate(id))),
+    );
   }
 
   fetchJobs(request: FetchRequest, options: RequestOptions = {}): Promise<Job[]> {
@@ -300,7 +280,7 @@ export class InProcessTransport implements Transport {
         handlers: this.engine.wire.handlers(request.handlers),
         signal: options.signal,
       });
-      return jobs.map((j) => this.#job(j));
+      return copy<Job[]>(this.engine.wire.fetchResponse(jobs).jobs);
     });
   }
 
@@ -313,7 +293,7 @@ export class InProcessTransport implements Transport {
         workerId: request.worker_id,
         attempt: request.attempt,
       });
-      return { id: job.id, job_id: job.id, state: job.state, completed_at: job.completed_at };
+      return copy<Obj>(this.engine.wire.ackResponse(job));
     });
   }
 
@@ -327,14 +307,7 @@ export class InProcessTransport implements Transport {
         workerId: request.worker_id,
         attempt: request.attempt,
       });
-      return {
-        id: job.id,
-        job_id: job.id,
-        state: job.state,
-        attempt: job.attempt,
-        max_attempts: job.retry.max_attempts,
-        next_attempt_at: job.next_attempt_at,
-      };
+      return copy<Obj>(this.engine.wire.nackResponse(job));
     });
   }
 
@@ -357,21 +330,8 @@ export class InProcessTransport implements Transport {
           attempt: n.attempt,
         })),
       });
-      const kinds = [...request.acks.map(() => 'ack'), ...request.nacks.map(() => 'nack')];
-      const results = outcomes.map((outcome, index): AckBatchItemResult => {
-        if (outcome.status === 'ok') {
-          return {
-            job_id: outcome.jobId,
-            status: 'ok',
-            state: outcome.job.state,
-            attempt: outcome.job.attempt,
-          };
-        }
-        const error = toSdkError(outcome.error, kinds[index] ?? 'ack_batch') as OjsError;
-        error.jobId = outcome.jobId;
-        return { job_id: outcome.jobId, status: outcome.status, error };
-      });
-      return { results };
+      const body = copy<Obj>(this.engine.wire.ackBatchResponse(outcomes));
+      return { results: parseAckBatchResults(body, request, false) };
     });
   }
 
@@ -382,47 +342,31 @@ export class InProcessTransport implements Transport {
         jobIds: request.active_job_ids,
         visibilityTimeoutMs: request.visibility_timeout_ms,
       });
-      return {
-        directive: result.state,
-        jobsExtended: result.jobsExtended,
-        jobsCancelled: result.jobsCancelled,
-        raw: { ...result },
-      };
+      return parseHeartbeat(copy<Obj>(this.engine.wire.heartbeatResponse(result)));
     });
   }
 
   listQueues(query: ListOptions): Promise<Page<QueueInfo>> {
     return this.#do('list_queues', async () => {
       const all = await this.engine.listQueues();
-      const offset = query.offset ?? 0;
-      const limit = query.limit ?? 50;
-      const items = all.slice(offset, offset + limit).map((q) => ({
-        ...q,
-        status: q.paused ? ('paused' as const) : ('active' as const),
-      }));
-      return {
-        items,
-        pagination: {
-          total: all.length,
-          limit,
-          offset,
-          has_more: offset + items.length < all.length,
-        },
-      };
+      const body = this.engine.wire.queuePageResponse(all, query.limit ?? 50, query.offset ?? 0);
+      return parseQueuePage(copy<Obj>(body));
     });
   }
 
   queueStats(name: string): Promise<QueueStats> {
     return this.#do('queue_stats', async () => {
       const stats = await this.engine.queueStats(name);
-      return { name: stats.name, paused: stats.paused, ...stats.counts, raw: { ...stats } };
+      const body = this.engine.wire.queueStatsResponse(stats, this.engine.now());
+      return parseQueueStats(name, copy<Obj>(body));
     });
   }
 
   setQueuePaused(name: string, paused: boolean): Promise<QueueInfo> {
     return this.#do(paused ? 'pause_queue' : 'resume_queue', async () => {
       const info = await this.engine.setQueuePaused(name, paused);
-      return { ...info, name: info.name, paused, status: paused ? 'paused' : 'active' };
+      const body = this.engine.wire.queuePausedResponse(info.name, paused, this.engine.now());
+      return parsePausedQueue(name, paused, copy<Obj>(body));
     });
   }
 
@@ -431,21 +375,13 @@ export class InProcessTransport implements Transport {
       const limit = query.limit ?? 50;
       const offset = query.offset ?? 0;
       const page = await this.engine.listDeadLetter(query.queue, limit, offset);
-      return {
-        items: page.items.map((j) => this.#job(j)),
-        pagination: {
-          total: page.total,
-          limit,
-          offset,
-          has_more: offset + page.items.length < page.total,
-        },
-      };
+      return parseJobPage(copy<Obj>(this.engine.wire.deadLetterPageResponse(page, limit, offset)));
     });
   }
 
   retryDeadLetter(id: string): Promise<Job> {
     return this.#do('retry_dead_letter', async () =>
-      this.#job(await this.engine.retryDeadLetter(id)),
+      this.#jobOf(this.engine.wire.deadLetterRetryResponse(await this.engine.retryDeadLetter(id))),
     );
   }
 
@@ -497,19 +433,16 @@ export class InProcessTransport implements Transport {
   listEvents(query: EventQuery): Promise<EventPage> {
     return this.#do('list_events', async () => {
       const limit = query.limit ?? 100;
-      const events = (await this.engine.listEvents({
+      const events = await this.engine.listEvents({
         types: query.types,
         queues: query.queues,
         jobTypes: query.jobTypes,
         after: query.after,
         limit: limit + 1,
-      })) as unknown as OjsEvent[];
-      const page = events.slice(0, limit);
-      return {
-        events: page,
-        cursor: page.length > 0 ? (page[page.length - 1]!.id ?? null) : (query.after ?? null),
-        hasMore: events.length > limit,
-      };
+      });
+      return parseEventPage(
+        copy<Obj>(this.engine.wire.eventPageResponse(events, limit, query.after)),
+      );
     });
   }
 
@@ -526,16 +459,9 @@ export class InProcessTransport implements Transport {
     let subject: string | undefined;
     if (query.jobId !== undefined) {
       const job = await this.#do('stream_events', () => this.engine.getJob(query.jobId!));
-      const data = {
-        job_id: job.id,
-        queue: job.queue,
-        type: job.type,
-        from: null,
-        to: job.state,
-        timestamp: new Date(this.engine.now()).toISOString(),
-      };
-      yield { type: 'job.state_changed', subject: job.id, time: data.timestamp, data };
-      if (FINISHED_STATES.has(job.state)) return;
+      const start = this.engine.wire.jobStreamStart(job, this.engine.now());
+      yield copy<OjsEvent>(start.event);
+      if (start.ends) return;
       subject = job.id;
       filter.queues = [job.queue];
     } else if (query.queue !== undefined) {
@@ -558,7 +484,7 @@ export class InProcessTransport implements Transport {
       for await (const events of this.engine.events.follow(tail, after, controller.signal)) {
         for (const event of events) {
           yield copy<OjsEvent>(event);
-          if (subject !== undefined && FINISHING_EVENTS.has(event.type)) return;
+          if (subject !== undefined && this.engine.wire.JOB_STREAM_ENDS.has(event.type)) return;
         }
       }
     } finally {

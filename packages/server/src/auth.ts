@@ -3,22 +3,12 @@
  * bound to a role. Off when no keys are configured; main() refuses to bind
  * a non-loopback address without keys.
  */
-import { timingSafeEqual } from 'node:crypto';
-import { OjsError } from '@ojs/core';
+import { type AuthConfig, matchApiKey, OjsError, type Role } from '@ojs/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { PUBLIC_PATHS } from './routes/health.ts';
 
-export type Role = 'producer' | 'worker' | 'viewer' | 'admin';
-
-/** Every role a key may carry. */
-export const ROLES: readonly Role[] = ['producer', 'worker', 'viewer', 'admin'];
-
 /** The dashboard's own files (HTML, JS, CSS) carry no data: they load without a key. */
 export const DASHBOARD_PREFIX = '/ojs/admin';
-
-export interface AuthConfig {
-  keys: { key: string; role: Role }[];
-}
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -58,30 +48,6 @@ function rolesForPath(path: string): Role[] {
   return ['admin'];
 }
 
-function same(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
-export function parseApiKeys(spec: string): AuthConfig {
-  const keys = spec
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '')
-    .map((entry) => {
-      const [role, key] = entry.includes(':')
-        ? (entry.split(/:(.*)/s) as [string, string])
-        : ['admin', entry];
-      if (!(ROLES as readonly string[]).includes(role)) {
-        throw new Error(`Unknown API key role '${role}' (use ${ROLES.join(', ')}).`);
-      }
-      if (key.length < 16) throw new Error('API keys must be at least 16 characters.');
-      return { role: role as Role, key };
-    });
-  return { keys };
-}
-
 /** The key a request presents, or the 401 to answer; undefined when auth is off. */
 function keyOf(
   request: FastifyRequest,
@@ -94,8 +60,7 @@ function keyOf(
   if (token === undefined) {
     return new OjsError('unauthenticated', 'Missing Authorization: Bearer <api key>.');
   }
-  const match = config.keys.find((k) => same(k.key, token));
-  return match ?? new OjsError('unauthenticated', 'The API key is not valid.');
+  return matchApiKey(config, token) ?? new OjsError('unauthenticated', 'The API key is not valid.');
 }
 
 /**

@@ -5,15 +5,31 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Engine } from '@ojs/engine';
-import type { AppConfig } from './app.ts';
-import { buildManifest, DECLARED_CONFORMANCE_LEVEL } from './manifest.ts';
-import { isLoopback, type ServeOptions } from './serve.ts';
+import type { AppConfig } from './config.ts';
+import { buildManifest } from './manifest.ts';
+
+/** The options of `ojs serve` (ServeOptions) the gRPC binding reads. */
+export interface GrpcServeOptions {
+  /** Required to bind a non-loopback address without API keys (and gRPC without TLS). */
+  allowInsecure?: boolean;
+  /**
+   * The gRPC binding (@ojs/grpc) on the same host: false serves HTTP only.
+   * Default on.
+   */
+  grpc?: boolean;
+  /** gRPC port: default 9090, or an ephemeral one when `port` is 0 (tests). */
+  grpcPort?: number;
+  /** PEM files of the gRPC binding's TLS: certificate chain and key; a CA makes it mTLS. */
+  grpcTlsCert?: string;
+  grpcTlsKey?: string;
+  grpcTlsCa?: string;
+}
 
 export type GrpcTls = { cert: Buffer; key: Buffer; ca?: Buffer };
 export type GrpcServer = Awaited<ReturnType<typeof import('@ojs/grpc').startGrpcServer>>;
 
 /** The gRPC TLS files, read at start so a bad path fails there; cert and key go together. */
-export function readGrpcTls(options: ServeOptions): GrpcTls | undefined {
+export function readGrpcTls(options: GrpcServeOptions): GrpcTls | undefined {
   const { grpcTlsCert: cert, grpcTlsKey: key, grpcTlsCa: ca } = options;
   if (cert === undefined && key === undefined && ca === undefined) return undefined;
   if (cert === undefined || key === undefined) {
@@ -41,13 +57,21 @@ export function readGrpcTls(options: ServeOptions): GrpcTls | undefined {
  * default it is not served and the log says why.
  */
 export async function startGrpcBinding(
-  options: ServeOptions,
-  at: { engine: Engine; appConfig: AppConfig; host: string; port: number; tls?: GrpcTls },
+  options: GrpcServeOptions,
+  at: {
+    engine: Engine;
+    appConfig: AppConfig;
+    host: string;
+    /** The host is a loopback address (serve.ts isLoopback). */
+    loopback: boolean;
+    port: number;
+    tls?: GrpcTls;
+  },
   log: (line: string) => void,
 ): Promise<GrpcServer | undefined> {
   if (options.grpc === false) return undefined;
   const { engine, appConfig, host, tls } = at;
-  if (!isLoopback(host) && tls === undefined && !options.allowInsecure) {
+  if (!at.loopback && tls === undefined && !options.allowInsecure) {
     if (options.grpcPort !== undefined || options.grpc === true) {
       throw new Error(
         `gRPC on ${host} needs TLS (--grpc-tls-cert and --grpc-tls-key) or --allow-insecure; or pass --no-grpc.`,
@@ -64,7 +88,6 @@ export async function startGrpcBinding(
     port: options.grpcPort ?? (at.port === 0 ? 0 : 9090),
     auth: appConfig.auth,
     manifest: () => buildManifest(engine, appConfig),
-    conformanceLevel: DECLARED_CONFORMANCE_LEVEL,
     serverVersion: appConfig.implementationVersion,
     tls,
     maxBodyBytes: appConfig.bodyLimit,

@@ -4,12 +4,23 @@
  * accepting requests, lets in-flight ones finish and closes the store.
  */
 import { isIP } from 'node:net';
-import { parseRetention, type RetentionPolicy, type Store, startQuietGc } from '@ojs/core';
+import {
+  parseApiKeys,
+  parseRetention,
+  type RetentionPolicy,
+  type Store,
+  startQuietGc,
+} from '@ojs/core';
 import { Engine, ErrorThrottle, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
-import { type AppConfig, buildApp } from './app.ts';
-import { parseApiKeys } from './auth.ts';
-import { type GrpcServer, readGrpcTls, startGrpcBinding } from './grpc-binding.ts';
+import { buildApp } from './app.ts';
+import type { AppConfig } from './config.ts';
+import {
+  type GrpcServeOptions,
+  type GrpcServer,
+  readGrpcTls,
+  startGrpcBinding,
+} from './grpc-binding.ts';
 import {
   createLogger,
   type LogFormat,
@@ -23,14 +34,12 @@ export { parseLogFormat, parseLogLevel };
 
 import { createStore, DEFAULT_STORE, describeStore } from './stores.ts';
 
-export interface ServeOptions {
+export interface ServeOptions extends GrpcServeOptions {
   host?: string;
   port?: number;
   store?: string;
   testMode?: boolean;
   apiKeys?: string;
-  /** Required to bind a non-loopback address without API keys. */
-  allowInsecure?: boolean;
   visibilityTimeoutMs?: number;
   /** How often a waiting fetch re-checks the store without a notify (default 250 ms). */
   fetchRecheckMs?: number;
@@ -59,17 +68,6 @@ export interface ServeOptions {
   logRequests?: boolean;
   /** Prometheus metrics and GET /metrics (default on). */
   metrics?: boolean;
-  /**
-   * The gRPC binding (@ojs/grpc) on the same host: false serves HTTP only.
-   * Default on.
-   */
-  grpc?: boolean;
-  /** gRPC port: default 9090, or an ephemeral one when `port` is 0 (tests). */
-  grpcPort?: number;
-  /** PEM files of the gRPC binding's TLS: certificate chain and key; a CA makes it mTLS. */
-  grpcTlsCert?: string;
-  grpcTlsKey?: string;
-  grpcTlsCa?: string;
   /** Serve the web dashboard at /ojs/admin/ (default true; --no-dashboard, OJS_DASHBOARD=off). */
   dashboard?: boolean;
   /**
@@ -288,7 +286,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // gRPC binds first so the manifest both bindings serve can list it.
   let grpc: GrpcServer | undefined;
   try {
-    grpc = await startGrpcBinding(options, { engine, appConfig, host, port, tls }, log);
+    grpc = await startGrpcBinding(
+      options,
+      { engine, appConfig, host, loopback: isLoopback(host), port, tls },
+      log,
+    );
   } catch (error) {
     // Port taken, say: nothing is left open behind the error.
     await store.close();

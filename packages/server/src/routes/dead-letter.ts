@@ -14,6 +14,7 @@ import {
   parseJobFilter,
   toWire,
 } from '@ojs/core';
+import { deadLetterPageResponse, deadLetterRetryResponse } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { bulkFilter, bulkStep, listRequest, pagination, requireConfirm } from '../admin-wire.ts';
 import { objectBody, pageParams } from '../wire.ts';
@@ -47,16 +48,7 @@ export async function deadLetterRoutes(app: FastifyInstance): Promise<void> {
     const query = request.query as Record<string, unknown>;
     const { limit, offset } = pageParams(query, 50, 1000);
     const queue = typeof query.queue === 'string' && query.queue !== '' ? query.queue : undefined;
-    const page = await engine.listDeadLetter(queue, limit, offset);
-    return {
-      jobs: page.items.map(toWire),
-      pagination: {
-        total: page.total,
-        limit,
-        offset,
-        has_more: offset + page.items.length < page.total,
-      },
-    };
+    return deadLetterPageResponse(await engine.listDeadLetter(queue, limit, offset), limit, offset);
   });
 
   const stats = async () => {
@@ -107,8 +99,7 @@ export async function deadLetterRoutes(app: FastifyInstance): Promise<void> {
     }));
     app.post<{ Params: { id: string } }>(`${base}/:id/retry`, async (request) => {
       objectBody(request.body, { allowEmpty: true });
-      const job = await engine.retryDeadLetter(request.params.id);
-      return { job: { ...toWire(job), re_enqueued_at: job.enqueued_at } };
+      return deadLetterRetryResponse(await engine.retryDeadLetter(request.params.id));
     });
   }
 

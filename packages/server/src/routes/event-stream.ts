@@ -19,14 +19,12 @@
  * `server.shutdown` and ends.
  */
 import type { ServerResponse } from 'node:http';
-import { isTerminal, type JobRecord, notFound } from '@ojs/core';
-import type { TailFilter } from '@ojs/engine';
+import { notFound } from '@ojs/core';
+import { JOB_STREAM_ENDS, jobStreamStart, type TailFilter } from '@ojs/engine';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { csv } from '../wire.ts';
 
 const HEARTBEAT_MS = 15_000;
-/** Events after which a job stream ends: its job reached a terminal state. */
-const JOB_ENDS: ReadonlySet<string> = new Set(['job.completed', 'job.cancelled', 'job.discarded']);
 const RETRY_MS = 3000;
 
 /** True when the client asked for an event stream. */
@@ -182,22 +180,16 @@ export async function eventStreamRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/ojs/v1/jobs/:id/events', async (request, reply) => {
     const { id } = request.params as { id: string };
-    const job: JobRecord = await engine.getJob(id);
+    const job = await engine.getJob(id);
     const query = request.query as Record<string, unknown>;
+    const start = jobStreamStart(job, engine.now());
     const snapshot = (lastId: string | undefined) =>
-      frame(lastId, 'job.state_changed', {
-        job_id: job.id,
-        queue: job.queue,
-        type: job.type,
-        from: null,
-        to: job.state,
-        timestamp: new Date(engine.now()).toISOString(),
-      });
+      frame(lastId, start.event.type, start.event.data);
     await stream(
       request,
       reply,
       { queues: [job.queue], types: csv(query.event_types ?? query.types), subject: job.id },
-      { first: snapshot, closeAfterFirst: isTerminal(job.state), lastTypes: JOB_ENDS },
+      { first: snapshot, closeAfterFirst: start.ends, lastTypes: JOB_STREAM_ENDS },
     );
   });
 

@@ -2,6 +2,7 @@
  * Event polling (EV §6.4): GET /ojs/v1/events with type, queue and job type
  * filters and an `after` cursor.
  */
+import { eventPageResponse } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { csv, pageParams } from '../wire.ts';
 import { eventStreams, wantsEventStream } from './event-stream.ts';
@@ -22,11 +23,6 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
       after: typeof query.after === 'string' && query.after !== '' ? query.after : undefined,
       limit: limit + 1,
     });
-    const page = events.slice(0, limit);
-    return {
-      events: page,
-      cursor: page.length > 0 ? page[page.length - 1]!.id : (query.after ?? null),
-      has_more: events.length > limit,
-    };
+    return eventPageResponse(events, limit, query.after);
   });
 }

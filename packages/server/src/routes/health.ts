@@ -15,6 +15,7 @@
  * - `GET /ojs/v1/live` (and `/live`): is the process serving at all? Never
  *   touches the store, so a store outage does not get the process killed.
  */
+import { healthResponse } from '@ojs/engine';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** Paths served without authentication (auth.ts lets them through). */
@@ -37,20 +38,8 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     // Draining (graceful shutdown): not ready for new work, so load
     // balancers and readiness probes move traffic away (GS §Other rules).
     if (!report.ok || report.draining) reply.code(503);
-    return {
-      status: report.ok ? (report.draining ? 'draining' : 'ok') : 'error',
-      version: '1.0',
-      uptime_seconds: uptime(),
-      backend: {
-        type: engine.store.backend,
-        // The conformance suite's vocabulary (EXT-OBS-002, a level-0 test), not
-        // the OpenAPI's connected/disconnected: decision 0050.
-        status: report.ok ? 'ok' : 'unhealthy',
-        latency_ms: report.latencyMs,
-        // The store's own message (host names, ports) is logged, not shown.
-        ...(report.ok ? {} : { error: 'store unreachable' }),
-      },
-    };
+    // The store's own message (host names, ports) is logged, not shown.
+    return healthResponse(report, { backend: engine.store.backend, uptimeSeconds: uptime() });
   };
   app.get('/ojs/v1/health', health);
   app.get('/health', health);

@@ -6,7 +6,16 @@
  * bound and pressure on accepted enqueues above the warning threshold.
  */
 import { invalidRequest, OjsError, toWire } from '@ojs/core';
-import type { EnqueueResult, QueuePressure } from '@ojs/engine';
+import {
+  activateResponse,
+  batchPushResponse,
+  cancelResponse,
+  jobResponse,
+  MAX_PUSH_MANY,
+  pushManyResponse,
+  pushResponse,
+  type QueuePressure,
+} from '@ojs/engine';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { listRequest, pagination } from '../admin-wire.ts';
 import { objectBody } from '../wire.ts';
@@ -33,39 +42,13 @@ async function withBackpressure<T>(reply: FastifyReply, enqueue: () => Promise<T
   }
 }
 
-/** Largest number of jobs in one POST /ojs/v1/jobs/many. */
-export const MAX_PUSH_MANY = 1000;
-
-/** The status and body of one PUSH, shared by POST /jobs and each item of POST /jobs/many. */
-function pushAnswer(result: EnqueueResult): { status: number; body: Record<string, unknown> } {
-  switch (result.status) {
-    case 'created':
-      // Schema validation in warn mode accepts the job and reports why (features §9).
-      return {
-        status: 201,
-        body: result.warnings
-          ? { job: toWire(result.job), warnings: result.warnings }
-          : { job: toWire(result.job) },
-      };
-    case 'existing':
-      // unique on_conflict ignore: the job that already holds the key (L4-UNIQ-004).
-      return {
-        status: 200,
-        body: { job: toWire(result.job), duplicate: true, deduplicated: true },
-      };
-    case 'dropped':
-      // An enqueue middleware dropped the job: not an error, nothing stored.
-      return { status: 200, body: { job: null, enqueued: false } };
-  }
-}
-
 export async function jobRoutes(app: FastifyInstance): Promise<void> {
   const { engine } = app;
 
   app.post('/ojs/v1/jobs', async (request, reply) => {
     const body = objectBody(request.body);
     const result = await withBackpressure(reply, () => engine.enqueue(body));
-    const answer = pushAnswer(result);
+    const answer = pushResponse(result);
     reply.code(answer.status);
     if (result.status !== 'dropped') reply.header('Location', `/ojs/v1/jobs/${result.job.id}`);
     if (result.status === 'created') pressureHeaders(reply, result.pressure);
@@ -92,27 +75,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
         actual: jobs.length,
       });
     }
-    const outcomes = await engine.enqueueMany(jobs);
-    return {
-      results: outcomes.map((outcome) => {
-        if (outcome.status !== 'error') {
-          const { status, body } = pushAnswer(outcome);
-          return { status, ...body };
-        }
-        const { error } = outcome;
-        return {
-          status: error.status,
-          // Lean per item: the request's id is in the X-Request-Id header.
-          error: {
-            code: error.code,
-            type: error.code,
-            message: error.message,
-            retryable: error.retryable,
-            details: error.details,
-          },
-        };
-      }),
-    };
+    return pushManyResponse(await engine.enqueueMany(jobs));
   });
 
   app.post('/ojs/v1/jobs/batch', async (request, reply) => {
@@ -121,11 +84,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
     const jobs = await withBackpressure(reply, () => engine.enqueueBatch(body.jobs, report));
     reply.code(201);
     pressureHeaders(reply, report.pressure);
-    return {
-      jobs: jobs.map(toWire),
-      count: jobs.length,
-      ...(report.warnings ? { warnings: report.warnings } : {}),
-    };
+    return batchPushResponse(jobs, report.warnings);
   });
 
   app.get('/ojs/v1/jobs', async (request) => {
@@ -135,7 +94,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get<{ Params: { id: string } }>('/ojs/v1/jobs/:id', async (request) => {
-    return { job: toWire(await engine.getJob(request.params.id)) };
+    return jobResponse(await engine.getJob(request.params.id));
   });
 
   app.delete<{ Params: { id: string }; Querystring: { reason?: unknown } }>(
@@ -147,13 +106,12 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
         request.params.id,
         typeof reason === 'string' && reason !== '' ? reason : undefined,
       );
-      return { job: { ...toWire(after), previous_state: before.state } };
+      return cancelResponse(before, after);
     },
   );
 
   app.post<{ Params: { id: string } }>('/ojs/v1/jobs/:id/activate', async (request) => {
     objectBody(request.body, { allowEmpty: true });
-    const job = await engine.activate(request.params.id);
-    return { job: { ...toWire(job), activated_at: job.enqueued_at, previous_state: 'pending' } };
+    return activateResponse(await engine.activate(request.params.id));
   });
 }

@@ -8,7 +8,6 @@ import {
   byteLength,
   type FailureReport,
   invalidRequest,
-  type JobRecord,
   MAX_ATTEMPTS,
   MAX_FETCH_QUEUES,
   MAX_HEARTBEAT_JOBS,
@@ -18,46 +17,20 @@ import {
   OjsError,
   parseHandlers,
   toIso,
-  toWire,
   validateWorkerId,
 } from '@ojs/core';
-import { parseWorkerState } from '@ojs/engine';
+import {
+  ackBatchResponse,
+  ackResponse,
+  fetchResponse,
+  heartbeatResponse,
+  nackResponse,
+  parseWorkerState,
+} from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { objectBody, optionalInt, optionalString, requiredString } from '../wire.ts';
 
 type Obj = Record<string, unknown>;
-
-function ackResponse(job: JobRecord): Obj {
-  return {
-    acknowledged: true,
-    id: job.id,
-    job_id: job.id,
-    state: job.state,
-    completed_at: job.completed_at,
-    job: toWire(job),
-  };
-}
-
-/** `attempt` is the attempt that failed: FAIL never changes the counter (FETCH does). */
-function nackResponse(job: JobRecord): Obj {
-  const out: Obj = {
-    id: job.id,
-    job_id: job.id,
-    state: job.state,
-    attempt: job.attempt,
-    max_attempts: job.retry.max_attempts,
-    job: toWire(job),
-  };
-  if (job.state === 'retryable') {
-    out.next_attempt_at = job.next_attempt_at;
-    out.retry_delay_ms = job.retry_delay_ms;
-  }
-  if (job.state === 'discarded') {
-    out.discarded_at = job.discarded_at;
-    out.completed_at = job.completed_at;
-  }
-  return out;
-}
 
 function failureReport(value: unknown): FailureReport & { backtrace?: unknown } {
   if (value === undefined || value === null) return { code: 'handler_error', message: '' };
@@ -148,8 +121,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
       handlers: parseHandlers(body.handlers),
       signal: controller.signal,
     });
-    const wire = jobs.map(toWire);
-    if (wire.length > 0) return { jobs: wire, job: wire[0] };
+    if (jobs.length > 0) return fetchResponse(jobs);
     // `explain: true` (ours): why nothing was handed out, read only for empty answers.
     if (body.explain === true) {
       const queues = body.queues as string[];
@@ -216,30 +188,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
       })),
     );
     // settleBatch refuses an empty or oversized batch (at most MAX_ACK_BATCH items).
-    const outcomes = await engine.settleBatch({ acks, nacks });
-    return {
-      results: outcomes.map((outcome) =>
-        outcome.status === 'ok'
-          ? {
-              job_id: outcome.jobId,
-              status: 'ok',
-              state: outcome.job.state,
-              attempt: outcome.job.attempt,
-            }
-          : {
-              job_id: outcome.jobId,
-              status: outcome.status,
-              // Lean per item: the request's id is in the X-Request-Id header.
-              error: {
-                code: outcome.error.code,
-                type: outcome.error.code,
-                message: outcome.error.message,
-                retryable: outcome.error.retryable,
-                details: outcome.error.details,
-              },
-            },
-      ),
-    };
+    return ackBatchResponse(await engine.settleBatch({ acks, nacks }));
   });
 
   // Per-job forms used by some clients and extension suites (OA).
@@ -300,14 +249,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
         version: optionalString(body, 'version'),
       },
     });
-    return {
-      acknowledged: true,
-      state: result.state,
-      directive: result.state === 'running' ? '' : result.state,
-      jobs_extended: result.jobsExtended,
-      jobs_cancelled: result.jobsCancelled,
-      server_time: result.serverTime,
-    };
+    return heartbeatResponse(result);
   };
   app.post('/ojs/v1/workers/heartbeat', beat);
   app.post('/ojs/v1/workers/beat', beat);

@@ -1,0 +1,345 @@
+/**
+ * The response bodies of the HTTP binding, built in one place from what
+ * the engine returns (decision 0088). The HTTP routes send them; the SDK's
+ * in-process transport reads them through `engine.wire` and parses them as
+ * its HTTP transport parses the server's answers, so both answer the same;
+ * the gRPC binding takes the same decisions from them (item results, health
+ * status, paging) before it writes its messages.
+ *
+ * Pure functions of engine results; the input types are structural so this
+ * module does not import engine.ts (which exposes it).
+ */
+import {
+  isTerminal,
+  type JobRecord,
+  type OjsError,
+  type OjsEvent,
+  type QueueInfo,
+  type QueueStats,
+  toIso,
+  toWire,
+} from '@ojs/core';
+
+type Obj = Record<string, unknown>;
+
+/** An enqueue's outcome (engine EnqueueResult). */
+export type PushOutcome =
+  | { status: 'created'; job: JobRecord; warnings?: string[] }
+  | { status: 'existing'; job: JobRecord }
+  | { status: 'dropped' };
+
+/** One settled item of a batched acknowledgement (engine SettleOutcome). */
+export type SettledItem =
+  | { jobId: string; status: 'ok'; job: JobRecord }
+  | { jobId: string; status: 'conflict' | 'not_found' | 'invalid'; error: OjsError };
+
+// ------------------------------------------------------------ errors and paging
+
+/** The error of one item of a batch (push-many, ack-batch): lean, the request's id is in X-Request-Id. */
+export function itemError(error: OjsError): Obj {
+  return {
+    code: error.code,
+    type: error.code,
+    message: error.message,
+    retryable: error.retryable,
+    details: error.details,
+  };
+}
+
+/** Offset pagination of a listing (HB §17). */
+export function offsetPagination(total: number, limit: number, offset: number, count: number) {
+  return { total, limit, offset, has_more: offset + count < total };
+}
+
+// ------------------------------------------------------------ jobs
+
+/** The status and body of one PUSH: POST /jobs, and each item of POST /jobs/many. */
+export function pushResponse(result: PushOutcome): { status: number; body: Obj } {
+  switch (result.status) {
+    case 'created':
+      // Schema validation in warn mode accepts the job and reports why (features §9).
+      return {
+        status: 201,
+        body: result.warnings
+          ? { job: toWire(result.job), warnings: result.warnings }
+          : { job: toWire(result.job) },
+      };
+    case 'existing':
+      // unique on_conflict ignore: the job that already holds the key (L4-UNIQ-004).
+      return {
+        status: 200,
+        body: { job: toWire(result.job), duplicate: true, deduplicated: true },
+      };
+    case 'dropped':
+      // An enqueue middleware dropped the job: not an error, nothing stored.
+      return { status: 200, body: { job: null, enqueued: false } };
+  }
+}
+
+/** POST /jobs/many: each item as POST /jobs would answer it alone, with its status. */
+export function pushManyResponse(
+  outcomes: readonly (PushOutcome | { status: 'error'; error: OjsError })[],
+): Obj {
+  return {
+    results: outcomes.map((outcome) => {
+      if (outcome.status === 'error') {
+        return { status: outcome.error.status, error: itemError(outcome.error) };
+      }
+      const { status, body } = pushResponse(outcome);
+      return { status, ...body };
+    }),
+  };
+}
+
+/** POST /jobs/batch (atomic). */
+export function batchPushResponse(jobs: readonly JobRecord[], warnings?: unknown): Obj {
+  return {
+    jobs: jobs.map(toWire),
+    count: jobs.length,
+    ...(warnings ? { warnings } : {}),
+  };
+}
+
+/** GET /jobs/:id and every answer that is one job. */
+export function jobResponse(job: JobRecord): Obj {
+  return { job: toWire(job) };
+}
+
+/** DELETE /jobs/:id: the cancelled job and the state it left. */
+export function cancelResponse(before: JobRecord, after: JobRecord): Obj {
+  return { job: { ...toWire(after), previous_state: before.state } };
+}
+
+/** POST /jobs/:id/activate. */
+export function activateResponse(job: JobRecord): Obj {
+  return { job: { ...toWire(job), activated_at: job.enqueued_at, previous_state: 'pending' } };
+}
+
+/** POST /dead-letter/:id/retry. */
+export function deadLetterRetryResponse(job: JobRecord): Obj {
+  return { job: { ...toWire(job), re_enqueued_at: job.enqueued_at } };
+}
+
+/** GET /dead-letter: one page of dead-letter jobs. */
+export function deadLetterPageResponse(
+  page: { items: readonly JobRecord[]; total: number },
+  limit: number,
+  offset: number,
+): Obj {
+  return {
+    jobs: page.items.map(toWire),
+    pagination: offsetPagination(page.total, limit, offset, page.items.length),
+  };
+}
+
+// ------------------------------------------------------------ the worker protocol
+
+/** FETCH: `jobs`, and the first as `job` for clients that read one. */
+export function fetchResponse(jobs: readonly JobRecord[]): Obj {
+  const wire = jobs.map(toWire);
+  return wire.length > 0 ? { jobs: wire, job: wire[0] } : { jobs: [] };
+}
+
+/** ACK: flat (the suite reads `$.state`), the job itself under `job`. */
+export function ackResponse(job: JobRecord): Obj {
+  return {
+    acknowledged: true,
+    id: job.id,
+    job_id: job.id,
+    state: job.state,
+    completed_at: job.completed_at,
+    job: toWire(job),
+  };
+}
+
+/** NACK. `attempt` is the attempt that failed: FAIL never changes the counter (FETCH does). */
+export function nackResponse(job: JobRecord): Obj {
+  const out: Obj = {
+    id: job.id,
+    job_id: job.id,
+    state: job.state,
+    attempt: job.attempt,
+    max_attempts: job.retry.max_attempts,
+    job: toWire(job),
+  };
+  if (job.state === 'retryable') {
+    out.next_attempt_at = job.next_attempt_at;
+    out.retry_delay_ms = job.retry_delay_ms;
+  }
+  if (job.state === 'discarded') {
+    out.discarded_at = job.discarded_at;
+    out.completed_at = job.completed_at;
+  }
+  return out;
+}
+
+/** A batched acknowledgement (ack-batch): one result per item, acks first, then nacks. */
+export function ackBatchResponse(outcomes: readonly SettledItem[]): {
+  results: (
+    | { job_id: string; status: 'ok'; state: string; attempt: number }
+    | { job_id: string; status: 'conflict' | 'not_found' | 'invalid'; error: Obj }
+  )[];
+} {
+  return {
+    results: outcomes.map((outcome) =>
+      outcome.status === 'ok'
+        ? {
+            job_id: outcome.jobId,
+            status: 'ok',
+            state: outcome.job.state,
+            attempt: outcome.job.attempt,
+          }
+        : { job_id: outcome.jobId, status: outcome.status, error: itemError(outcome.error) },
+    ),
+  };
+}
+
+/** BEAT: the directive (`''` while running), the jobs extended and cancelled. */
+export function heartbeatResponse(result: {
+  state: string;
+  jobsExtended: string[];
+  jobsCancelled: string[];
+  serverTime: string;
+}): Obj {
+  return {
+    acknowledged: true,
+    state: result.state,
+    directive: result.state === 'running' ? '' : result.state,
+    jobs_extended: result.jobsExtended,
+    jobs_cancelled: result.jobsCancelled,
+    server_time: result.serverTime,
+  };
+}
+
+// ------------------------------------------------------------ queues and events
+
+const queueStatus = (paused: boolean) => (paused ? 'paused' : 'active');
+
+/** GET /queues: one page of every queue, each with its status. */
+export function queuePageResponse(all: readonly QueueInfo[], limit: number, offset: number): Obj {
+  const page = all.slice(offset, offset + limit);
+  return {
+    queues: page.map((q) => ({ ...q, status: queueStatus(q.paused) })),
+    pagination: offsetPagination(all.length, limit, offset, page.length),
+  };
+}
+
+/** Jobs completed per second over the last minute. */
+export function throughputPerSecond(stats: QueueStats): number {
+  return stats.completed_last_minute / 60;
+}
+
+/** GET /queues/:name/stats: the union of the HB and OA shapes (http-binding digest §4.12). */
+export function queueStatsResponse(stats: QueueStats, now: number): Obj {
+  const { counts } = stats;
+  const status = queueStatus(stats.paused);
+  const depth = counts.available + counts.scheduled + counts.retryable + counts.pending;
+  return {
+    queue: { name: stats.name, paused: stats.paused, status, ...counts },
+    status,
+    stats: {
+      queue: stats.name,
+      depth,
+      ...counts,
+      completed_last_hour: stats.completed_last_hour,
+      failed_last_hour: stats.failed_last_hour,
+      throughput_per_second: Math.round(throughputPerSecond(stats) * 1000) / 1000,
+    },
+    computed_at: toIso(now),
+  };
+}
+
+/** POST /queues/:name/pause and /resume. */
+export function queuePausedResponse(name: string, paused: boolean, now: number): Obj {
+  const status = queueStatus(paused);
+  const at = toIso(now);
+  return {
+    queue: { name, paused, status },
+    status,
+    ...(paused ? { paused_at: at } : { resumed_at: at }),
+  };
+}
+
+/** GET /events: a page, the cursor to continue from, whether more wait. `events` holds limit + 1. */
+export function eventPageResponse(events: readonly OjsEvent[], limit: number, after: unknown): Obj {
+  const page = events.slice(0, limit);
+  return {
+    events: page,
+    cursor: page.length > 0 ? page[page.length - 1]!.id : (after ?? null),
+    has_more: events.length > limit,
+  };
+}
+
+// ------------------------------------------------------------ job event streams
+
+/** Events after which a job's event stream ends: its job reached a terminal state. */
+export const JOB_STREAM_ENDS: ReadonlySet<string> = new Set([
+  'job.completed',
+  'job.cancelled',
+  'job.discarded',
+]);
+
+/**
+ * The first event of a job's stream (RT §2, SSE and in-process): a
+ * `job.state_changed` snapshot of the job; `ends` when the job is already
+ * terminal, so that snapshot is the whole stream.
+ */
+export function jobStreamStart(
+  job: JobRecord,
+  now: number,
+): {
+  event: { type: 'job.state_changed'; subject: string; time: string; data: Obj };
+  ends: boolean;
+} {
+  const timestamp = new Date(now).toISOString();
+  const data = {
+    job_id: job.id,
+    queue: job.queue,
+    type: job.type,
+    from: null,
+    to: job.state,
+    timestamp,
+  };
+  return {
+    event: { type: 'job.state_changed', subject: job.id, time: timestamp, data },
+    ends: isTerminal(job.state),
+  };
+}
+
+// ------------------------------------------------------------ health
+
+/** The engine's health report (engine.health()). */
+export interface HealthReport {
+  ok: boolean;
+  latencyMs: number;
+  error?: string;
+  draining: boolean;
+}
+
+/** `ok`, `draining` (graceful shutdown) or `error` (the store is unreachable). */
+export function healthStatus(report: HealthReport): 'ok' | 'draining' | 'error' {
+  return report.ok ? (report.draining ? 'draining' : 'ok') : 'error';
+}
+
+/**
+ * GET /ojs/v1/health. `backend.status` is the conformance suite's
+ * vocabulary (EXT-OBS-002), not the OpenAPI's connected/disconnected
+ * (decision 0050). The store's own message is shown only when `showError`
+ * (the HTTP route answers strangers and logs it instead).
+ */
+export function healthResponse(
+  report: HealthReport,
+  at: { backend: string; uptimeSeconds: number; showError?: boolean },
+): Obj {
+  return {
+    status: healthStatus(report),
+    version: '1.0',
+    uptime_seconds: at.uptimeSeconds,
+    backend: {
+      type: at.backend,
+      status: report.ok ? 'ok' : 'unhealthy',
+      latency_ms: report.latencyMs,
+      ...(report.ok ? {} : { error: at.showError ? report.error : 'store unreachable' }),
+    },
+  };
+}
