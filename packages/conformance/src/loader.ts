@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SuiteLoadError } from './loader-error.ts';
 import { detectFormat, parseSeedTest } from './seed-loader.ts';
+import type { RunStep } from './steps.ts';
 import {
   type AnyTestCase,
   EXT_LEVEL,
@@ -114,6 +115,24 @@ function parseStep(raw: Json, where: string): Step {
   // A JSON null body is "no body", like a nil interface in the Go runner.
   if (raw.body !== undefined && raw.body !== null) step.body = raw.body;
   return step;
+}
+
+/** An official step in the common step model (steps.ts); an empty action is a GET, as in Go. */
+export function officialRunStep(step: Step): RunStep {
+  return {
+    id: step.id,
+    action: step.action,
+    method: step.action === '' ? 'GET' : step.action,
+    path: step.path,
+    headers: step.headers,
+    ...(step.body === undefined ? {} : { body: step.body }),
+    delay_ms: step.delay_ms,
+    wait_ms: step.duration_ms,
+    poll_ms: 0,
+    parallel_with: step.parallel_with,
+    capture: {},
+    expect: { dialect: 'official', assertions: step.assertions },
+  };
 }
 
 function parseSteps(value: Json | undefined, where: string): Step[] {

@@ -8,6 +8,7 @@
 import { isJobState, JOB_STATES } from '@ojs/core';
 import { parseDurationMs, parseTiming } from './durations.ts';
 import { SuiteLoadError } from './loader-error.ts';
+import type { RunStep } from './steps.ts';
 import type {
   Json,
   JsonObject,
@@ -327,6 +328,24 @@ function parseAssertions(value: Json | undefined, r0: Reader): SeedAssertion[] {
     if (raw.result !== undefined) out.result = raw.result;
     return out;
   });
+}
+
+/** A seed step in the common step model (steps.ts): its `wait` is the delay before it. */
+export function seedRunStep(step: SeedStep): RunStep {
+  return {
+    id: step.id,
+    action: step.method,
+    method: step.method,
+    path: step.path,
+    headers: step.headers,
+    ...(step.body === undefined ? {} : { body: step.body }),
+    delay_ms: step.wait_ms,
+    wait_ms: 0,
+    poll_ms: step.poll_ms,
+    parallel_with: [],
+    capture: step.capture,
+    expect: { dialect: 'seed', expect: step.expect, index: step.index },
+  };
 }
 
 /** Validates one decoded seed-format test file. */

@@ -13,28 +13,33 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isJobState, isTerminal } from '@ojs/core';
+import { failure } from './assertions.ts';
 import { describeTiming, formatMs, timingMatches } from './durations.ts';
 import { failureReason } from './explain.ts';
-import { preview } from './gofmt.ts';
-import { type HttpClient, TimeoutError } from './http.ts';
-import { resolvePath } from './jsonpath.ts';
+import type { HttpClient } from './http.ts';
+import { seedRunStep } from './seed-loader.ts';
 import { matchSeed } from './seed-matchers.ts';
-import { resolveText, resolveValue, type TemplateContext } from './seed-templates.ts';
+import {
+  elapsed,
+  executeStep,
+  isJsonObject,
+  newStepState,
+  resetServer,
+  runPhase,
+  type StepState,
+  send,
+} from './steps.ts';
 import type {
-  AssertionFailure,
   Json,
   JsonObject,
   SeedAssertion,
   SeedStep,
   SeedTestCase,
-  StepResponse,
   StepResult,
   TestResult,
 } from './types.ts';
 import { BuiltinWorker, type WorkerEvent } from './worker.ts';
 
-const OJS_MEDIA_TYPE = 'application/openjobspec+json';
-const POLL_INTERVAL_MS = 200;
 const STATE_POLL_MS = 50;
 /** Extra time allowed for an attempt to start or end beyond what the assertion expects. */
 const ATTEMPT_SLACK_MS = 10_000;
@@ -47,58 +52,12 @@ export interface SeedRunOptions {
   workerConcurrency?: number;
 }
 
-interface Ctx {
-  options: SeedRunOptions;
-  client: HttpClient;
-  captures: Map<string, Json>;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function elapsed(start: number): number {
-  return Math.round(performance.now() - start);
-}
-
-function failure(
-  path: string,
-  expected: unknown,
-  actual: unknown,
-  message: string,
-): AssertionFailure {
-  return { path, expected: preview(expected), actual: preview(actual), message };
-}
-
-function headerValue(headers: Record<string, string>, name: string): string | undefined {
-  const wanted = name.toLowerCase();
-  for (const [key, value] of Object.entries(headers))
-    if (key.toLowerCase() === wanted) return value;
-  return undefined;
-}
-
-function parseBody(text: string): Json | string | undefined {
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as Json;
-  } catch {
-    return text.length > 4096 ? `${text.slice(0, 4096)}...` : text;
-  }
-}
-
-function errorText(err: unknown): string {
-  if (err instanceof TimeoutError) return 'request timed out';
-  if (!(err instanceof Error)) return String(err);
-  const code = (err as NodeJS.ErrnoException).code;
-  return code !== undefined && !err.message.includes(code)
-    ? `${code}: ${err.message}`
-    : err.message;
-}
+type Ctx = StepState;
 
 /** Every string value of a `queue` key, anywhere in the value (for the worker's queue list). */
 export function queuesIn(value: Json | undefined, out = new Set<string>()): Set<string> {
   if (Array.isArray(value)) for (const item of value) queuesIn(item, out);
-  else if (isObject(value)) {
+  else if (isJsonObject(value)) {
     for (const [key, item] of Object.entries(value)) {
       if (key === 'queue' && typeof item === 'string' && !item.includes('{')) out.add(item);
       else queuesIn(item, out);
@@ -107,213 +66,31 @@ export function queuesIn(value: Json | undefined, out = new Set<string>()): Set<
   return out;
 }
 
-/** Resolves an `expect.body` key: `job.id` or `$.job.id`. */
-function bodyPath(key: string): string {
-  return key.startsWith('$') ? key : `$.${key}`;
-}
-
-function checkExpect(
-  step: SeedStep,
-  expect: SeedStep['expect'],
-  response: StepResponse,
-): AssertionFailure[] {
-  const failures: AssertionFailure[] = [];
-  if (expect.status !== undefined) {
-    const reason = matchSeed(expect.status, response.status);
-    if (reason !== null) failures.push(failure('status', expect.status, response.status, reason));
-  }
-  for (const [name, matcher] of Object.entries(expect.headers ?? {})) {
-    const actual = headerValue(response.headers, name);
-    const reason = matchSeed(matcher, actual);
-    if (reason !== null) failures.push(failure(`header ${name}`, matcher, actual, reason));
-  }
-  const body = expect.body;
-  if (body !== undefined && Object.keys(body).length > 0) {
-    const parsed = response.body;
-    if (parsed === undefined || typeof parsed === 'string') {
-      failures.push(
-        failure(
-          'body',
-          body,
-          parsed,
-          `response body is not JSON (step ${step.index} expects fields)`,
-        ),
-      );
-      return failures;
-    }
-    for (const [key, matcher] of Object.entries(body)) {
-      const resolved = resolvePath(parsed, bodyPath(key));
-      let reason: string | null;
-      let actual: unknown;
-      if (resolved.kind === 'error') {
-        actual = `<${resolved.message}>`;
-        reason = matcher === 'absent' ? null : `path error: ${resolved.message}`;
-      } else {
-        actual = resolved.kind === 'value' ? resolved.value : undefined;
-        reason = matchSeed(matcher, resolved.kind === 'value' ? resolved.value : undefined);
-      }
-      if (reason !== null) failures.push(failure(`body ${key}`, matcher, actual, reason));
-    }
-  }
-  return failures;
-}
-
-function capture(source: string, response: StepResponse): { value: Json } | { error: string } {
-  if (source === 'status') return { value: response.status };
-  if (source.startsWith('headers.')) {
-    const value = headerValue(response.headers, source.slice('headers.'.length));
-    return value === undefined ? { error: `no ${source.slice(8)} header` } : { value };
-  }
-  const body = response.body;
-  if (body === undefined || typeof body === 'string') return { error: 'the body is not JSON' };
-  if (source === 'body') return { value: body };
-  const path = source.startsWith('body[') ? `$${source.slice(4)}` : `$.${source.slice(5)}`;
-  const resolved = resolvePath(body, path);
-  if (resolved.kind === 'value' && resolved.value !== null) return { value: resolved.value };
-  return { error: resolved.kind === 'error' ? resolved.message : `${source} is missing` };
-}
-
-async function send(
-  ctx: Ctx,
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body: Json | undefined,
-): Promise<{ url: string; response: StepResponse }> {
-  const url = ctx.options.baseUrl.replace(/\/+$/, '') + path;
-  const out = { ...headers };
-  let text: string | undefined;
-  if (body !== undefined) {
-    text = JSON.stringify(body);
-    if (headerValue(out, 'content-type') === undefined) out['Content-Type'] = OJS_MEDIA_TYPE;
-  }
-  const res = await ctx.client.request({
-    method,
-    url,
-    headers: out,
-    body: text,
-    timeoutMs: ctx.options.timeoutMs,
-  });
-  return { url, response: { status: res.status, headers: res.headers, body: parseBody(res.body) } };
-}
-
-/** Runs one HTTP (or WAIT) step: wait, resolve placeholders, send, check `expect`, capture. */
-export async function executeSeedStep(
+/** Runs one seed step (steps.ts). */
+export function executeSeedStep(
   step: SeedStep,
   phase: StepResult['phase'],
   ctx: Ctx,
 ): Promise<StepResult> {
-  const start = performance.now();
-  const result: StepResult = {
-    id: step.id,
-    phase,
-    action: step.method,
-    status: 'pass',
-    duration_ms: 0,
-    failures: [],
-  };
-  if (step.wait_ms > 0) await sleep(step.wait_ms);
-  if (step.method === 'WAIT') {
-    result.duration_ms = elapsed(start);
-    return result;
-  }
-  const deadline = performance.now() + step.poll_ms;
-  for (let tries = 1; ; tries++) {
-    const tctx: TemplateContext = { captures: ctx.captures, nowMs: Date.now() };
-    const path = resolveText(step.path, tctx, encodeURIComponent);
-    const headers: Record<string, string> = {};
-    const unresolved = [...path.unresolved];
-    for (const [name, value] of Object.entries(step.headers)) {
-      const r = resolveText(value, tctx);
-      headers[name] = r.value;
-      unresolved.push(...r.unresolved);
-    }
-    const body = step.body === undefined ? undefined : resolveValue(step.body, tctx);
-    if (body) unresolved.push(...body.unresolved);
-    const expect = resolveValue(step.expect as JsonObject, tctx);
-    unresolved.push(...expect.unresolved);
-    result.url = ctx.options.baseUrl.replace(/\/+$/, '') + path.value;
-    if (unresolved.length > 0) {
-      const names = [...new Set(unresolved)].map((n) => `{${n}}`).join(', ');
-      result.failures = [
-        failure(
-          'template',
-          names,
-          undefined,
-          `${names} could not be resolved (no earlier step captured it, or a time offset is malformed)`,
-        ),
-      ];
-      break;
-    }
-    try {
-      const sent = await send(ctx, step.method, path.value, headers, body?.value);
-      result.response = sent.response;
-      result.failures = checkExpect(step, expect.value as SeedStep['expect'], sent.response);
-    } catch (err) {
-      const message = errorText(err);
-      result.failures = [
-        failure(
-          'request',
-          'an HTTP response',
-          message,
-          `${step.method} request failed: ${message}`,
-        ),
-      ];
-    }
-    if (result.failures.length === 0 || performance.now() + POLL_INTERVAL_MS > deadline) {
-      if (step.poll_ms > 0 && tries > 1) {
-        result.notes = [`sent ${tries} times while polling (poll ${formatMs(step.poll_ms)})`];
-      }
-      break;
-    }
-    await sleep(POLL_INTERVAL_MS);
-  }
-  if (result.failures.length === 0 && result.response) {
-    for (const [name, source] of Object.entries(step.capture)) {
-      const got = capture(source, result.response);
-      if ('value' in got) ctx.captures.set(name, got.value);
-      else
-        result.failures.push(
-          failure(
-            `capture ${name}`,
-            source,
-            undefined,
-            `cannot capture ${name} from ${source}: ${got.error}`,
-          ),
-        );
-    }
-  }
-  if (result.failures.length > 0) result.status = 'fail';
-  result.duration_ms = elapsed(start);
-  return result;
+  return executeStep(seedRunStep(step), phase, ctx);
 }
 
-async function runBlock(
-  steps: SeedStep[],
-  phase: StepResult['phase'],
-  ctx: Ctx,
-  stopOnFailure: boolean,
-) {
-  const results: StepResult[] = [];
-  for (const step of steps) {
-    const r = await executeSeedStep(step, phase, ctx);
-    results.push(r);
-    if (stopOnFailure && r.status === 'fail') break;
-  }
-  return results;
+/** A seed block: sequential, optionally stopping at the first failure. */
+function runBlock(steps: SeedStep[], phase: StepResult['phase'], ctx: Ctx, stopOnFailure: boolean) {
+  return runPhase(steps.map(seedRunStep), phase, ctx, stopOnFailure);
 }
 
 async function readJob(ctx: Ctx, jobId: string): Promise<JsonObject | undefined> {
   try {
-    const { response } = await send(
+    const response = await send(
       ctx,
       'GET',
       `/ojs/v1/jobs/${encodeURIComponent(jobId)}`,
       {},
       undefined,
     );
-    if (response.status !== 200 || !isObject(response.body)) return undefined;
-    return isObject(response.body.job) ? response.body.job : response.body;
+    if (response.status !== 200 || !isJsonObject(response.body)) return undefined;
+    return isJsonObject(response.body.job) ? response.body.job : response.body;
   } catch {
     return undefined;
   }
@@ -587,12 +364,8 @@ export async function runSeedTest(
     }
   }
   const start = performance.now();
-  const ctx: Ctx = { options, client, captures: new Map() };
-  if (options.resetUrl) {
-    await client
-      .request({ method: 'POST', url: options.resetUrl, headers: {}, timeoutMs: options.timeoutMs })
-      .catch(() => undefined);
-  }
+  const ctx = newStepState(options, client);
+  await resetServer(ctx, options.resetUrl);
   const steps: StepResult[] = [];
   const notes: string[] = [];
   let worker: BuiltinWorker | undefined;
