@@ -7,6 +7,7 @@
  */
 import { type EnqueueDefaults, readEnqueueRequest } from './envelope.ts';
 import { type JsonKey, type Problems, shown, typeMismatch } from './envelope-problems.ts';
+import { checkRequestJson } from './limits.ts';
 import { isJobState, JOB_STATES } from './states.ts';
 import { parseTimestamp } from './time.ts';
 
@@ -51,6 +52,8 @@ const VALIDATION_DEFAULTS: EnqueueDefaults = { visibilityTimeoutMs: 30_000 };
  */
 export function checkJobDocument(doc: unknown, kind: EnvelopeKind, problems: Problems): void {
   const envelope = kind === 'envelope';
+  // What the server checks of every request body first (limits.ts).
+  checkRequestJson(doc, problems);
   if (!isObject(doc)) {
     readEnqueueRequest(doc, Date.now(), VALIDATION_DEFAULTS, problems);
     return;

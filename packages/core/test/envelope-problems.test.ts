@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   checkJobDocument,
+  checkRequestJson,
   OjsError,
   Problems,
   parseEnqueueRequest,
@@ -102,6 +103,28 @@ describe('the envelope parser in collecting mode', () => {
         0,
         defaults,
       ),
+    );
+  });
+});
+
+describe('checkRequestJson in collecting mode', () => {
+  it('reports every unstorable string, key and depth breach; throwing mode is unchanged', () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 70; i++) deep = [deep];
+    const body = { type: 'a', args: ['\u0000', deep], meta: { '\ud800': 1 } };
+    const problems = new Problems(true);
+    checkRequestJson(body, problems);
+    assert.deepEqual(
+      problems.found.map((p) => `${p.path} ${p.rule}`),
+      [
+        '$.args[0] format.text',
+        `$.args[1]${'[0]'.repeat(62)} max_depth`,
+        '$.meta["\\ud800"] format.text',
+      ],
+    );
+    assert.throws(
+      () => checkRequestJson(body),
+      /The request body at \$\.args\[0\] contains the NUL/,
     );
   });
 });
