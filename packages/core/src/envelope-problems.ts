@@ -40,6 +40,8 @@ export function childPath(base: string, key: JsonKey): string {
 
 export class Problems {
   readonly found: EnvelopeProblem[] = [];
+  /** How many of `found` break a rule the server enforces (not advised ones). */
+  rejected = 0;
   readonly collecting: boolean;
   /** Path of the document itself: `$`, or `$[3]` for an element of an array. */
   readonly base: string;
@@ -57,6 +59,7 @@ export class Problems {
   /** A rule the server enforces: throws `error()` in throwing mode, records it otherwise. */
   reject(keys: readonly JsonKey[], report: ProblemReport, error: () => OjsError): void {
     if (!this.collecting) throw error();
+    this.rejected++;
     this.push(keys, report.rule, report.message ?? error().message, report.ref);
   }
 
@@ -75,6 +78,7 @@ export class Problems {
       return check();
     } catch (error) {
       if (!(error instanceof OjsError)) throw error;
+      this.rejected++;
       this.push(keys, report.rule, report.message ?? error.message, report.ref);
       return undefined;
     }

@@ -381,7 +381,7 @@ function parseTags(found: Found | undefined, problems: Problems): string[] | und
     problems.reject(found.keys, typeMismatch(value, 'an array of strings', ref), error);
     return undefined;
   }
-  const before = problems.found.length;
+  const before = problems.rejected;
   if (value.length > MAX_TAGS) problems.reject(found.keys, { rule: 'max_items', ref }, error);
   value.forEach((tag, i) => {
     if (typeof tag !== 'string') {
@@ -390,7 +390,7 @@ function parseTags(found: Found | undefined, problems: Problems): string[] | und
       problems.reject([...found.keys, i], { rule: 'max_bytes', ref }, error);
     }
   });
-  return problems.found.length === before ? (value as string[]) : undefined;
+  return problems.rejected === before ? (value as string[]) : undefined;
 }
 
 const UNIQUE_KEYS = new Set(['type', 'queue', 'args', 'meta', 'version']);
@@ -446,7 +446,7 @@ function readUniquePolicy(
     fail('', 'type', 'options.unique must be an object.');
     return undefined;
   }
-  const before = problems.found.length;
+  const before = problems.rejected;
   for (const field of Object.keys(value)) {
     if (!UNIQUE_FIELDS.has(field)) {
       fail(
@@ -480,6 +480,9 @@ function readUniquePolicy(
           const rule = typeof key === 'string' ? 'enum' : 'type';
           const message = `options.unique.keys contains '${String(key)}'; allowed keys are ${[...UNIQUE_KEYS].join(', ')}.`;
           fail('keys', rule, message, i);
+        } else if (given.indexOf(key) < i) {
+          // The schema's uniqueItems (features §2.2); the server takes a repeat as one.
+          problems.advise([...at, 'keys', i], 'unique_items', `"${key}" is listed twice`, ref);
         }
       });
       keys = given as string[];
@@ -565,7 +568,7 @@ function readUniquePolicy(
       );
     } else onConflict = mapped;
   }
-  if (problems.found.length > before) return undefined;
+  if (problems.rejected > before) return undefined;
   const policy: UniquePolicy = { keys, states, on_conflict: onConflict };
   if (argsKeys) policy.args_keys = argsKeys;
   if (metaKeys) policy.meta_keys = metaKeys;
@@ -602,7 +605,7 @@ function parseRateLimit(
     fail('', 'type', 'options.rate_limit must be an object.');
     return undefined;
   }
-  const before = problems.found.length;
+  const before = problems.rejected;
   const positiveInteger = (v: unknown, field: string, min = 1) => {
     if (typeof v === 'number' && Number.isInteger(v) && v >= min) return v;
     fail(
@@ -659,7 +662,7 @@ function parseRateLimit(
   if (policy.rate === undefined && policy.concurrency === undefined) {
     fail('', 'required', 'options.rate_limit needs max_per_second, rate or concurrency.');
   }
-  return problems.found.length > before ? undefined : policy;
+  return problems.rejected > before ? undefined : policy;
 }
 
 /**
@@ -867,7 +870,7 @@ export function readEnqueueRequest(
         );
       });
     }
-    if (problems.found.length === 0) job.unique_key = computeUniqueKey(job, job.unique);
+    if (problems.rejected === 0) job.unique_key = computeUniqueKey(job, job.unique);
   }
   return job;
 }

@@ -128,3 +128,11 @@ describe('checkRequestJson in collecting mode', () => {
     );
   });
 });
+
+describe('advised rules', () => {
+  it('a unique dimension listed twice is advised (schema uniqueItems), and accepted by the server', () => {
+    const body = { type: 'a', args: [], unique: { keys: ['type', 'type'] } };
+    assert.deepEqual(collected(body), ['$.unique.keys[1] unique_items']);
+    assert.deepEqual(parseEnqueueRequest(body, 0, defaults).unique?.keys, ['type', 'type']);
+  });
+});
