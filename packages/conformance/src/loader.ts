@@ -19,6 +19,7 @@ import {
   type Step,
   type StepAssertions,
   type TestCase,
+  type TestPlan,
 } from './types.ts';
 
 export { SuiteLoadError };
@@ -115,6 +116,22 @@ function parseStep(raw: Json, where: string): Step {
   // A JSON null body is "no body", like a nil interface in the Go runner.
   if (raw.body !== undefined && raw.body !== null) step.body = raw.body;
   return step;
+}
+
+/** An official test in the common model: one block of steps that a failure does not stop. */
+export function officialPlan(test: TestCase): TestPlan {
+  return {
+    format: 'official',
+    test_id: test.test_id,
+    name: test.name,
+    level: test.level,
+    category: test.category,
+    file: test.file,
+    requires: [],
+    setup: test.setup.map(officialRunStep),
+    blocks: [{ phase: 'test', steps: test.steps.map(officialRunStep), stopOnFailure: false }],
+    teardown: test.teardown.map(officialRunStep),
+  };
 }
 
 /** An official step in the common step model (steps.ts); an empty action is a GET, as in Go. */

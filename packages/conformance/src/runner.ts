@@ -1,22 +1,34 @@
 /**
- * Runs conformance tests against a server (digest §1.2-§1.7, seed §5). Tests run strictly one
- * after another because they share server state; the optional reset hook is called before
- * each one. Both formats' steps are converted to one step model and run by steps.ts; an
- * official test is reset, setup (a failure = error), steps, teardown. Within an official test a
- * failing step does not stop later steps, matching the reference runner, so one server bug can
- * surface as several failed assertions with unresolved templates. Seed tests add the built-in
- * worker and behavioural assertions (seed-runner.ts).
+ * The one runner of both suite formats (digest §1.2-§1.7, seed §5; decision 0090). The
+ * loaders' tests are converted to one model (`TestPlan`: setup, blocks, teardown, of the steps
+ * of steps.ts) by `officialPlan` and `seedPlan`, and run here. Tests run strictly one after
+ * another because they share server state; the optional reset hook is called before each one.
+ * Within an official test a failing step does not stop later steps, matching the reference
+ * runner, so one server bug can surface as several failed assertions with unresolved
+ * templates; in a seed test the first failure ends the blocks. Seed tests add the built-in
+ * worker and behavioural assertions (behaviour.ts).
  */
 import { performance } from 'node:perf_hooks';
+import { BehaviourRun } from './behaviour.ts';
+import { failureReason } from './explain.ts';
 import { HttpClient } from './http.ts';
-import { officialRunStep } from './loader.ts';
-import { runSeedTest } from './seed-runner.ts';
-import { elapsed, newStepState, resetServer, runPhase } from './steps.ts';
+import { officialPlan } from './loader.ts';
+import { seedPlan, seedRunStep } from './seed-loader.ts';
+import {
+  elapsed,
+  executeStep,
+  newStepState,
+  resetServer,
+  runPhase,
+  type StepState,
+} from './steps.ts';
 import {
   type AnyTestCase,
+  type Block,
   isSeedTest,
+  type SeedStep,
   type StepResult,
-  type TestCase,
+  type TestPlan,
   type TestResult,
 } from './types.ts';
 
@@ -37,34 +49,118 @@ export interface RunOptions {
   workerConcurrency?: number;
 }
 
-/** Runs one official test: reset, setup (failure = error), steps, teardown (failures ignored). */
+function skipped(plan: TestPlan, reason: string, deprecated = false): TestResult {
+  const result: TestResult = {
+    test_id: plan.test_id,
+    name: plan.name,
+    level: plan.level,
+    category: plan.category,
+    file: plan.file,
+    status: 'skip',
+    duration_ms: 0,
+    steps: [],
+    format: 'seed',
+    reason,
+  };
+  if (deprecated) result.deprecated = true;
+  return result;
+}
+
+/** Why a test is not run: deprecated, or a required test that did not pass. */
+function skipReason(plan: TestPlan, prior: ReadonlyMap<string, TestResult>) {
+  if (plan.deprecated !== undefined) return `deprecated: ${plan.deprecated}`;
+  for (const id of plan.requires) {
+    const dep = prior.get(id);
+    if (dep === undefined) return `requires ${id}, which was not found in the suites`;
+    if (dep.status !== 'pass') {
+      const what = { fail: 'failed', error: 'errored', skip: 'was skipped', pass: '' }[dep.status];
+      return `requires ${id}, which ${what}`;
+    }
+  }
+  return undefined;
+}
+
+/** Runs one block; a `test` block stopped by a failure says which steps it left out. */
+async function runBlock(
+  block: Block,
+  state: StepState,
+  behaviour: BehaviourRun | undefined,
+  notes: string[],
+): Promise<StepResult[]> {
+  if (block.phase === 'assertion') return behaviour ? behaviour.assertAttempts(state) : [];
+  const results = await runPhase(block.steps, block.phase, state, block.stopOnFailure);
+  const ran = results.length;
+  if (block.phase === 'test' && ran < block.steps.length) {
+    notes.push(`steps ${ran + 1}-${block.steps.length} not run after the failure of step ${ran}`);
+  }
+  return results;
+}
+
+/**
+ * Runs one test, of either format: reset, the built-in worker (seed), setup (a failure = error),
+ * the blocks, teardown (failures ignored). `prior` holds the results of tests already run.
+ */
 export async function runTest(
-  test: TestCase,
+  test: AnyTestCase,
   options: RunOptions,
   client: HttpClient,
+  prior: ReadonlyMap<string, TestResult> = new Map(),
 ): Promise<TestResult> {
+  const plan = isSeedTest(test) ? seedPlan(test) : officialPlan(test);
+  const skip = skipReason(plan, prior);
+  if (skip !== undefined) return skipped(plan, skip, plan.deprecated !== undefined);
   const start = performance.now();
   const state = newStepState(options, client);
   await resetServer(state, options.resetUrl);
   const steps: StepResult[] = [];
-  const setup = await runPhase(test.setup.map(officialRunStep), 'setup', state, true);
-  steps.push(...setup);
-  const setupFailed = setup.some((r) => r.status === 'fail');
-  if (!setupFailed) {
-    steps.push(...(await runPhase(test.steps.map(officialRunStep), 'test', state, false)));
+  const notes: string[] = [];
+  const behaviour = plan.behaviour && new BehaviourRun(plan.behaviour, start);
+  let setupFailed = false;
+  try {
+    behaviour?.start(options, notes);
+    const setup = await runPhase(plan.setup, 'setup', state, true);
+    steps.push(...setup);
+    setupFailed = setup.some((r) => r.status === 'fail');
+    for (const block of setupFailed ? [] : plan.blocks) {
+      const results = await runBlock(block, state, behaviour, notes);
+      steps.push(...results);
+      if (results.some((r) => r.status === 'fail')) break;
+    }
+    behaviour?.rememberJob(state);
+    steps.push(...(await runPhase(plan.teardown, 'teardown', state, false)));
+  } finally {
+    await behaviour?.finish(state, notes);
   }
-  steps.push(...(await runPhase(test.teardown.map(officialRunStep), 'teardown', state, false)));
-  const failed = steps.some((r) => r.phase === 'test' && r.status === 'fail');
-  return {
-    test_id: test.test_id,
-    name: test.name,
-    level: test.level,
-    category: test.category,
-    file: test.file,
+  const failed = steps.some((r) => r.phase !== 'teardown' && r.status === 'fail');
+  const result: TestResult = {
+    test_id: plan.test_id,
+    name: plan.name,
+    level: plan.level,
+    category: plan.category,
+    file: plan.file,
     status: setupFailed ? 'error' : failed ? 'fail' : 'pass',
     duration_ms: elapsed(start),
     steps,
   };
+  if (plan.format === 'official') return result;
+  result.format = 'seed';
+  const reason = failureReason(steps);
+  if (result.status !== 'pass' && reason !== undefined) result.reason = reason;
+  if (notes.length > 0) result.notes = notes;
+  return result;
+}
+
+/** A seed-format test (runTest takes either format). */
+export const runSeedTest = runTest;
+export type SeedRunOptions = RunOptions;
+
+/** Runs one seed step (steps.ts). */
+export function executeSeedStep(
+  step: SeedStep,
+  phase: StepResult['phase'],
+  state: StepState,
+): Promise<StepResult> {
+  return executeStep(seedRunStep(step), phase, state);
 }
 
 /** Runs the tests sequentially, in the given order; each file in its own format. */
@@ -74,9 +170,7 @@ export async function runTests(tests: AnyTestCase[], options: RunOptions): Promi
   const byId = new Map<string, TestResult>();
   try {
     for (const test of tests) {
-      const result = isSeedTest(test)
-        ? await runSeedTest(test, options, client, byId)
-        : await runTest(test, options, client);
+      const result = await runTest(test, options, client, byId);
       results.push(result);
       // With duplicate ids (official suites have some) a failure must not be masked.
       const previous = byId.get(result.test_id);

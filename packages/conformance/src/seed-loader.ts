@@ -6,10 +6,12 @@
  * Free-text keys (`description`, `comment`, `notes`) are allowed everywhere.
  */
 import { isJobState, JOB_STATES } from '@ojs/core';
+import type { Behaviour } from './behaviour.ts';
 import { parseDurationMs, parseTiming } from './durations.ts';
 import { SuiteLoadError } from './loader-error.ts';
 import type { RunStep } from './steps.ts';
 import type {
+  Block,
   Json,
   JsonObject,
   SeedAssertion,
@@ -17,6 +19,7 @@ import type {
   SeedSetup,
   SeedStep,
   SeedTestCase,
+  TestPlan,
 } from './types.ts';
 import { EXT_LEVEL } from './types.ts';
 
@@ -328,6 +331,86 @@ function parseAssertions(value: Json | undefined, r0: Reader): SeedAssertion[] {
     if (raw.result !== undefined) out.result = raw.result;
     return out;
   });
+}
+
+/** Every string value of a `queue` key, anywhere in the value (for the worker's queue list). */
+export function queuesIn(value: Json | undefined, out = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) for (const item of value) queuesIn(item, out);
+  else if (isObject(value)) {
+    for (const [key, item] of Object.entries(value)) {
+      if (key === 'queue' && typeof item === 'string' && !item.includes('{')) out.add(item);
+      else queuesIn(item, out);
+    }
+  }
+  return out;
+}
+
+/** A POST of a setup job or cron entry (or the input job) that must succeed. */
+function postStep(index: number, path: string, body: Json): SeedStep {
+  return {
+    index,
+    id: `setup-${index}`,
+    action: `POST ${path}`,
+    method: 'POST',
+    path,
+    headers: {},
+    body,
+    expect: { status: { $in: [200, 201] } },
+    capture: {},
+    wait_ms: 0,
+    poll_ms: 0,
+  };
+}
+
+/**
+ * A seed test in the common model (seed §5): `setup.jobs` and `setup.cron` as setup steps;
+ * with `input`, the input job (captured as `job_id`), the assertions, then the steps that
+ * verify the outcome; without, the steps (one captures `job_id`), then the assertions. The
+ * first failing step ends the test: later steps depend on its captures and would only add
+ * noise to the explanation.
+ */
+export function seedPlan(test: SeedTestCase): TestPlan {
+  const setup: SeedStep[] = [];
+  for (const job of (test.setup?.config.jobs as Json[] | undefined) ?? [])
+    setup.push(postStep(setup.length + 1, '/ojs/v1/jobs', job));
+  for (const cron of (test.setup?.config.cron as Json[] | undefined) ?? [])
+    setup.push(postStep(setup.length + 1, '/ojs/v1/cron', cron));
+  const steps: Block = { phase: 'test', steps: test.steps.map(seedRunStep), stopOnFailure: true };
+  let blocks: Block[] = [steps, { phase: 'assertion' }];
+  if (test.input) {
+    const input = { ...postStep(1, '/ojs/v1/jobs', test.input), id: 'input' };
+    input.capture = { job_id: 'body.job.id' };
+    const inputBlock: Block = { phase: 'input', steps: [seedRunStep(input)], stopOnFailure: true };
+    blocks = [inputBlock, { phase: 'assertion' }, steps];
+  }
+  const behaviour: Behaviour = {
+    assertions: test.assertions,
+    timeoutMs: test.timeout_ms,
+    cleanup: test.input !== undefined || test.assertions.length > 0,
+  };
+  if (test.setup && test.setup.handlers.length > 0) {
+    const queues = new Set(['default', ...test.setup.queues]);
+    queuesIn(test.input, queues);
+    for (const step of test.steps) queuesIn(step.body, queues);
+    queuesIn(test.setup.config.jobs, queues);
+    queuesIn(test.setup.config.cron, queues);
+    behaviour.worker = { queues: [...queues], config: test.setup.config };
+  }
+  const plan: TestPlan = {
+    format: 'seed',
+    test_id: test.test_id,
+    name: test.name,
+    level: test.level,
+    category: test.category,
+    file: test.file,
+    requires: test.requires,
+    setup: setup.map(seedRunStep),
+    blocks,
+    teardown: test.teardown.map(seedRunStep),
+    behaviour,
+  };
+  if (test.deprecated) plan.deprecated = test.deprecated_reason ?? '';
+  return plan;
 }
 
 /** A seed step in the common step model (steps.ts): its `wait` is the delay before it. */

@@ -185,3 +185,33 @@ export type AnyTestCase = TestCase | SeedTestCase;
 export function isSeedTest(test: AnyTestCase): test is SeedTestCase {
   return test.format === 'seed';
 }
+
+// ---------------------------------------------------------------------------------------------
+// The common model both formats are converted to (decision 0090)
+
+/** A run of steps in one phase; `assertion` is the seed format's behavioural checks. */
+export type Block =
+  | { phase: 'input' | 'test'; steps: import('./steps.ts').RunStep[]; stopOnFailure: boolean }
+  | { phase: 'assertion' };
+
+/** One test as the runner runs it, whatever its format. */
+export interface TestPlan {
+  format: 'official' | 'seed';
+  test_id: string;
+  name: string;
+  level: number;
+  category: string;
+  file: string;
+  /** Skipped with this reason (seed: deprecated). */
+  deprecated?: string;
+  /** Tests that must have passed first (seed). */
+  requires: string[];
+  /** A failure here makes the test an error and skips the blocks. */
+  setup: import('./steps.ts').RunStep[];
+  /** Run in order; a failed block ends the run of blocks. */
+  blocks: Block[];
+  /** Always run; its failures do not count. */
+  teardown: import('./steps.ts').RunStep[];
+  /** The built-in worker and the attempts it observes (seed). */
+  behaviour?: import('./behaviour.ts').Behaviour;
+}

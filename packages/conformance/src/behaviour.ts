@@ -1,84 +1,24 @@
 /**
- * Executes seed-format tests (seed §5): protocol steps with `expect`/`capture`/`wait`, and
- * behavioural `assertions` observed through the built-in worker.
- *
- * Order inside a test: `requires` / `deprecated` checks (skip with a reason) -> reset hook ->
- * built-in worker started (when `setup` names a handler) -> `setup.jobs` / `setup.cron` ->
- * with `input`: input enqueued (captured as `job_id`), `assertions`, then `steps` (which verify
- * the outcome); without: `steps` (one captures `job_id`), then `assertions` -> `teardown` ->
- * worker stopped and the behavioural job cancelled if still live.
- * Unlike the official format, the first failing step ends the test: later steps depend on its
- * captures and would only add noise to the explanation.
+ * The seed format's behavioural checks (seed §5.8): the built-in worker the runner starts for
+ * a test whose `setup` names a handler, the attempts of the captured job it observes (fetch,
+ * ack/nack, how long each attempt was active, the delay between attempts, the state after),
+ * and the clean-up of that job. runner.ts runs them as a test's `assertion` block.
  */
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isJobState, isTerminal } from '@ojs/core';
 import { failure } from './assertions.ts';
 import { describeTiming, formatMs, timingMatches } from './durations.ts';
-import { failureReason } from './explain.ts';
-import type { HttpClient } from './http.ts';
-import { seedRunStep } from './seed-loader.ts';
 import { matchSeed } from './seed-matchers.ts';
-import {
-  elapsed,
-  executeStep,
-  isJsonObject,
-  newStepState,
-  resetServer,
-  runPhase,
-  type StepState,
-  send,
-} from './steps.ts';
-import type {
-  Json,
-  JsonObject,
-  SeedAssertion,
-  SeedStep,
-  SeedTestCase,
-  StepResult,
-  TestResult,
-} from './types.ts';
+import { elapsed, isJsonObject, type StepState, send } from './steps.ts';
+import type { JsonObject, SeedAssertion, StepResult } from './types.ts';
 import { BuiltinWorker, type WorkerEvent } from './worker.ts';
 
 const STATE_POLL_MS = 50;
 /** Extra time allowed for an attempt to start or end beyond what the assertion expects. */
 const ATTEMPT_SLACK_MS = 10_000;
 
-export interface SeedRunOptions {
-  baseUrl: string;
-  resetUrl?: string;
-  timeoutMs: number;
-  /** Parallel fetch loops of the built-in worker. */
-  workerConcurrency?: number;
-}
-
 type Ctx = StepState;
-
-/** Every string value of a `queue` key, anywhere in the value (for the worker's queue list). */
-export function queuesIn(value: Json | undefined, out = new Set<string>()): Set<string> {
-  if (Array.isArray(value)) for (const item of value) queuesIn(item, out);
-  else if (isJsonObject(value)) {
-    for (const [key, item] of Object.entries(value)) {
-      if (key === 'queue' && typeof item === 'string' && !item.includes('{')) out.add(item);
-      else queuesIn(item, out);
-    }
-  }
-  return out;
-}
-
-/** Runs one seed step (steps.ts). */
-export function executeSeedStep(
-  step: SeedStep,
-  phase: StepResult['phase'],
-  ctx: Ctx,
-): Promise<StepResult> {
-  return executeStep(seedRunStep(step), phase, ctx);
-}
-
-/** A seed block: sequential, optionally stopping at the first failure. */
-function runBlock(steps: SeedStep[], phase: StepResult['phase'], ctx: Ctx, stopOnFailure: boolean) {
-  return runPhase(steps.map(seedRunStep), phase, ctx, stopOnFailure);
-}
 
 async function readJob(ctx: Ctx, jobId: string): Promise<JsonObject | undefined> {
   try {
@@ -117,15 +57,15 @@ interface AttemptEnd {
 
 /** Evaluates behavioural assertions against the worker's timeline and the job's state. */
 async function evaluateAssertions(
-  test: SeedTestCase,
+  assertions: SeedAssertion[],
   jobId: string,
   worker: BuiltinWorker,
   ctx: Ctx,
   budgetEnd: number,
 ): Promise<StepResult[]> {
   const results: StepResult[] = [];
-  const byAttempt = new Map(test.assertions.map((a) => [a.attempt, a]));
-  const last = Math.max(...test.assertions.map((a) => a.attempt));
+  const byAttempt = new Map(assertions.map((a) => [a.attempt, a]));
+  const last = Math.max(...assertions.map((a) => a.attempt));
   worker.limitAttempts(jobId, last);
   const ends = new Map<number, AttemptEnd>();
   let lastSeen: JsonObject | undefined;
@@ -329,105 +269,64 @@ async function evaluateAssertions(
   return results;
 }
 
-function skipped(test: SeedTestCase, reason: string): TestResult {
-  const result: TestResult = {
-    test_id: test.test_id,
-    name: test.name,
-    level: test.level,
-    category: test.category,
-    file: test.file,
-    status: 'skip',
-    duration_ms: 0,
-    steps: [],
-    format: 'seed',
-    reason,
-  };
-  if (test.deprecated) result.deprecated = true;
-  return result;
+function captured(state: StepState): string | undefined {
+  const value = state.captures.get('job_id');
+  return typeof value === 'string' ? value : undefined;
 }
 
-/** Runs one seed-format test; `prior` holds the results of tests already run (for `requires`). */
-export async function runSeedTest(
-  test: SeedTestCase,
-  options: SeedRunOptions,
-  client: HttpClient,
-  prior: ReadonlyMap<string, TestResult>,
-): Promise<TestResult> {
-  if (test.deprecated) return skipped(test, `deprecated: ${test.deprecated_reason}`);
-  for (const id of test.requires) {
-    const dep = prior.get(id);
-    if (dep === undefined)
-      return skipped(test, `requires ${id}, which was not found in the suites`);
-    if (dep.status !== 'pass') {
-      const what = { fail: 'failed', error: 'errored', skip: 'was skipped', pass: '' }[dep.status];
-      return skipped(test, `requires ${id}, which ${what}`);
-    }
-  }
-  const start = performance.now();
-  const ctx = newStepState(options, client);
-  await resetServer(ctx, options.resetUrl);
-  const steps: StepResult[] = [];
-  const notes: string[] = [];
-  let worker: BuiltinWorker | undefined;
-  let setupFailed = false;
-  let jobId: string | undefined;
-  try {
-    if (test.setup && test.setup.handlers.length > 0) {
-      const queues = new Set(['default', ...test.setup.queues]);
-      queuesIn(test.input, queues);
-      for (const step of test.steps) queuesIn(step.body, queues);
-      queuesIn(test.setup.config.jobs, queues);
-      queuesIn(test.setup.config.cron, queues);
-      worker = new BuiltinWorker({
-        baseUrl: options.baseUrl,
-        queues: [...queues],
-        config: test.setup.config,
-        concurrency: options.workerConcurrency,
-        timeoutMs: options.timeoutMs,
-      });
-      worker.start();
-      notes.push(`built-in worker ${worker.workerId} on queues ${[...queues].join(', ')}`);
-    }
-    const setupSteps: SeedStep[] = [];
-    const make = (i: number, path: string, body: Json): SeedStep => ({
-      index: i,
-      id: `setup-${i}`,
-      action: `POST ${path}`,
-      method: 'POST',
-      path,
-      headers: {},
-      body,
-      expect: { status: { $in: [200, 201] } },
-      capture: {},
-      wait_ms: 0,
-      poll_ms: 0,
-    });
-    for (const job of (test.setup?.config.jobs as Json[] | undefined) ?? [])
-      setupSteps.push(make(setupSteps.length + 1, '/ojs/v1/jobs', job));
-    for (const cron of (test.setup?.config.cron as Json[] | undefined) ?? [])
-      setupSteps.push(make(setupSteps.length + 1, '/ojs/v1/cron', cron));
-    const setup = await runBlock(setupSteps, 'setup', ctx, true);
-    steps.push(...setup);
-    setupFailed = setup.some((s) => s.status === 'fail');
+/** What a seed test observes through the built-in worker. */
+export interface Behaviour {
+  /** Set when the test's `setup` names a handler: the worker's queues and configuration. */
+  worker?: { queues: string[]; config: JsonObject };
+  assertions: SeedAssertion[];
+  /** The whole test's budget (seed `timeout`), from its start. */
+  timeoutMs: number;
+  /** Cancel the captured job at the end if it is still live (input or assertions given). */
+  cleanup: boolean;
+}
 
-    let failed = false;
-    const runSteps = async () => {
-      const stepResults = await runBlock(test.steps, 'test', ctx, true);
-      steps.push(...stepResults);
-      failed = stepResults.some((s) => s.status === 'fail');
-      const ran = stepResults.length;
-      if (failed && ran < test.steps.length) {
-        notes.push(
-          `steps ${ran + 1}-${test.steps.length} not run after the failure of step ${ran}`,
-        );
-      }
-    };
-    const runAssertions = async () => {
-      const captured = ctx.captures.get('job_id');
-      if (typeof captured === 'string') jobId = captured;
-      if (test.assertions.length === 0 || !worker) return;
-      if (jobId === undefined) {
-        steps.push({
+export interface WorkerSettings {
+  baseUrl: string;
+  timeoutMs: number;
+  /** Parallel fetch loops of the built-in worker (default 4). */
+  workerConcurrency?: number;
+}
+
+/** One test's run of its behaviour: the worker, and the job the assertions follow. */
+export class BehaviourRun {
+  readonly behaviour: Behaviour;
+  readonly #started: number;
+  #worker: BuiltinWorker | undefined;
+  #jobId: string | undefined;
+
+  constructor(behaviour: Behaviour, started: number) {
+    this.behaviour = behaviour;
+    this.#started = started;
+  }
+
+  /** Starts the built-in worker, if the test has one. */
+  start(settings: WorkerSettings, notes: string[]): void {
+    const spec = this.behaviour.worker;
+    if (spec === undefined) return;
+    this.#worker = new BuiltinWorker({
+      baseUrl: settings.baseUrl,
+      queues: spec.queues,
+      config: spec.config,
+      concurrency: settings.workerConcurrency,
+      timeoutMs: settings.timeoutMs,
+    });
+    this.#worker.start();
+    notes.push(`built-in worker ${this.#worker.workerId} on queues ${spec.queues.join(', ')}`);
+  }
+
+  /** The `assertion` block: the captured job's attempts, observed through the worker. */
+  async assertAttempts(state: StepState): Promise<StepResult[]> {
+    this.#jobId = captured(state) ?? this.#jobId;
+    const { assertions } = this.behaviour;
+    if (assertions.length === 0 || !this.#worker) return [];
+    if (this.#jobId === undefined) {
+      return [
+        {
           id: 'assertions',
           phase: 'assertion',
           action: 'ASSERT',
@@ -441,38 +340,21 @@ export async function runSeedTest(
               'no job id was captured for the behavioural assertions',
             ),
           ],
-        });
-        failed = true;
-        return;
-      }
-      const results = await evaluateAssertions(test, jobId, worker, ctx, start + test.timeout_ms);
-      steps.push(...results);
-      failed = results.some((s) => s.status === 'fail');
-    };
-    if (!setupFailed && test.input) {
-      // With an input job the assertions observe it first and the steps verify the outcome.
-      const enqueue: SeedStep = {
-        ...make(1, '/ojs/v1/jobs', test.input),
-        id: 'input',
-        capture: { job_id: 'body.job.id' },
-      };
-      const r = await executeSeedStep(enqueue, 'input', ctx);
-      steps.push(r);
-      failed = r.status === 'fail';
-      if (!failed) await runAssertions();
-      if (!failed) await runSteps();
-    } else if (!setupFailed) {
-      // Without one, the steps create the job (capturing job_id) and the assertions follow.
-      await runSteps();
-      if (!failed) await runAssertions();
+        },
+      ];
     }
-    if (jobId === undefined) {
-      const captured = ctx.captures.get('job_id');
-      if (typeof captured === 'string') jobId = captured;
-    }
-    if (test.teardown.length > 0)
-      steps.push(...(await runBlock(test.teardown, 'teardown', ctx, false)));
-  } finally {
+    const budgetEnd = this.#started + this.behaviour.timeoutMs;
+    return evaluateAssertions(assertions, this.#jobId, this.#worker, state, budgetEnd);
+  }
+
+  /** Stops the worker (noting what it was refused) and cancels the job if still live. */
+  /** The job to clean up: the one the assertions followed, else the one captured by now. */
+  rememberJob(state: StepState): void {
+    this.#jobId ??= captured(state);
+  }
+
+  async finish(state: StepState, notes: string[]): Promise<void> {
+    const worker = this.#worker;
     if (worker) {
       await worker.stop();
       for (const e of worker.events) {
@@ -481,32 +363,15 @@ export async function runSeedTest(
         }
       }
     }
-    if (jobId !== undefined && (test.input !== undefined || test.assertions.length > 0)) {
+    const jobId = this.#jobId;
+    if (jobId !== undefined && this.behaviour.cleanup) {
       // Leave no live job behind for the next test (a held test.timeout job, for example).
-      const job = await readJob(ctx, jobId);
-      const state = job?.state;
-      if (isJobState(state) && !isTerminal(state)) {
-        await send(ctx, 'DELETE', `/ojs/v1/jobs/${encodeURIComponent(jobId)}`, {}, undefined).catch(
-          () => undefined,
-        );
+      const job = await readJob(state, jobId);
+      const jobState = job?.state;
+      if (isJobState(jobState) && !isTerminal(jobState)) {
+        const path = `/ojs/v1/jobs/${encodeURIComponent(jobId)}`;
+        await send(state, 'DELETE', path, {}, undefined).catch(() => undefined);
       }
     }
   }
-  const counted = steps.filter((s) => s.phase !== 'teardown');
-  const anyFailed = counted.some((s) => s.status === 'fail');
-  const result: TestResult = {
-    test_id: test.test_id,
-    name: test.name,
-    level: test.level,
-    category: test.category,
-    file: test.file,
-    status: setupFailed ? 'error' : anyFailed ? 'fail' : 'pass',
-    duration_ms: elapsed(start),
-    steps,
-    format: 'seed',
-  };
-  const reason = failureReason(steps);
-  if (result.status !== 'pass' && reason !== undefined) result.reason = reason;
-  if (notes.length > 0) result.notes = notes;
-  return result;
 }
