@@ -11,7 +11,7 @@ import { failure } from './assertions.ts';
 import { describeTiming, formatMs, timingMatches } from './durations.ts';
 import { matchSeed } from './seed-matchers.ts';
 import { elapsed, isJsonObject, type StepState, send } from './steps.ts';
-import type { JsonObject, SeedAssertion, StepResult } from './types.ts';
+import type { JsonObject, SeedAssertion, SeedTiming, StepResult } from './types.ts';
 import { BuiltinWorker, type WorkerEvent } from './worker.ts';
 
 const STATE_POLL_MS = 50;
@@ -55,6 +55,12 @@ interface AttemptEnd {
   how: string;
 }
 
+/** How long to wait for an attempt to start or end: the slack plus the timing's maximum. */
+function waitLimit(budgetEnd: number, timing: SeedTiming | undefined): number {
+  const expected = timing && Number.isFinite(timing.max) ? timing.max : 0;
+  return Math.min(budgetEnd, performance.now() + ATTEMPT_SLACK_MS + expected);
+}
+
 /** Evaluates behavioural assertions against the worker's timeline and the job's state. */
 async function evaluateAssertions(
   assertions: SeedAssertion[],
@@ -93,14 +99,7 @@ async function evaluateAssertions(
       result.failures.push(failure(path, expected, actual, message));
 
     // 1. Wait for the attempt to start.
-    const startLimit = Math.min(
-      budgetEnd,
-      performance.now() +
-        ATTEMPT_SLACK_MS +
-        (assertion?.delay_after_failure && Number.isFinite(assertion.delay_after_failure.max)
-          ? assertion.delay_after_failure.max
-          : 0),
-    );
+    const startLimit = waitLimit(budgetEnd, assertion?.delay_after_failure);
     let started: WorkerEvent | undefined;
     let lastGet = 0;
     while (performance.now() < startLimit) {
@@ -149,14 +148,7 @@ async function evaluateAssertions(
     }
 
     // 3. Wait for the attempt to end: ack/nack, a later fetch, or the server taking it back.
-    const endLimit = Math.min(
-      budgetEnd,
-      performance.now() +
-        ATTEMPT_SLACK_MS +
-        (assertion?.active_for && Number.isFinite(assertion.active_for.max)
-          ? assertion.active_for.max
-          : 0),
-    );
+    const endLimit = waitLimit(budgetEnd, assertion?.active_for);
     let end: AttemptEnd | undefined;
     lastGet = 0;
     while (performance.now() < endLimit && end === undefined) {

@@ -49,13 +49,14 @@ export interface RunOptions {
   workerConcurrency?: number;
 }
 
+/** The fields a result repeats from its test, in the reports' order. */
+function identity({ test_id, name, level, category, file }: TestPlan) {
+  return { test_id, name, level, category, file };
+}
+
 function skipped(plan: TestPlan, reason: string, deprecated = false): TestResult {
   const result: TestResult = {
-    test_id: plan.test_id,
-    name: plan.name,
-    level: plan.level,
-    category: plan.category,
-    file: plan.file,
+    ...identity(plan),
     status: 'skip',
     duration_ms: 0,
     steps: [],
@@ -133,11 +134,7 @@ export async function runTest(
   }
   const failed = steps.some((r) => r.phase !== 'teardown' && r.status === 'fail');
   const result: TestResult = {
-    test_id: plan.test_id,
-    name: plan.name,
-    level: plan.level,
-    category: plan.category,
-    file: plan.file,
+    ...identity(plan),
     status: setupFailed ? 'error' : failed ? 'fail' : 'pass',
     duration_ms: elapsed(start),
     steps,

@@ -23,6 +23,12 @@ export interface EnvelopeProblem {
 
 export type JsonKey = string | number;
 
+type Obj = Record<string, unknown>;
+export const isJsonObject = (v: unknown): v is Obj =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+/** An explicit null on input is treated as absent (JF §14.2). */
+export const isPresent = (v: unknown): boolean => v !== undefined && v !== null;
+
 export interface ProblemReport {
   rule: string;
   ref?: string;

@@ -5,8 +5,15 @@
  * it sets these fields itself or ignores them (core §5.3), so they are `advise`d: reported in
  * collecting mode, never thrown.
  */
-import { type EnqueueDefaults, readEnqueueRequest } from './envelope.ts';
-import { type JsonKey, type Problems, shown, typeMismatch } from './envelope-problems.ts';
+import { type EnqueueDefaults, readEnqueueRequest, SYSTEM_FIELDS } from './envelope.ts';
+import {
+  isJsonObject as isObject,
+  type JsonKey,
+  type Problems,
+  isPresent as present,
+  shown,
+  typeMismatch,
+} from './envelope-problems.ts';
 import { checkRequestJson } from './limits.ts';
 import { isJobState, JOB_STATES } from './states.ts';
 import { parseTimestamp } from './time.ts';
@@ -28,18 +35,8 @@ const TYPE_ANNOTATIONS = new Set([
   '$class',
 ]);
 
-const TIMESTAMPS = [
-  'created_at',
-  'enqueued_at',
-  'started_at',
-  'completed_at',
-  'cancelled_at',
-  'discarded_at',
-];
-
-type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const present = (v: unknown) => v !== undefined && v !== null;
+/** The system-managed timestamps (created_at, ..., next_attempt_at). */
+const TIMESTAMPS = [...SYSTEM_FIELDS].filter((field) => field.endsWith('_at'));
 
 /** Relative times (`+PT5S`) are for requests; a stored job has resolved them. */
 const ENVELOPE_TIMES = ['scheduled_at', 'delay_until', 'expires_at'];
@@ -124,7 +121,7 @@ function checkArgsContent(value: unknown, keys: JsonKey[], problems: Problems, d
 }
 
 /** System-managed fields, when present (stored jobs, server responses). */
-function checkSystemFields(doc: Obj, problems: Problems): void {
+function checkSystemFields(doc: Record<string, unknown>, problems: Problems): void {
   const mismatch = (keys: JsonKey[], value: unknown, expected: string, ref?: string) => {
     const report = typeMismatch(value, expected, ref);
     problems.advise(keys, report.rule, report.message!, report.ref);

@@ -73,7 +73,7 @@ const KNOWN_TOP_LEVEL = new Set([
 ]);
 
 /** System-managed fields a client may not set (core §5.3): silently ignored. */
-const SYSTEM_FIELDS = new Set([
+export const SYSTEM_FIELDS: ReadonlySet<string> = new Set([
   'state',
   'attempt',
   'max_attempts',

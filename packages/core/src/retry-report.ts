@@ -6,13 +6,11 @@
  */
 
 import { parseIsoDuration } from './duration.ts';
-import type { JsonKey, Problems } from './envelope-problems.ts';
+import { isJsonObject as isObject, type JsonKey, type Problems } from './envelope-problems.ts';
 import { MAX_DURATION_MS } from './limits.ts';
 import { normalizeRetryPolicy, type RetryPolicy } from './retry.ts';
 
 const REF = 'L1-RET-002';
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 const isInteger = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
 
 /**

@@ -3,7 +3,13 @@
  * `ojs validate --transitions`. The `core` table is the one the engine runs (states.ts); the
  * `strict` table is L0-LC-002 verbatim, without the transitions Levels 1-2 add.
  */
-import { type JsonKey, type Problems, shown, typeMismatch } from './envelope-problems.ts';
+import {
+  isJsonObject as isObject,
+  type JsonKey,
+  type Problems,
+  shown,
+  typeMismatch,
+} from './envelope-problems.ts';
 import { allowedTransitions, isJobState, isTerminal, JOB_STATES, type JobState } from './states.ts';
 
 export type TransitionTable = 'core' | 'strict';
@@ -23,9 +29,6 @@ const SPEC_TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
 export function nextStates(from: JobState, table: TransitionTable = 'core'): readonly JobState[] {
   return table === 'strict' ? SPEC_TRANSITIONS[from] : allowedTransitions(from);
 }
-
-type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The states of `["a", ...]`, `[{state}, ...]` or `{"states": [...]}`, each with its path. */
 function stateItems(input: unknown, problems: Problems) {
