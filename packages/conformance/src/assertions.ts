@@ -1,17 +1,31 @@
 /**
- * Evaluates a step's `assertions` against its response (digest §1.9, §1.10): status forms,
- * case-insensitive header checks and JSONPath body matchers, including the top-level `$or`.
- * Keys the reference runner ignores (`status_one_of`, `equality`, `timing_ms`, ...) are ignored
- * here too, so results stay comparable with the official runner.
+ * The assertion engine of both suite formats. Official `assertions` (digest §1.9, §1.10):
+ * status forms, case-insensitive header checks and JSONPath body matchers, including the
+ * top-level `$or`; keys the reference runner ignores (`status_one_of`, `equality`,
+ * `timing_ms`, ...) are ignored here too, so results stay comparable with the official runner.
+ * Seed `expect` (seed §5.6): status, headers and body paths, with the seed matchers.
  */
 import { preview } from './gofmt.ts';
 import { type Resolution, resolvePath } from './jsonpath.ts';
 import { matchResolution, matchValue } from './matchers.ts';
 import { compileRegex } from './regex.ts';
+import { matchSeed } from './seed-matchers.ts';
 import { resolveDeep, resolveTemplates, type StepBodies } from './templates.ts';
-import type { AssertionFailure, Json, JsonObject, StepAssertions } from './types.ts';
+import type {
+  AssertionFailure,
+  Json,
+  JsonObject,
+  SeedExpect,
+  StepAssertions,
+  StepResponse,
+} from './types.ts';
 
-function failure(path: string, expected: Json | undefined, actual: unknown, message: string) {
+export function failure(
+  path: string,
+  expected: unknown,
+  actual: unknown,
+  message: string,
+): AssertionFailure {
   return { path, expected: preview(expected), actual: preview(actual), message };
 }
 
@@ -142,6 +156,52 @@ export function checkBody(
     if (path === '$or') result = checkOr(matcher, body, bodies);
     else if (body !== undefined) result = checkPath(path, matcher, body, bodies);
     if (result !== null) failures.push(result);
+  }
+  return failures;
+}
+
+/** Resolves an `expect.body` key: `job.id` or `$.job.id`. */
+function bodyPath(key: string): string {
+  return key.startsWith('$') ? key : `$.${key}`;
+}
+
+/** A seed step's `expect` (step `index` names the step in messages). */
+export function checkExpect(
+  index: number,
+  expect: SeedExpect,
+  response: StepResponse,
+): AssertionFailure[] {
+  const failures: AssertionFailure[] = [];
+  if (expect.status !== undefined) {
+    const reason = matchSeed(expect.status, response.status);
+    if (reason !== null) failures.push(failure('status', expect.status, response.status, reason));
+  }
+  for (const [name, matcher] of Object.entries(expect.headers ?? {})) {
+    const actual = headerValue(response.headers, name);
+    const reason = matchSeed(matcher, actual);
+    if (reason !== null) failures.push(failure(`header ${name}`, matcher, actual, reason));
+  }
+  const body = expect.body;
+  if (body !== undefined && Object.keys(body).length > 0) {
+    const parsed = response.body;
+    if (parsed === undefined || typeof parsed === 'string') {
+      const message = `response body is not JSON (step ${index} expects fields)`;
+      failures.push(failure('body', body, parsed, message));
+      return failures;
+    }
+    for (const [key, matcher] of Object.entries(body)) {
+      const resolved = resolvePath(parsed, bodyPath(key));
+      let reason: string | null;
+      let actual: unknown;
+      if (resolved.kind === 'error') {
+        actual = `<${resolved.message}>`;
+        reason = matcher === 'absent' ? null : `path error: ${resolved.message}`;
+      } else {
+        actual = resolved.kind === 'value' ? resolved.value : undefined;
+        reason = matchSeed(matcher, resolved.kind === 'value' ? resolved.value : undefined);
+      }
+      if (reason !== null) failures.push(failure(`body ${key}`, matcher, actual, reason));
+    }
   }
   return failures;
 }

@@ -1,5 +1,5 @@
 /** Public API of the OJS conformance toolkit: both test formats, reports, badge, manifest, validate. */
-export { checkBody, checkHeaders, checkStatus, headerValue } from './assertions.ts';
+export { checkBody, checkExpect, checkHeaders, checkStatus, headerValue } from './assertions.ts';
 export {
   BADGE_LINK,
   type BadgeInfo,
@@ -38,6 +38,8 @@ export {
   type LoadedSuites,
   loadSuites,
   loadSuitesWithInfo,
+  officialPlan,
+  officialRunStep,
   parseLevel,
   parseTestCase,
   SuiteLoadError,
@@ -68,18 +70,38 @@ export {
   type RunSummary,
   summarize,
 } from './report.ts';
-export { groupSteps, OJS_MEDIA_TYPE, type RunOptions, runTest, runTests } from './runner.ts';
+export {
+  executeSeedStep,
+  groupSteps,
+  OJS_MEDIA_TYPE,
+  type RunOptions,
+  runSeedTest,
+  runTest,
+  runTests,
+  type SeedRunOptions,
+} from './runner.ts';
 export {
   detectFormat,
   parseSeedTest,
+  queuesIn,
   STANDARD_HANDLERS,
   type StandardHandler,
+  seedPlan,
+  seedRunStep,
 } from './seed-loader.ts';
 export { matchSeed } from './seed-matchers.ts';
-export { executeSeedStep, queuesIn, runSeedTest, type SeedRunOptions } from './seed-runner.ts';
 export { resolveString, resolveText, resolveValue, timeTemplate } from './seed-templates.ts';
+export {
+  type Expectation,
+  executeStep,
+  type RunStep,
+  runPhase,
+  type StepOptions,
+  type StepState,
+} from './steps.ts';
 export { lookupTemplate, resolveDeep, resolveTemplates, type StepBodies } from './templates.ts';
 export * from './types.ts';
+export type { Block, TestPlan } from './plan.ts';
 export {
   allowedNext,
   childPath,

@@ -10,6 +10,7 @@
  */
 import { goValue } from './gofmt.ts';
 import type { Json } from './types.ts';
+import { isJsonObject } from './types.ts';
 
 export type Resolution =
   | { kind: 'value'; value: Json }
@@ -90,10 +91,6 @@ export function parsePath(path: string): Segment[] {
   return splitSegments(body).map(parseSegment);
 }
 
-function isObject(value: Json | undefined): value is { [key: string]: Json } {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function describe(value: Json): string {
   if (value === null) return 'null';
   return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
@@ -109,7 +106,7 @@ function walk(current: Json, segments: Segment[], seg: number, sel: number): Par
   if (seg >= segments.length) return { kind: 'value', value: current };
   const segment = segments[seg]!;
   if (sel === 0 && segment.key !== null) {
-    if (!isObject(current)) {
+    if (!isJsonObject(current)) {
       return { kind: 'error', message: `cannot read key "${segment.key}" of ${describe(current)}` };
     }
     if (!Object.hasOwn(current, segment.key)) {
@@ -135,7 +132,7 @@ function walk(current: Json, segments: Segment[], seg: number, sel: number): Par
   }
   if (selector.kind === 'filter') {
     const match = current.find(
-      (el) => isObject(el) && goValue(el[selector.key]) === selector.value,
+      (el) => isJsonObject(el) && goValue(el[selector.key]) === selector.value,
     );
     if (match === undefined) return { kind: 'missing' };
     return walk(match, segments, seg, sel + 1);

@@ -8,10 +8,13 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SuiteLoadError } from './loader-error.ts';
+import type { TestPlan } from './plan.ts';
 import { detectFormat, parseSeedTest } from './seed-loader.ts';
+import type { RunStep } from './steps.ts';
 import {
   type AnyTestCase,
   EXT_LEVEL,
+  isJsonObject,
   isSeedTest,
   type Json,
   type JsonObject,
@@ -36,10 +39,6 @@ export interface TestFilter {
   /** Official: exact `category`. Seed: `category` or any tag. */
   category?: string;
   testId?: string;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** `level` may be a number or a string; "ext"/"extension" means level 99. */
@@ -71,12 +70,12 @@ function optionalNumber(obj: JsonObject, key: string, where: string): number {
 
 function parseAssertions(value: Json | undefined, where: string): StepAssertions {
   if (value === undefined || value === null) return {};
-  if (!isObject(value)) throw new SuiteLoadError(`${where}: "assertions" must be an object`);
+  if (!isJsonObject(value)) throw new SuiteLoadError(`${where}: "assertions" must be an object`);
   const out: StepAssertions = { status: value.status, status_in: value.status_in };
   for (const key of ['headers', 'body'] as const) {
     const part = value[key];
     if (part === undefined || part === null) continue;
-    if (!isObject(part))
+    if (!isJsonObject(part))
       throw new SuiteLoadError(`${where}: "assertions.${key}" must be an object`);
     out[key] = part;
   }
@@ -84,10 +83,11 @@ function parseAssertions(value: Json | undefined, where: string): StepAssertions
 }
 
 function parseStep(raw: Json, where: string): Step {
-  if (!isObject(raw)) throw new SuiteLoadError(`${where}: step must be an object`);
+  if (!isJsonObject(raw)) throw new SuiteLoadError(`${where}: step must be an object`);
   const headers: Record<string, string> = {};
   if (raw.headers !== undefined && raw.headers !== null) {
-    if (!isObject(raw.headers)) throw new SuiteLoadError(`${where}: "headers" must be an object`);
+    if (!isJsonObject(raw.headers))
+      throw new SuiteLoadError(`${where}: "headers" must be an object`);
     for (const [name, value] of Object.entries(raw.headers)) {
       if (typeof value !== 'string')
         throw new SuiteLoadError(`${where}: header "${name}" must be a string`);
@@ -116,6 +116,40 @@ function parseStep(raw: Json, where: string): Step {
   return step;
 }
 
+/** An official test in the common model: one block of steps that a failure does not stop. */
+export function officialPlan(test: TestCase): TestPlan {
+  return {
+    format: 'official',
+    test_id: test.test_id,
+    name: test.name,
+    level: test.level,
+    category: test.category,
+    file: test.file,
+    requires: [],
+    setup: test.setup.map(officialRunStep),
+    blocks: [{ phase: 'test', steps: test.steps.map(officialRunStep), stopOnFailure: false }],
+    teardown: test.teardown.map(officialRunStep),
+  };
+}
+
+/** An official step in the common step model (steps.ts); an empty action is a GET, as in Go. */
+export function officialRunStep(step: Step): RunStep {
+  return {
+    id: step.id,
+    action: step.action,
+    method: step.action === '' ? 'GET' : step.action,
+    path: step.path,
+    headers: step.headers,
+    ...(step.body === undefined ? {} : { body: step.body }),
+    delay_ms: step.delay_ms,
+    wait_ms: step.duration_ms,
+    poll_ms: 0,
+    parallel_with: step.parallel_with,
+    capture: {},
+    expect: { dialect: 'official', assertions: step.assertions },
+  };
+}
+
 function parseSteps(value: Json | undefined, where: string): Step[] {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) throw new SuiteLoadError(`${where}: steps must be an array`);
@@ -124,13 +158,13 @@ function parseSteps(value: Json | undefined, where: string): Step[] {
 
 function parsePhase(value: Json | undefined, where: string): Step[] {
   if (value === undefined || value === null) return [];
-  if (!isObject(value)) throw new SuiteLoadError(`${where} must be an object`);
+  if (!isJsonObject(value)) throw new SuiteLoadError(`${where} must be an object`);
   return parseSteps(value.steps, `${where}.steps`);
 }
 
 /** Validates one decoded test file. */
 export function parseTestCase(raw: unknown, file: string): TestCase {
-  if (!isObject(raw)) throw new SuiteLoadError(`${file}: test file must be a JSON object`);
+  if (!isJsonObject(raw)) throw new SuiteLoadError(`${file}: test file must be a JSON object`);
   let level: number;
   try {
     level = parseLevel(raw.level ?? 0);
@@ -171,7 +205,7 @@ async function collectFiles(root: string, out: string[]): Promise<void> {
  * `handlers/*.json` (handler definitions). They are not tests when they have no `test_id`.
  */
 function isSuiteMetadata(file: string, raw: unknown): boolean {
-  if (!isObject(raw) || raw.test_id !== undefined) return false;
+  if (!isJsonObject(raw) || raw.test_id !== undefined) return false;
   return (
     path.basename(file) === 'manifest.json' || path.basename(path.dirname(file)) === 'handlers'
   );
@@ -249,7 +283,11 @@ async function ancestorSuiteVersion(root: string): Promise<string | undefined> {
     dir = parent;
     try {
       const raw: unknown = JSON.parse(await readFile(path.join(dir, 'manifest.json'), 'utf8'));
-      if (isObject(raw) && typeof raw.version === 'string' && typeof raw.test_count === 'number')
+      if (
+        isJsonObject(raw) &&
+        typeof raw.version === 'string' &&
+        typeof raw.test_count === 'number'
+      )
         return raw.version;
     } catch {
       // No (readable) manifest here; keep walking up.

@@ -7,11 +7,11 @@
  * `required`, `type`, `format.specversion`, `format.semver`, `format.uri`, `format.datetime`,
  * `range`, `enum`, `min_items`, `contains`, `required_if`.
  */
-import { parseTimestamp } from '@ojs/core';
+import { OJS_MEDIA_TYPE, parseTimestamp } from '@ojs/core';
 import { headerValue } from './assertions.ts';
 import { preview } from './gofmt.ts';
 import type { HttpClient } from './http.ts';
-import { EXT_LEVEL, type JsonObject, type TestResult } from './types.ts';
+import { EXT_LEVEL, isJsonObject, type JsonObject, type TestResult } from './types.ts';
 
 export interface ManifestProblem {
   path: string;
@@ -53,10 +53,6 @@ const SEMVER =
 const TIERS = ['parser', 'runtime', 'full'];
 const STRENGTHS = ['strong', 'best_effort'];
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function typeName(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
@@ -68,7 +64,7 @@ export function checkManifestDocument(doc: unknown): ManifestProblem[] {
   const problems: ManifestProblem[] = [];
   const add = (path: string, rule: string, message: string) =>
     problems.push({ path, rule, message });
-  if (!isObject(doc)) {
+  if (!isJsonObject(doc)) {
     add('$', 'json', `the manifest must be a JSON object, got ${typeName(doc)}`);
     return problems;
   }
@@ -98,7 +94,7 @@ export function checkManifestDocument(doc: unknown): ManifestProblem[] {
   const impl = doc.implementation;
   if (impl === undefined || impl === null)
     add('implementation', 'required', 'implementation is required');
-  else if (!isObject(impl))
+  else if (!isJsonObject(impl))
     add('implementation', 'type', `implementation must be an object, got ${typeName(impl)}`);
   else {
     str(impl, 'name', 'implementation.name', true);
@@ -167,7 +163,7 @@ export function checkManifestDocument(doc: unknown): ManifestProblem[] {
             `legacy extensions entries must be strings, got ${typeName(e)}`,
           );
       });
-    } else if (isObject(ext)) {
+    } else if (isJsonObject(ext)) {
       for (const group of ['official', 'experimental']) {
         const list = ext[group];
         if (list === undefined || list === null) continue;
@@ -177,7 +173,7 @@ export function checkManifestDocument(doc: unknown): ManifestProblem[] {
         }
         list.forEach((entry, i) => {
           const path = `extensions.${group}[${i}]`;
-          if (!isObject(entry)) {
+          if (!isJsonObject(entry)) {
             add(path, 'type', `${path} must be an object with name, uri and version`);
             return;
           }
@@ -316,7 +312,7 @@ export async function fetchManifest(
       return check;
     }
     const media = (type ?? '').split(';')[0]!.trim().toLowerCase();
-    if (media !== 'application/json' && media !== 'application/openjobspec+json') {
+    if (media !== 'application/json' && media !== OJS_MEDIA_TYPE) {
       check.problems.push({
         path: '$',
         rule: 'content_type',
@@ -343,14 +339,14 @@ export async function fetchManifest(
     return check;
   }
   check.problems.push(...checkManifestDocument(doc));
-  if (isObject(doc)) {
+  if (isJsonObject(doc)) {
     check.manifest = doc;
     const level = doc.conformance_level;
     if (typeof level === 'number' && Number.isInteger(level) && level >= 0 && level <= 4)
       check.declared_level = level;
     if (typeof doc.conformance_tier === 'string') check.declared_tier = doc.conformance_tier;
     const impl = doc.implementation;
-    if (isObject(impl) && typeof impl.name === 'string') {
+    if (isJsonObject(impl) && typeof impl.name === 'string') {
       check.implementation =
         typeof impl.version === 'string' ? `${impl.name} ${impl.version}` : impl.name;
     }

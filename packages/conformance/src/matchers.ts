@@ -10,6 +10,7 @@ import { goValue, preview } from './gofmt.ts';
 import type { Resolution } from './jsonpath.ts';
 import { compileRegex } from './regex.ts';
 import type { Json, JsonObject } from './types.ts';
+import { isJsonObject } from './types.ts';
 
 export type Mismatch = string | null;
 
@@ -21,10 +22,6 @@ const RANGE = new RegExp(`^number:range\\(\\s*${NUMBER}\\s*,\\s*${NUMBER}\\s*\\)
 const APPROX = new RegExp(`^~${NUMBER}$`);
 const ARRAY_LENGTH = /^array:length(?::(\d+)|\((\d+)\))$/;
 const ARRAY_MIN = /^array:min(?:_length)?:(\d+)$/;
-
-function isObject(value: Json | undefined): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function got(actual: Json | undefined): string {
   return `got ${preview(actual, 80)}`;
@@ -146,7 +143,7 @@ const TYPE_CHECKS: Record<string, (v: Json) => boolean> = {
   boolean: (v) => typeof v === 'boolean',
   bool: (v) => typeof v === 'boolean',
   array: (v) => Array.isArray(v),
-  object: (v) => isObject(v),
+  object: (v) => isJsonObject(v),
   null: (v) => v === null,
 };
 
@@ -166,7 +163,7 @@ function matchSize(spec: Json, actual: Json | undefined): Mismatch {
   if (!Array.isArray(actual)) return `expected an array, ${got(actual)}`;
   const n = actual.length;
   if (typeof spec === 'number') return n === spec ? null : `expected ${spec} elements, got ${n}`;
-  if (isObject(spec)) {
+  if (isJsonObject(spec)) {
     const ops: Record<string, (a: number, b: number) => boolean> = {
       $eq: (a, b) => a === b,
       $gt: (a, b) => a > b,
@@ -204,14 +201,14 @@ function matchObject(matcher: JsonObject, actual: Json | undefined): Mismatch {
   if ('$in' in matcher) return firstPassing(matcher.$in!, actual, 'one of');
   if ('$size' in matcher) return matchSize(matcher.$size!, actual);
   if ('$or' in matcher) return firstPassing(matcher.$or!, actual, 'any of');
-  if (isObject(matcher.range)) {
+  if (isJsonObject(matcher.range)) {
     const { min, max } = matcher.range;
     const lo = typeof min === 'number' ? min : Number.NEGATIVE_INFINITY;
     const hi = typeof max === 'number' ? max : Number.POSITIVE_INFINITY;
     return expectNumber(actual, (n) => n >= lo && n <= hi, `a number in [${lo}, ${hi}]`);
   }
   if ('$empty' in matcher) return null;
-  if (!isObject(actual)) return `expected an object, ${got(actual)}`;
+  if (!isJsonObject(actual)) return `expected an object, ${got(actual)}`;
   for (const [key, sub] of Object.entries(matcher)) {
     const reason = matchValue(sub, Object.hasOwn(actual, key) ? actual[key] : undefined);
     if (reason !== null) return `.${key}: ${reason}`;

@@ -1,29 +1,37 @@
 /**
- * Executes official conformance tests against a server (digest §1.2-§1.7); `runTests` hands
- * seed-format tests to seed-runner.ts. Tests run strictly
- * one after another because they share server state; the optional reset hook is called before
- * each one. Within a test a failing step does not stop later steps, matching the reference
- * runner, so one server bug can surface as several failed assertions with unresolved templates.
+ * The one runner of both suite formats (digest §1.2-§1.7, seed §5; decision 0090). The
+ * loaders' tests are converted to one model (`TestPlan`: setup, blocks, teardown, of the steps
+ * of steps.ts) by `officialPlan` and `seedPlan`, and run here. Tests run strictly one after
+ * another because they share server state; the optional reset hook is called before each one.
+ * Within an official test a failing step does not stop later steps, matching the reference
+ * runner, so one server bug can surface as several failed assertions with unresolved
+ * templates; in a seed test the first failure ends the blocks. Seed tests add the built-in
+ * worker and behavioural assertions (behaviour.ts).
  */
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { checkBody, checkHeaders, checkStatus, headerValue } from './assertions.ts';
-import { HttpClient, TimeoutError } from './http.ts';
-import { runSeedTest } from './seed-runner.ts';
-import { resolveTemplates } from './templates.ts';
+import { BehaviourRun } from './behaviour.ts';
+import { failureReason } from './explain.ts';
+import { HttpClient } from './http.ts';
+import { officialPlan } from './loader.ts';
+import type { Block, TestPlan } from './plan.ts';
+import { seedPlan, seedRunStep } from './seed-loader.ts';
+import {
+  elapsed,
+  executeStep,
+  newStepState,
+  resetServer,
+  runPhase,
+  type StepState,
+} from './steps.ts';
 import {
   type AnyTestCase,
   isSeedTest,
-  type Json,
-  type JsonObject,
-  type Step,
-  type StepResponse,
+  type SeedStep,
   type StepResult,
-  type TestCase,
   type TestResult,
 } from './types.ts';
 
-export const OJS_MEDIA_TYPE = 'application/openjobspec+json';
+export { groupSteps, OJS_MEDIA_TYPE } from './steps.ts';
 
 export interface RunOptions {
   /** Server base URL; a trailing slash is trimmed. */
@@ -40,213 +48,115 @@ export interface RunOptions {
   workerConcurrency?: number;
 }
 
-const STANDARD_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
-const CLOSED_CONNECTION_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
-/** Raw response text kept in results when the body is not JSON. */
-const MAX_TEXT_BODY = 4096;
-
-interface TestContext {
-  options: RunOptions;
-  client: HttpClient;
-  /** JSON-object response bodies by step id, the only source templates read from. */
-  bodies: Map<string, JsonObject>;
+/** The fields a result repeats from its test, in the reports' order. */
+function identity({ test_id, name, level, category, file }: TestPlan) {
+  return { test_id, name, level, category, file };
 }
 
-function elapsed(start: number): number {
-  return Math.round(performance.now() - start);
-}
-
-function parseBody(text: string): Json | string | undefined {
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as Json;
-  } catch {
-    return text.length > MAX_TEXT_BODY ? `${text.slice(0, MAX_TEXT_BODY)}...` : text;
-  }
-}
-
-function errorText(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const code = (err as NodeJS.ErrnoException).code;
-  return code !== undefined && !err.message.includes(code)
-    ? `${code}: ${err.message}`
-    : err.message;
-}
-
-function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * The reference runner sends `ASSERT` and lowercase actions as real requests and ignores their
- * assertions; a server that rejects such a request by closing the connection is acceptable.
- */
-function toleratedTransportError(method: string, err: unknown): boolean {
-  if (STANDARD_METHODS.has(method)) return false;
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code !== undefined && CLOSED_CONNECTION_CODES.has(code)) return true;
-  return err instanceof Error && /closed|hang up/i.test(err.message);
-}
-
-async function executeStep(
-  step: Step,
-  phase: StepResult['phase'],
-  ctx: TestContext,
-): Promise<StepResult> {
-  const start = performance.now();
-  const result: StepResult = {
-    id: step.id,
-    phase,
-    action: step.action,
-    status: 'pass',
+function skipped(plan: TestPlan, reason: string, deprecated = false): TestResult {
+  const result: TestResult = {
+    ...identity(plan),
+    status: 'skip',
     duration_ms: 0,
-    failures: [],
+    steps: [],
+    format: 'seed',
+    reason,
   };
-  if (step.delay_ms > 0) await sleep(step.delay_ms);
-  if (step.action === 'WAIT') {
-    // duration_ms, falling back to delay_ms which has just been slept.
-    if (step.duration_ms > 0) await sleep(step.duration_ms);
-    result.duration_ms = elapsed(start);
-    return result;
-  }
-  const path = resolveTemplates(step.path, ctx.bodies);
-  const url = ctx.options.baseUrl.replace(/\/+$/, '') + path;
-  result.url = url;
-  const headers = { ...step.headers };
-  let body: string | undefined;
-  if (step.body !== undefined) {
-    body = resolveTemplates(JSON.stringify(step.body), ctx.bodies);
-    if (headerValue(headers, 'content-type') === undefined)
-      headers['Content-Type'] = OJS_MEDIA_TYPE;
-  }
-  // An empty method means GET for Go's client.
-  const method = step.action === '' ? 'GET' : step.action;
-  try {
-    const res = await ctx.client.request({
-      method,
-      url,
-      headers,
-      body,
-      timeoutMs: ctx.options.timeoutMs,
-    });
-    const parsed = parseBody(res.body);
-    const response: StepResponse = { status: res.status, headers: res.headers, body: parsed };
-    result.response = response;
-    const objectBody = isJsonObject(parsed) ? parsed : undefined;
-    if (objectBody !== undefined) ctx.bodies.set(step.id, objectBody);
-    else ctx.bodies.delete(step.id);
-    const { assertions } = step;
-    result.failures.push(
-      ...checkStatus(assertions, res.status),
-      ...checkHeaders(assertions.headers, res.headers),
-      ...checkBody(assertions.body, objectBody, ctx.bodies),
-    );
-  } catch (err) {
-    const message =
-      err instanceof TimeoutError ? `timed out after ${ctx.options.timeoutMs} ms` : errorText(err);
-    const hasStatus = step.assertions.status != null || step.assertions.status_in != null;
-    if (!hasStatus && toleratedTransportError(method, err)) {
-      result.notes = [`${method} request failed (${message}); tolerated for a non-standard method`];
-    } else {
-      result.failures.push({
-        path: 'request',
-        expected: 'an HTTP response',
-        actual: message,
-        message: `${method} request failed: ${message}`,
-      });
-    }
-  }
-  if (result.failures.length > 0) result.status = 'fail';
-  result.duration_ms = elapsed(start);
+  if (deprecated) result.deprecated = true;
   return result;
 }
 
-/**
- * Splits steps into execution groups: a step plus everything linked to it through
- * `parallel_with` (in either direction, transitively) runs concurrently; others run alone.
- */
-export function groupSteps(steps: Step[]): Step[][] {
-  const groups: Step[][] = [];
-  const taken = new Set<number>();
-  for (let i = 0; i < steps.length; i++) {
-    if (taken.has(i)) continue;
-    const members = [i];
-    taken.add(i);
-    for (let m = 0; m < members.length; m++) {
-      const member = steps[members[m]!]!;
-      steps.forEach((other, j) => {
-        if (taken.has(j)) return;
-        if (member.parallel_with.includes(other.id) || other.parallel_with.includes(member.id)) {
-          taken.add(j);
-          members.push(j);
-        }
-      });
+/** Why a test is not run: deprecated, or a required test that did not pass. */
+function skipReason(plan: TestPlan, prior: ReadonlyMap<string, TestResult>) {
+  if (plan.deprecated !== undefined) return `deprecated: ${plan.deprecated}`;
+  for (const id of plan.requires) {
+    const dep = prior.get(id);
+    if (dep === undefined) return `requires ${id}, which was not found in the suites`;
+    if (dep.status !== 'pass') {
+      const what = { fail: 'failed', error: 'errored', skip: 'was skipped', pass: '' }[dep.status];
+      return `requires ${id}, which ${what}`;
     }
-    members.sort((a, b) => a - b);
-    groups.push(members.map((index) => steps[index]!));
   }
-  return groups;
+  return undefined;
 }
 
-async function runPhase(
-  steps: Step[],
-  phase: StepResult['phase'],
-  ctx: TestContext,
-  stopOnFailure: boolean,
-) {
-  const results: StepResult[] = [];
-  for (const group of groupSteps(steps)) {
-    const groupResults =
-      group.length === 1
-        ? [await executeStep(group[0]!, phase, ctx)]
-        : await Promise.all(group.map((step) => executeStep(step, phase, ctx)));
-    results.push(...groupResults);
-    if (stopOnFailure && groupResults.some((r) => r.status === 'fail')) break;
+/** Runs one block; a `test` block stopped by a failure says which steps it left out. */
+async function runBlock(
+  block: Block,
+  state: StepState,
+  behaviour: BehaviourRun | undefined,
+  notes: string[],
+): Promise<StepResult[]> {
+  if (block.phase === 'assertion') return behaviour ? behaviour.assertAttempts(state) : [];
+  const results = await runPhase(block.steps, block.phase, state, block.stopOnFailure);
+  const ran = results.length;
+  if (block.phase === 'test' && ran < block.steps.length) {
+    notes.push(`steps ${ran + 1}-${block.steps.length} not run after the failure of step ${ran}`);
   }
   return results;
 }
 
-async function reset(ctx: TestContext): Promise<void> {
-  const url = ctx.options.resetUrl;
-  if (!url) return;
-  try {
-    await ctx.client.request({
-      method: 'POST',
-      url,
-      headers: {},
-      timeoutMs: ctx.options.timeoutMs,
-    });
-  } catch {
-    // Ignored on purpose: the reference runner does not check the reset outcome.
-  }
-}
-
-/** Runs one test: reset, setup (failure = error), steps, teardown (failures ignored). */
+/**
+ * Runs one test, of either format: reset, the built-in worker (seed), setup (a failure = error),
+ * the blocks, teardown (failures ignored). `prior` holds the results of tests already run.
+ */
 export async function runTest(
-  test: TestCase,
+  test: AnyTestCase,
   options: RunOptions,
   client: HttpClient,
+  prior: ReadonlyMap<string, TestResult> = new Map(),
 ): Promise<TestResult> {
+  const plan = isSeedTest(test) ? seedPlan(test) : officialPlan(test);
+  const skip = skipReason(plan, prior);
+  if (skip !== undefined) return skipped(plan, skip, plan.deprecated !== undefined);
   const start = performance.now();
-  const ctx: TestContext = { options, client, bodies: new Map() };
-  await reset(ctx);
+  const state = newStepState(options, client);
+  await resetServer(state, options.resetUrl);
   const steps: StepResult[] = [];
-  const setup = await runPhase(test.setup, 'setup', ctx, true);
-  steps.push(...setup);
-  const setupFailed = setup.some((r) => r.status === 'fail');
-  if (!setupFailed) steps.push(...(await runPhase(test.steps, 'test', ctx, false)));
-  steps.push(...(await runPhase(test.teardown, 'teardown', ctx, false)));
-  const failed = steps.some((r) => r.phase === 'test' && r.status === 'fail');
-  return {
-    test_id: test.test_id,
-    name: test.name,
-    level: test.level,
-    category: test.category,
-    file: test.file,
+  const notes: string[] = [];
+  const behaviour = plan.behaviour && new BehaviourRun(plan.behaviour, start);
+  let setupFailed = false;
+  try {
+    behaviour?.start(options, notes);
+    const setup = await runPhase(plan.setup, 'setup', state, true);
+    steps.push(...setup);
+    setupFailed = setup.some((r) => r.status === 'fail');
+    for (const block of setupFailed ? [] : plan.blocks) {
+      const results = await runBlock(block, state, behaviour, notes);
+      steps.push(...results);
+      if (results.some((r) => r.status === 'fail')) break;
+    }
+    behaviour?.rememberJob(state);
+    steps.push(...(await runPhase(plan.teardown, 'teardown', state, false)));
+  } finally {
+    await behaviour?.finish(state, notes);
+  }
+  const failed = steps.some((r) => r.phase !== 'teardown' && r.status === 'fail');
+  const result: TestResult = {
+    ...identity(plan),
     status: setupFailed ? 'error' : failed ? 'fail' : 'pass',
     duration_ms: elapsed(start),
     steps,
   };
+  if (plan.format === 'official') return result;
+  result.format = 'seed';
+  const reason = failureReason(steps);
+  if (result.status !== 'pass' && reason !== undefined) result.reason = reason;
+  if (notes.length > 0) result.notes = notes;
+  return result;
+}
+
+/** A seed-format test (runTest takes either format). */
+export const runSeedTest = runTest;
+export type SeedRunOptions = RunOptions;
+
+/** Runs one seed step (steps.ts). */
+export function executeSeedStep(
+  step: SeedStep,
+  phase: StepResult['phase'],
+  state: StepState,
+): Promise<StepResult> {
+  return executeStep(seedRunStep(step), phase, state);
 }
 
 /** Runs the tests sequentially, in the given order; each file in its own format. */
@@ -256,9 +166,7 @@ export async function runTests(tests: AnyTestCase[], options: RunOptions): Promi
   const byId = new Map<string, TestResult>();
   try {
     for (const test of tests) {
-      const result = isSeedTest(test)
-        ? await runSeedTest(test, options, client, byId)
-        : await runTest(test, options, client);
+      const result = await runTest(test, options, client, byId);
       results.push(result);
       // With duplicate ids (official suites have some) a failure must not be masked.
       const previous = byId.get(result.test_id);

@@ -6,8 +6,11 @@
  * Free-text keys (`description`, `comment`, `notes`) are allowed everywhere.
  */
 import { isJobState, JOB_STATES } from '@ojs/core';
+import type { Behaviour } from './behaviour.ts';
 import { parseDurationMs, parseTiming } from './durations.ts';
 import { SuiteLoadError } from './loader-error.ts';
+import type { Block, TestPlan } from './plan.ts';
+import type { RunStep } from './steps.ts';
 import type {
   Json,
   JsonObject,
@@ -17,7 +20,7 @@ import type {
   SeedStep,
   SeedTestCase,
 } from './types.ts';
-import { EXT_LEVEL } from './types.ts';
+import { EXT_LEVEL, isJsonObject } from './types.ts';
 
 /** The standard test handlers every harness must provide (seed §5.4). */
 export const STANDARD_HANDLERS = [
@@ -90,25 +93,21 @@ const ASSERTION_KEYS = new Set([
 const ACTION = /^([A-Za-z]+)\s+(\/\S*)$/;
 const DEFAULT_TIMEOUT_MS = 60_000;
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
  * Decides the format of one decoded test file: `"format"` when given, else seed markers
  * (`"action": "POST /path"` steps, a `wait`, an `assertions` array, `input`, `setup.handler`).
  * No official suite file has any of these (checked against v0.4.0 in the tests).
  */
 export function detectFormat(raw: unknown): 'seed' | 'official' {
-  if (!isObject(raw)) return 'official';
+  if (!isJsonObject(raw)) return 'official';
   if (raw.format === 'seed' || raw.format === 'official') return raw.format;
-  if (Array.isArray(raw.assertions) || isObject(raw.input)) return 'seed';
+  if (Array.isArray(raw.assertions) || isJsonObject(raw.input)) return 'seed';
   const setup = raw.setup;
-  if (isObject(setup) && (typeof setup.handler === 'string' || Array.isArray(setup.handlers)))
+  if (isJsonObject(setup) && (typeof setup.handler === 'string' || Array.isArray(setup.handlers)))
     return 'seed';
   if (Array.isArray(raw.steps)) {
     for (const step of raw.steps) {
-      if (!isObject(step)) continue;
+      if (!isJsonObject(step)) continue;
       if (typeof step.action === 'string' && ACTION.test(step.action.trim())) return 'seed';
       if (typeof step.wait === 'string') return 'seed';
     }
@@ -174,14 +173,14 @@ function parseLevelValue(value: unknown, r: Reader): number {
 }
 
 function parseExpect(value: Json | undefined, r: Reader): SeedExpect {
-  if (!isObject(value)) return r.fail('"expect" must be an object');
+  if (!isJsonObject(value)) return r.fail('"expect" must be an object');
   r.keys(value, EXPECT_KEYS, 'expect');
   const out: SeedExpect = {};
   if (value.status !== undefined) out.status = value.status;
   for (const key of ['headers', 'body'] as const) {
     const part = value[key];
     if (part === undefined || part === null) continue;
-    if (!isObject(part)) r.fail(`"expect.${key}" must be an object`);
+    if (!isJsonObject(part)) r.fail(`"expect.${key}" must be an object`);
     out[key] = part;
   }
   return out;
@@ -189,7 +188,7 @@ function parseExpect(value: Json | undefined, r: Reader): SeedExpect {
 
 function parseCapture(value: Json | undefined, r: Reader): Record<string, string> {
   if (value === undefined || value === null) return {};
-  if (!isObject(value)) return r.fail('"capture" must be an object');
+  if (!isJsonObject(value)) return r.fail('"capture" must be an object');
   const out: Record<string, string> = {};
   for (const [name, source] of Object.entries(value)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) r.fail(`capture name "${name}" is not a name`);
@@ -203,13 +202,13 @@ function parseCapture(value: Json | undefined, r: Reader): Record<string, string
 
 function parseStep(raw: Json, index: number, r0: Reader): SeedStep {
   const r = new Reader(`${r0.where}[${index - 1}]`);
-  if (!isObject(raw)) return r.fail('step must be an object');
+  if (!isJsonObject(raw)) return r.fail('step must be an object');
   r.keys(raw, STEP_KEYS, 'step');
   const action = r.string(raw, 'action', true).trim();
   const id = r.string(raw, 'id') || r.string(raw, 'name') || `step-${index}`;
   const headers: Record<string, string> = {};
   if (raw.headers !== undefined && raw.headers !== null) {
-    if (!isObject(raw.headers)) r.fail('"headers" must be an object');
+    if (!isJsonObject(raw.headers)) r.fail('"headers" must be an object');
     for (const [name, value] of Object.entries(raw.headers)) {
       if (typeof value !== 'string') r.fail(`header "${name}" must be a string`);
       headers[name] = value;
@@ -254,7 +253,7 @@ function parseSteps(value: Json | undefined, r: Reader): SeedStep[] {
 function parseSetup(value: Json | undefined, r0: Reader): SeedSetup | null {
   if (value === undefined || value === null) return null;
   const r = new Reader(`${r0.where}: setup`);
-  if (!isObject(value)) return r.fail('must be an object');
+  if (!isJsonObject(value)) return r.fail('must be an object');
   r.keys(value, SETUP_KEYS, 'setup');
   const handlers = [...r.strings(value, 'handlers')];
   const single = r.string(value, 'handler');
@@ -266,7 +265,7 @@ function parseSetup(value: Json | undefined, r0: Reader): SeedSetup | null {
   }
   const config: JsonObject = {};
   if (value.config !== undefined && value.config !== null) {
-    if (!isObject(value.config)) r.fail('"config" must be an object');
+    if (!isJsonObject(value.config)) r.fail('"config" must be an object');
     Object.assign(config, value.config);
   }
   for (const key of ['duration', 'duration_ms', 'result'] as const) {
@@ -279,7 +278,7 @@ function parseSetup(value: Json | undefined, r0: Reader): SeedSetup | null {
   for (const key of ['cron', 'jobs'] as const) {
     const list = value[key];
     if (list === undefined || list === null) continue;
-    if (!Array.isArray(list) || !list.every(isObject)) {
+    if (!Array.isArray(list) || !list.every(isJsonObject)) {
       return r.fail(`"${key}" must be an array of objects`);
     }
     if (list.length > 0) config[key] = list;
@@ -296,7 +295,7 @@ function parseAssertions(value: Json | undefined, r0: Reader): SeedAssertion[] {
   let previous = 0;
   return value.map((raw, i) => {
     const r = new Reader(`${r0.where}: assertions[${i}]`);
-    if (!isObject(raw)) return r.fail('must be an object');
+    if (!isJsonObject(raw)) return r.fail('must be an object');
     r.keys(raw, ASSERTION_KEYS, 'assertion');
     const attempt = raw.attempt;
     if (typeof attempt !== 'number' || !Number.isInteger(attempt) || attempt < 1) {
@@ -329,16 +328,114 @@ function parseAssertions(value: Json | undefined, r0: Reader): SeedAssertion[] {
   });
 }
 
+/** Every string value of a `queue` key, anywhere in the value (for the worker's queue list). */
+export function queuesIn(value: Json | undefined, out = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) for (const item of value) queuesIn(item, out);
+  else if (isJsonObject(value)) {
+    for (const [key, item] of Object.entries(value)) {
+      if (key === 'queue' && typeof item === 'string' && !item.includes('{')) out.add(item);
+      else queuesIn(item, out);
+    }
+  }
+  return out;
+}
+
+/** A POST of a setup job or cron entry (or the input job) that must succeed. */
+function postStep(index: number, path: string, body: Json): SeedStep {
+  return {
+    index,
+    id: `setup-${index}`,
+    action: `POST ${path}`,
+    method: 'POST',
+    path,
+    headers: {},
+    body,
+    expect: { status: { $in: [200, 201] } },
+    capture: {},
+    wait_ms: 0,
+    poll_ms: 0,
+  };
+}
+
+/**
+ * A seed test in the common model (seed §5): `setup.jobs` and `setup.cron` as setup steps;
+ * with `input`, the input job (captured as `job_id`), the assertions, then the steps that
+ * verify the outcome; without, the steps (one captures `job_id`), then the assertions. The
+ * first failing step ends the test: later steps depend on its captures and would only add
+ * noise to the explanation.
+ */
+export function seedPlan(test: SeedTestCase): TestPlan {
+  const setup: SeedStep[] = [];
+  for (const job of (test.setup?.config.jobs as Json[] | undefined) ?? [])
+    setup.push(postStep(setup.length + 1, '/ojs/v1/jobs', job));
+  for (const cron of (test.setup?.config.cron as Json[] | undefined) ?? [])
+    setup.push(postStep(setup.length + 1, '/ojs/v1/cron', cron));
+  const steps: Block = { phase: 'test', steps: test.steps.map(seedRunStep), stopOnFailure: true };
+  let blocks: Block[] = [steps, { phase: 'assertion' }];
+  if (test.input) {
+    const input = { ...postStep(1, '/ojs/v1/jobs', test.input), id: 'input' };
+    input.capture = { job_id: 'body.job.id' };
+    const inputBlock: Block = { phase: 'input', steps: [seedRunStep(input)], stopOnFailure: true };
+    blocks = [inputBlock, { phase: 'assertion' }, steps];
+  }
+  const behaviour: Behaviour = {
+    assertions: test.assertions,
+    timeoutMs: test.timeout_ms,
+    cleanup: test.input !== undefined || test.assertions.length > 0,
+  };
+  if (test.setup && test.setup.handlers.length > 0) {
+    const queues = new Set(['default', ...test.setup.queues]);
+    queuesIn(test.input, queues);
+    for (const step of test.steps) queuesIn(step.body, queues);
+    queuesIn(test.setup.config.jobs, queues);
+    queuesIn(test.setup.config.cron, queues);
+    behaviour.worker = { queues: [...queues], config: test.setup.config };
+  }
+  const plan: TestPlan = {
+    format: 'seed',
+    test_id: test.test_id,
+    name: test.name,
+    level: test.level,
+    category: test.category,
+    file: test.file,
+    requires: test.requires,
+    setup: setup.map(seedRunStep),
+    blocks,
+    teardown: test.teardown.map(seedRunStep),
+    behaviour,
+  };
+  if (test.deprecated) plan.deprecated = test.deprecated_reason ?? '';
+  return plan;
+}
+
+/** A seed step in the common step model (steps.ts): its `wait` is the delay before it. */
+export function seedRunStep(step: SeedStep): RunStep {
+  return {
+    id: step.id,
+    action: step.method,
+    method: step.method,
+    path: step.path,
+    headers: step.headers,
+    ...(step.body === undefined ? {} : { body: step.body }),
+    delay_ms: step.wait_ms,
+    wait_ms: 0,
+    poll_ms: step.poll_ms,
+    parallel_with: [],
+    capture: step.capture,
+    expect: { dialect: 'seed', expect: step.expect, index: step.index },
+  };
+}
+
 /** Validates one decoded seed-format test file. */
 export function parseSeedTest(raw: unknown, file: string): SeedTestCase {
   const r = new Reader(file);
-  if (!isObject(raw)) return r.fail('test file must be a JSON object');
+  if (!isJsonObject(raw)) return r.fail('test file must be a JSON object');
   r.keys(raw, TEST_KEYS, 'test');
   const testId = r.string(raw, 'test_id', true);
   if (raw.level === undefined) r.fail('"level" is required');
   const tags = r.strings(raw, 'tags');
   let teardownRaw: Json | undefined = raw.teardown;
-  if (isObject(teardownRaw)) teardownRaw = teardownRaw.steps;
+  if (isJsonObject(teardownRaw)) teardownRaw = teardownRaw.steps;
   const test: SeedTestCase = {
     format: 'seed',
     test_id: testId,
@@ -364,7 +461,7 @@ export function parseSeedTest(raw: unknown, file: string): SeedTestCase {
     test.deprecated_reason = reason;
   }
   if (raw.input !== undefined && raw.input !== null) {
-    if (!isObject(raw.input)) return r.fail('"input" must be a job envelope object');
+    if (!isJsonObject(raw.input)) return r.fail('"input" must be a job envelope object');
     test.input = raw.input;
   }
   if (test.assertions.length > 0) {

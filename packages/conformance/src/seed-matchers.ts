@@ -15,10 +15,7 @@
 import { preview } from './gofmt.ts';
 import { type Mismatch, matchValue } from './matchers.ts';
 import type { Json, JsonObject } from './types.ts';
-
-function isObject(value: Json | undefined): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+import { isJsonObject } from './types.ts';
 
 function got(actual: Json | undefined): string {
   return `got ${preview(actual, 80)}`;
@@ -48,7 +45,7 @@ export function matchSeed(matcher: Json, actual: Json | undefined): Mismatch {
     }
     return null;
   }
-  if (isObject(matcher)) {
+  if (isJsonObject(matcher)) {
     if (isOperatorObject(matcher)) {
       for (const op of ['$in', '$or'] as const) {
         if (!(op in matcher)) continue;
@@ -59,7 +56,7 @@ export function matchSeed(matcher: Json, actual: Json | undefined): Mismatch {
       }
       return matchValue(matcher, actual);
     }
-    if (!isObject(actual)) return `expected an object, ${got(actual)}`;
+    if (!isJsonObject(actual)) return `expected an object, ${got(actual)}`;
     for (const [key, sub] of Object.entries(matcher)) {
       const reason = matchSeed(sub, Object.hasOwn(actual, key) ? actual[key] : undefined);
       if (reason !== null) return `.${key}: ${reason}`;

@@ -5,8 +5,12 @@
  */
 
 /** A JSON value as produced by JSON.parse. */
+import { isObject } from '@ojs/core';
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
+
+/** Core's object test, typed for parsed JSON. */
+export const isJsonObject = (value: unknown): value is JsonObject => isObject(value);
 
 /** Level number used for tests declared as "ext"/"extension". */
 export const EXT_LEVEL = 99;

@@ -20,11 +20,14 @@
  * recorded as a `WorkerEvent` with a monotonic timestamp, which the behavioural assertions of
  * the runner measure (`delay_after_failure`, `active_for`, `state_after`).
  */
+
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { OJS_MEDIA_TYPE } from '@ojs/core';
 import { parseDurationMs } from './durations.ts';
 import { HttpClient } from './http.ts';
 import type { Json, JsonObject } from './types.ts';
+import { isJsonObject } from './types.ts';
 
 export type WorkerEventKind = 'fetch' | 'ack' | 'nack' | 'hold' | 'abandon' | 'error';
 
@@ -58,12 +61,7 @@ export interface WorkerOptions {
   onEvent?: (event: WorkerEvent) => void;
 }
 
-const OJS_MEDIA_TYPE = 'application/openjobspec+json';
 const DEFAULT_SLOW_MS = 1000;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -86,7 +84,7 @@ export function slowDurationMs(args: Json[], config: JsonObject = {}): number {
   const first = args[0];
   if (typeof first === 'number' && first >= 0) return Math.round(first * 1000);
   if (typeof first === 'string') return parseDurationMs(first) ?? DEFAULT_SLOW_MS;
-  if (isObject(first)) {
+  if (isJsonObject(first)) {
     if (typeof first.duration_ms === 'number') return first.duration_ms;
     if (typeof first.duration === 'string')
       return parseDurationMs(first.duration) ?? DEFAULT_SLOW_MS;
@@ -258,10 +256,10 @@ export class BuiltinWorker {
           { queues: this.#options.queues, worker_id: this.workerId, count: 1, wait_ms: wait },
           this.#fetchAbort.signal,
         );
-        if (res.status === 200 && isObject(res.body)) {
+        if (res.status === 200 && isJsonObject(res.body)) {
           const jobs = res.body.jobs;
-          if (Array.isArray(jobs) && isObject(jobs[0])) job = jobs[0];
-          else if (isObject(res.body.job)) job = res.body.job;
+          if (Array.isArray(jobs) && isJsonObject(jobs[0])) job = jobs[0];
+          else if (isJsonObject(res.body.job)) job = res.body.job;
         } else if (res.status !== 204) {
           this.#record({
             kind: 'error',
@@ -370,9 +368,9 @@ export class BuiltinWorker {
     res: { status: number; body: Json | undefined; text: string },
   ) {
     let state: string | undefined;
-    if (isObject(res.body)) {
+    if (isJsonObject(res.body)) {
       if (typeof res.body.state === 'string') state = res.body.state;
-      else if (isObject(res.body.job) && typeof res.body.job.state === 'string')
+      else if (isJsonObject(res.body.job) && typeof res.body.job.state === 'string')
         state = res.body.job.state;
     }
     const event: Omit<WorkerEvent, 'at'> = { kind, job_id: id, type, attempt, status: res.status };

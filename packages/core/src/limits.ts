@@ -10,6 +10,7 @@
  * The README's limits table and the manifest's `limits` are generated from
  * `LIMITS`.
  */
+import { type Problems, THROW_FIRST } from './envelope-problems.ts';
 import { invalidPayload, invalidRequest, OjsError } from './errors.ts';
 
 /**
@@ -124,29 +125,35 @@ const pathOf = (keys: (string | number)[]): string =>
 /**
  * Walks a parsed request body: nesting at most MAX_JSON_DEPTH, every string
  * and key storable (see unstorableText), every number finite. Throws 400
- * invalid_payload naming the first offending path. The walk stops at the
- * depth bound, so its own recursion is bounded too.
+ * invalid_payload naming the first offending path (`problems` in collecting
+ * mode: every one). The walk stops at the depth bound, so its own recursion
+ * is bounded too.
  */
-export function checkRequestJson(value: unknown): void {
+export function checkRequestJson(value: unknown, problems: Problems = THROW_FIRST): void {
   const keys: (string | number)[] = [];
-  const fail = (problem: string, extra: Record<string, unknown> = {}): never => {
+  const fail = (rule: string, problem: string, extra: Record<string, unknown> = {}): void => {
     const path = pathOf(keys);
-    throw invalidPayload(`The request body at ${path} ${problem}.`, { field: path, ...extra });
+    problems.reject([...keys], { rule, ref: 'PL' }, () =>
+      invalidPayload(`The request body at ${path} ${problem}.`, { field: path, ...extra }),
+    );
   };
   const walk = (v: unknown, depth: number): void => {
     if (typeof v === 'string') {
       const problem = unstorableText(v);
-      if (problem !== undefined) fail(problem);
+      if (problem !== undefined) fail('format.text', problem);
       return;
     }
     if (typeof v === 'number') {
       // JSON.parse reads 1e999 as Infinity, which no store can keep.
-      if (!Number.isFinite(v)) fail('is a number out of range');
+      if (!Number.isFinite(v)) fail('maximum', 'is a number out of range');
       return;
     }
     if (typeof v !== 'object' || v === null) return;
     if (depth > MAX_JSON_DEPTH) {
-      fail(`nests deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });
+      fail('max_depth', `nests deeper than ${MAX_JSON_DEPTH} levels`, {
+        max_depth: MAX_JSON_DEPTH,
+      });
+      return;
     }
     if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) {
@@ -159,7 +166,7 @@ export function checkRequestJson(value: unknown): void {
     for (const key of Object.keys(v)) {
       keys.push(key);
       const problem = unstorableText(key);
-      if (problem !== undefined) fail(`has a key that ${problem}`);
+      if (problem !== undefined) fail('format.text', `has a key that ${problem}`);
       walk((v as Record<string, unknown>)[key], depth + 1);
       keys.pop();
     }
