@@ -59,6 +59,7 @@ export {
   withComparison,
 } from './manifest.ts';
 export { type Mismatch, matchResolution, matchValue } from './matchers.ts';
+export type { Block, TestPlan } from './plan.ts';
 export {
   buildReport,
   type ConformanceReport,
@@ -101,7 +102,6 @@ export {
 } from './steps.ts';
 export { lookupTemplate, resolveDeep, resolveTemplates, type StepBodies } from './templates.ts';
 export * from './types.ts';
-export type { Block, TestPlan } from './plan.ts';
 export {
   allowedNext,
   childPath,
