@@ -123,6 +123,12 @@ export function jobToProto(job: JobRecord): Obj {
     };
   }
   if (job.result !== undefined) out.result = resultToStruct(job.result);
+  // ojs-ts extension fields 1001-1003 (job.proto): a workflow step's inputs.
+  if (job.parent_results !== undefined) out.parent_results = job.parent_results.map(toValue);
+  if (job.parent_results_by_step !== undefined) {
+    out.parent_results_by_step = toStruct(job.parent_results_by_step);
+  }
+  if (job.workflow_step_id !== undefined) out.workflow_step_id = job.workflow_step_id;
   return out;
 }
 

@@ -14,7 +14,12 @@ import protobuf from 'protobufjs';
 import { PROTO_DIR } from '../src/proto.ts';
 
 const DIGEST = fileURLToPath(new URL('../../../../shared/spec/grpc-proto.md', import.meta.url));
-const ADDED_FIELDS = new Set(['EnqueueOptions.pending']);
+const ADDED_FIELDS = new Set([
+  'EnqueueOptions.pending',
+  'Job.parent_results',
+  'Job.parent_results_by_step',
+  'Job.workflow_step_id',
+]);
 const ADDED_TYPES = new Set(['ActivateJobRequest', 'ActivateJobResponse']);
 const ADDED_RPCS = new Set(['ActivateJob']);
 

@@ -787,6 +787,16 @@ export function jobFromProto(job: Obj): Job {
   if (Array.isArray(job.tags) && job.tags.length > 0) out.tags = job.tags;
   if (typeof job.workflow_id === 'string' && job.workflow_id !== '')
     out.workflow_id = job.workflow_id;
+  // ojs-ts extension fields (job.proto 1001-1003): a workflow step's inputs.
+  if (Array.isArray(job.parent_results) && job.parent_results.length > 0) {
+    out.parent_results = (job.parent_results as PbValue[]).map(fromValue);
+  }
+  if (isObject(job.parent_results_by_step)) {
+    out.parent_results_by_step = fromStruct(job.parent_results_by_step as PbStruct);
+  }
+  if (typeof job.workflow_step_id === 'string' && job.workflow_step_id !== '') {
+    out.workflow_step_id = job.workflow_step_id;
+  }
   if (isObject(job.retry_policy)) {
     const r = job.retry_policy;
     out.retry = {

@@ -27,12 +27,6 @@ export interface ContractTarget {
   client: OjsClient;
   /** A queue name of this case's own (live servers share one store across cases). */
   queue(name: string): string;
-  /**
-   * False where the binding cannot hand a workflow step its parents'
-   * results: the gRPC Job message (the official ojs.v1 proto) has no field
-   * for them. Reported in decision 0087, not hidden.
-   */
-  parentResults?: false;
   /** Runs jobs of `queues` with `handlers` until `done` answers true. */
   work(
     queues: string[],
@@ -222,7 +216,7 @@ export const CONTRACT: ContractCase[] = [
   },
   {
     name: 'a chain runs its steps in order, each with the previous result',
-    async run({ client, queue, work, parentResults }) {
+    async run({ client, queue, work }) {
       const q = queue('f');
       const chain = await client.chain(
         [
@@ -245,7 +239,7 @@ export const CONTRACT: ContractCase[] = [
       // The gRPC binding's Workflow message has no step counters: what the steps saw tells.
       assert.deepEqual(seen, [
         [1, null],
-        [2, parentResults === false ? null : [{ step: 1 }]],
+        [2, [{ step: 1 }]],
       ]);
     },
   },

@@ -48,7 +48,6 @@ for (const store of await testStores()) {
           const prefix = `${mode}-${index}`;
           const target: ContractTarget = {
             client: server.client(mode),
-            ...(mode === 'grpc' ? { parentResults: false as const } : {}),
             queue: (name) => `${prefix}-${name}`,
             async work(queues, handlers, done) {
               const worker = server.worker(mode, { queues, concurrency: 4 });
