@@ -458,7 +458,12 @@ export class InProcessTransport implements Transport {
   ): AsyncGenerator<OjsEvent> {
     const filter = { types: query.types, queues: query.queues, jobTypes: query.jobTypes };
     let subject: string | undefined;
+    // A job stream's tail starts where the log stood before its snapshot (as
+    // the HTTP route does): an event committed in between is delivered, never
+    // skipped, so the stream sees its job's end however fast the job runs.
+    let from: { after: string | undefined } | undefined;
     if (query.jobId !== undefined) {
+      from = { after: await this.engine.events.latestId() };
       const job = await this.#do('stream_events', () => this.engine.getJob(query.jobId!));
       const start = this.engine.wire.jobStreamStart(job, this.engine.now());
       yield copy<OjsEvent>(start.event);
@@ -481,7 +486,8 @@ export class InProcessTransport implements Transport {
     options.signal?.addEventListener('abort', abort, { once: true });
     try {
       const tail = { ...filter, subject };
-      const after = query.after ?? (await this.engine.events.latestId(tail));
+      const after =
+        query.after ?? (from !== undefined ? from.after : await this.engine.events.latestId(tail));
       for await (const events of this.engine.events.follow(tail, after, controller.signal)) {
         for (const event of events) {
           yield copy<OjsEvent>(event);

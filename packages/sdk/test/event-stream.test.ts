@@ -76,6 +76,29 @@ for (const store of await testStores()) {
         assert.equal(again[0]!.data?.to, 'completed');
       });
 
+      it('a job that finishes before the consumer reads on still ends its stream', async () => {
+        const client = server.client(mode);
+        const queue = `subfast-${mode}-${store}`;
+        const job = await client.enqueue('sub.job', [3], { queue });
+        const iterator = client.subscribe({ jobId: job!.id })[Symbol.asyncIterator]();
+        const first = await iterator.next();
+        assert.equal(first.value?.data?.to, 'available');
+        // The whole run happens while the stream is paused after its snapshot.
+        const worker = server.worker(mode, { queues: [queue], logLevel: 'silent' });
+        worker.register('sub.job', async () => 'ok');
+        const completed = new Promise<void>((resolve) =>
+          worker.on('jobCompleted', () => resolve()),
+        );
+        await worker.start();
+        await completed;
+        await worker.stop({ timeoutMs: 0 });
+        const rest: string[] = [];
+        for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+          rest.push(next.value.type);
+        }
+        assert.deepEqual(rest, ['job.started', 'job.completed']);
+      });
+
       it('an unknown job or queue is a NotFoundError', async () => {
         const client = server.client(mode);
         for (const query of [

@@ -84,6 +84,8 @@ export function eventStreams(app: FastifyInstance) {
       closeAfterFirst?: boolean;
       /** Ends the stream after an event of one of these types (a job stream: its job finished). */
       lastTypes?: ReadonlySet<string>;
+      /** Where the live tail starts when the client resumes nothing (read before a snapshot). */
+      from?: { after: string | undefined };
     } = {},
   ): Promise<void> {
     const query = request.query as Record<string, unknown>;
@@ -96,7 +98,12 @@ export function eventStreams(app: FastifyInstance) {
           : undefined;
     const resumed =
       resumeFrom === undefined ? undefined : await engine.events.resumePoint(filter, resumeFrom);
-    const after = resumed === undefined ? await engine.events.latestId(filter) : resumed.after;
+    const after =
+      resumed !== undefined
+        ? resumed.after
+        : options.from !== undefined
+          ? options.from.after
+          : await engine.events.latestId(filter);
     const raw = reply.raw;
     reply.hijack();
     raw.writeHead(200, {
@@ -180,6 +187,10 @@ export async function eventStreamRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/ojs/v1/jobs/:id/events', async (request, reply) => {
     const { id } = request.params as { id: string };
+    // The tail's start is read before the snapshot, so an event committed
+    // between the two is delivered (at worst a transition the snapshot shows)
+    // and never skipped: the stream always sees its job's end.
+    const from = { after: await engine.events.latestId() };
     const job = await engine.getJob(id);
     const query = request.query as Record<string, unknown>;
     const start = jobStreamStart(job, engine.now());
@@ -189,7 +200,7 @@ export async function eventStreamRoutes(app: FastifyInstance): Promise<void> {
       request,
       reply,
       { queues: [job.queue], types: csv(query.event_types ?? query.types), subject: job.id },
-      { first: snapshot, closeAfterFirst: start.ends, lastTypes: JOB_STREAM_ENDS },
+      { first: snapshot, closeAfterFirst: start.ends, lastTypes: JOB_STREAM_ENDS, from },
     );
   });
 
