@@ -618,6 +618,24 @@ export class Engine implements EngineContext {
   }
 
   /**
+   * A job's event stream (SSE and in-process alike): its opening snapshot,
+   * and where its live tail starts. The position is read before the
+   * snapshot, so an event committed between the two is delivered (at worst
+   * a transition the snapshot shows) and never skipped: the stream always
+   * sees its job's end. The newest event of the whole log is as good a start
+   * as the newest of this job's: nothing after it can be missed.
+   */
+  async openJobStream(id: string): Promise<{
+    job: JobRecord;
+    after: string | undefined;
+    start: ReturnType<typeof responses.jobStreamStart>;
+  }> {
+    const after = await this.events.latestId();
+    const job = await this.getJob(id);
+    return { job, after, start: responses.jobStreamStart(job, this.now()) };
+  }
+
+  /**
    * Reads a job, lets `decide` compute the write, commits it guarded on the
    * rev read. Retries when another writer got there first.
    */

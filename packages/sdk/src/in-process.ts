@@ -458,14 +458,13 @@ export class InProcessTransport implements Transport {
   ): AsyncGenerator<OjsEvent> {
     const filter = { types: query.types, queues: query.queues, jobTypes: query.jobTypes };
     let subject: string | undefined;
-    // A job stream's tail starts where the log stood before its snapshot (as
-    // the HTTP route does): an event committed in between is delivered, never
-    // skipped, so the stream sees its job's end however fast the job runs.
     let from: { after: string | undefined } | undefined;
     if (query.jobId !== undefined) {
-      from = { after: await this.engine.events.latestId() };
-      const job = await this.#do('stream_events', () => this.engine.getJob(query.jobId!));
-      const start = this.engine.wire.jobStreamStart(job, this.engine.now());
+      // The engine reads the tail's start before the snapshot (never skips the job's end).
+      const { job, after, start } = await this.#do('stream_events', () =>
+        this.engine.openJobStream(query.jobId!),
+      );
+      from = { after };
       yield copy<OjsEvent>(start.event);
       if (start.ends) return;
       subject = job.id;

@@ -20,7 +20,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { notFound } from '@ojs/core';
-import { JOB_STREAM_ENDS, jobStreamStart, type TailFilter } from '@ojs/engine';
+import { JOB_STREAM_ENDS, type TailFilter } from '@ojs/engine';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { csv } from '../wire.ts';
 
@@ -187,20 +187,15 @@ export async function eventStreamRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/ojs/v1/jobs/:id/events', async (request, reply) => {
     const { id } = request.params as { id: string };
-    // The tail's start is read before the snapshot, so an event committed
-    // between the two is delivered (at worst a transition the snapshot shows)
-    // and never skipped: the stream always sees its job's end.
-    const from = { after: await engine.events.latestId() };
-    const job = await engine.getJob(id);
+    const { job, after, start } = await engine.openJobStream(id);
     const query = request.query as Record<string, unknown>;
-    const start = jobStreamStart(job, engine.now());
     const snapshot = (lastId: string | undefined) =>
       frame(lastId, start.event.type, start.event.data);
     await stream(
       request,
       reply,
       { queues: [job.queue], types: csv(query.event_types ?? query.types), subject: job.id },
-      { first: snapshot, closeAfterFirst: start.ends, lastTypes: JOB_STREAM_ENDS, from },
+      { first: snapshot, closeAfterFirst: start.ends, lastTypes: JOB_STREAM_ENDS, from: { after } },
     );
   });
 
