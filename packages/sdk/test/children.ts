@@ -55,7 +55,8 @@ export function spawnWorker(target: ChildTarget, mode: Mode, env: Record<string,
   });
   child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
   const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code) => resolve(code)),
+    // 'close', not 'exit': the child's last lines may still be in the pipe at exit.
+    child.once('close', (code) => resolve(code)),
   );
   return {
     process: child,
