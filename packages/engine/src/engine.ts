@@ -52,7 +52,12 @@ import {
   type WorkflowRecord,
   workflowToWire,
 } from '@ojs/core';
-import { buildManifest, type EngineCapabilities, engineCapabilities } from './capabilities.ts';
+import {
+  buildManifest,
+  type EngineCapabilities,
+  engineCapabilities,
+  MAX_PUSH_MANY,
+} from './capabilities.ts';
 import type { EngineContext, WorkerDirective } from './context.ts';
 import { CronScheduler, cronToWire } from './cron.ts';
 import { EventTail } from './event-tail.ts';
@@ -68,6 +73,7 @@ import { VersionRouter } from './routing.ts';
 import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
 import { SettingsCache } from './settings-cache.ts';
+import { TurnBatch } from './turn-batch.ts';
 import { Wakeups } from './wakeups.ts';
 import * as responses from './wire-responses.ts';
 import { WorkerRegistry, type WorkerState } from './workers.ts';
@@ -347,30 +353,22 @@ export class Engine implements EngineContext {
 
   // ---------------------------------------------------------------- PUSH
 
-  /** Validates, runs the enqueue middleware chain and stores one job. */
+  /**
+   * PUSH: validates, runs the enqueue middleware chain and stores one job.
+   * Concurrent PUSHes (the single requests of one event-loop turn) are
+   * stored together: one `insertJobs` call for all of them (turn-batch.ts),
+   * each answered as if it had come alone.
+   */
   async enqueue(body: unknown): Promise<EnqueueResult> {
-    const now = this.now();
-    const parsed = parseEnqueueRequest(body, now, {
-      visibilityTimeoutMs: this.visibilityTimeoutMs,
-    });
-    const job = await runEnqueueChain(this.enqueueMiddleware, parsed);
-    if (job === null) return { status: 'dropped' };
-    const pressure = await this.queueSettings.admit(
-      [job],
-      new Set(setsRetry(body) ? [job.id] : []),
-    );
-    const warnings = [...optionWarnings(body), ...(await this.#prepareVersioned(job))];
-    this.observers.enqueuing(job);
-    const inserted = this.store.insertJobs([job], enqueueEvents(job, now), now);
-    // The waiting fetch's claim joins the insert's group commit (pipelinedWrites).
-    if (this.store.pipelinedWrites && job.state === 'available') this.notifier.notify();
-    const [result] = await inserted;
-    if (result!.status === 'inserted') this.#stored([result!.job]);
-    const outcome = this.#pushOutcome(job, result!, warnings);
+    const outcome = await this.#pushes.add(body);
     if (outcome.status === 'error') throw outcome.error;
-    if (outcome.status === 'created' && pressure !== undefined) return { ...outcome, pressure };
     return outcome;
   }
+
+  readonly #pushes = new TurnBatch<unknown, EnqueueManyOutcome>(
+    (bodies) => this.#push(bodies, 'each'),
+    MAX_PUSH_MANY,
+  );
 
   /** Jobs now stored: the observers learn of them and waiting fetches wake. */
   #stored(jobs: JobRecord[]): void {
@@ -418,9 +416,24 @@ export class Engine implements EngineContext {
    * other beyond that (concurrent pushes have no order).
    */
   async enqueueMany(bodies: unknown[]): Promise<EnqueueManyOutcome[]> {
+    return this.#push(bodies, 'by-queue');
+  }
+
+  /**
+   * Independent PUSHes (`enqueueMany`, or the single PUSHes of one turn).
+   * `units`: how the backpressure bound admits them, `each` item on its own
+   * (separate requests) or the items of one queue together (one push-many
+   * request: a queue that cannot take them all takes none).
+   */
+  async #push(bodies: unknown[], units: 'each' | 'by-queue'): Promise<EnqueueManyOutcome[]> {
     const now = this.now();
     const outcomes: EnqueueManyOutcome[] = new Array(bodies.length);
-    let pending: { index: number; job: JobRecord; warnings: string[] }[] = [];
+    let pending: {
+      index: number;
+      job: JobRecord;
+      warnings: string[];
+      pressure?: QueuePressure;
+    }[] = [];
     const ids = new Set<string>();
     const explicitRetry = new Set<string>();
     const defaults = this.#enqueueDefaults;
@@ -454,7 +467,7 @@ export class Engine implements EngineContext {
         outcomes[index] = { status: 'error', error };
       }
     }
-    pending = await this.#admitPerQueue(pending, explicitRetry, outcomes);
+    pending = await this.#admit(pending, units, explicitRetry, outcomes);
     while (pending.length > 0) {
       const jobs = pending.map((p) => p.job);
       const results = await this.store.insertJobs(
@@ -471,7 +484,11 @@ export class Engine implements EngineContext {
           retry.push(item); // nothing was stored: insert it again without the refused ones
         } else {
           if (result.status === 'inserted') stored.push(result.job);
-          outcomes[item.index] = this.#pushOutcome(item.job, result, item.warnings);
+          const outcome = this.#pushOutcome(item.job, result, item.warnings);
+          outcomes[item.index] =
+            outcome.status === 'created' && item.pressure !== undefined
+              ? { ...outcome, pressure: item.pressure }
+              : outcome;
         }
       }
       // Reported once per store write, not per job.
@@ -482,35 +499,44 @@ export class Engine implements EngineContext {
   }
 
   /**
-   * Queue settings for push-many, queue by queue (default retry, and
-   * backpressure: the items of a queue that is full get QUEUE_FULL, the
-   * others go on). Returns the items still to insert.
+   * Queue settings for independent PUSHes (default retry, and backpressure:
+   * a unit that does not fit gets QUEUE_FULL, the others go on; see
+   * `#push`). Returns the items still to insert, with the pressure each
+   * created job reports.
    */
-  async #admitPerQueue<T extends { index: number; job: JobRecord }>(
+  async #admit<T extends { index: number; job: JobRecord; pressure?: QueuePressure }>(
     pending: T[],
+    units: 'each' | 'by-queue',
     explicitRetry: ReadonlySet<string>,
     outcomes: EnqueueManyOutcome[],
   ): Promise<T[]> {
-    const byQueue = new Map<string, T[]>();
-    for (const item of pending) {
-      const group = byQueue.get(item.job.queue);
-      if (group === undefined) byQueue.set(item.job.queue, [item]);
-      else group.push(item);
+    let groups: T[][];
+    if (units === 'each') groups = pending.map((item) => [item]);
+    else {
+      const byQueue = new Map<string, T[]>();
+      for (const item of pending) {
+        const group = byQueue.get(item.job.queue);
+        if (group === undefined) byQueue.set(item.job.queue, [item]);
+        else group.push(item);
+      }
+      groups = [...byQueue.values()];
     }
+    const answers = await this.queueSettings.admitEach(
+      groups.map((group) => group.map((item) => item.job)),
+      explicitRetry,
+    );
     const admitted: T[] = [];
-    for (const items of byQueue.values()) {
-      try {
-        await this.queueSettings.admit(
-          items.map((item) => item.job),
-          explicitRetry,
-        );
-        admitted.push(...items);
-      } catch (error) {
-        if (!(error instanceof OjsError)) throw error;
-        for (const item of items) outcomes[item.index] = { status: 'error', error };
+    for (const [k, group] of groups.entries()) {
+      const answer = answers[k];
+      for (const item of group) {
+        if (answer instanceof OjsError) outcomes[item.index] = { status: 'error', error: answer };
+        else {
+          if (answer !== undefined) item.pressure = answer;
+          admitted.push(item);
+        }
       }
     }
-    return admitted.sort((a, b) => a.index - b.index);
+    return units === 'each' ? admitted : admitted.sort((a, b) => a.index - b.index);
   }
 
   /** Canary routing, then schema validation of args (throws 422 in strict mode). */
@@ -999,15 +1025,25 @@ export class Engine implements EngineContext {
 
   // ---------------------------------------------------------------- ACK / FAIL
 
+  /**
+   * ACK and NACK of one job. Concurrent ones (the single requests of one
+   * event-loop turn) are settled together: one `settleJobs` batch
+   * (turn-batch.ts), each item fenced and answered on its own.
+   */
   async ack(request: AckRequest): Promise<JobRecord> {
     this.#checkFenced(request, 'an ACK');
-    return settledOrThrow(await this.#settle([ackItem(request)]));
+    return settledOrThrow(await this.#settles.add(ackItem(request)));
   }
 
   async nack(request: NackRequest): Promise<JobRecord> {
     this.#checkFenced(request, 'a NACK');
-    return settledOrThrow(await this.#settle([nackItem(request)]));
+    return settledOrThrow(await this.#settles.add(nackItem(request)));
   }
+
+  readonly #settles = new TurnBatch<SettleItem, SettleOutcome>(
+    (items) => this.#settle(items),
+    MAX_ACK_BATCH,
+  );
 
   /** With requireFencing, an outcome must name its worker and attempt (400 otherwise). */
   #checkFenced(request: { workerId?: string; attempt?: number }, what: string, path = ''): void {
@@ -1401,8 +1437,7 @@ function asOjsError(error: Error): OjsError {
   return error instanceof OjsError ? error : conflict(error.message);
 }
 
-function settledOrThrow(outcomes: SettleOutcome[]): JobRecord {
-  const outcome = outcomes[0]!;
+function settledOrThrow(outcome: SettleOutcome): JobRecord {
   if (outcome.status === 'ok') return outcome.job;
   throw outcome.error;
 }

@@ -284,40 +284,92 @@ export class QueueSettingsRegistry {
     /** Ids of the jobs whose request set a retry policy (setsRetry). */
     explicitRetry: ReadonlySet<string>,
   ): Promise<QueuePressure | undefined> {
-    const adding = new Map<string, number>();
-    for (const job of jobs) adding.set(job.queue, (adding.get(job.queue) ?? 0) + 1);
+    const byQueue = new Map<string, JobRecord[]>();
+    for (const job of jobs) {
+      const group = byQueue.get(job.queue);
+      if (group === undefined) byQueue.set(job.queue, [job]);
+      else group.push(job);
+    }
     let warning: QueuePressure | undefined;
-    for (const [queue, count] of adding) {
+    for (const admitted of await this.admitEach([...byQueue.values()], explicitRetry)) {
+      if (admitted instanceof OjsError) throw admitted;
+      if (admitted !== undefined) warning = admitted;
+    }
+    return warning;
+  }
+
+  /**
+   * `admit` for several admission units, each the jobs of one queue that one
+   * request adds (a PUSH: its job; a push-many: its jobs of that queue),
+   * decided in order as if each had come alone: a unit that does not fit
+   * under its queue's bound after the units before it is refused whole,
+   * and the others go on. Answers, per unit, the refusal (`QUEUE_FULL`) or
+   * the pressure to report (undefined below the warning threshold). Each
+   * queue's settings and depth are read once.
+   */
+  async admitEach(
+    units: readonly (readonly JobRecord[])[],
+    explicitRetry: ReadonlySet<string>,
+  ): Promise<(QueuePressure | OjsError | undefined)[]> {
+    const answers: (QueuePressure | OjsError | undefined)[] = new Array(units.length);
+    /** Per bounded queue: the depth counted so far and the units refused. */
+    const bounded = new Map<string, { depth: number; rejected: number; bound: number }>();
+    for (let index = 0; index < units.length; index++) {
+      const unit = units[index]!;
+      const queue = unit[0]?.queue;
+      if (queue === undefined) continue;
       const settings = await this.settings(queue);
       if (settings.default_retry !== undefined) {
-        for (const job of jobs) {
-          if (job.queue === queue && !explicitRetry.has(job.id))
-            job.retry = { ...settings.default_retry };
+        for (const job of unit) {
+          if (!explicitRetry.has(job.id)) job.retry = { ...settings.default_retry };
         }
       }
       if (settings.backpressure === undefined) continue;
-      const depth = await this.depth(queue);
-      const decision = decideBackpressure(settings.backpressure, depth, count);
+      let seen = bounded.get(queue);
+      if (seen === undefined) {
+        seen = { depth: await this.depth(queue), rejected: 0, bound: 0 };
+        bounded.set(queue, seen);
+      }
+      const decision = decideBackpressure(settings.backpressure, seen.depth, unit.length);
       if (decision === null) continue;
       if (!decision.accept) {
-        const now = this.#engine.now();
-        await this.#engine.store.appendEvents([
+        seen.rejected += unit.length;
+        seen.bound = decision.bound;
+        answers[index] = new OjsError(
+          'QUEUE_FULL',
+          `Queue '${queue}' is full: depth ${seen.depth} of ${decision.bound}; ${unit.length} more job(s) do not fit.`,
+          { queue, depth: seen.depth, bound: decision.bound, retry_after_seconds: 1 },
+        );
+        continue;
+      }
+      seen.depth += unit.length;
+      if (decision.warn)
+        answers[index] = {
+          depth: decision.depth,
+          bound: decision.bound,
+          pressure: decision.pressure,
+        };
+    }
+    const refusals = [...bounded].filter(([, seen]) => seen.rejected > 0);
+    if (refusals.length > 0) {
+      const now = this.#engine.now();
+      await this.#engine.store.appendEvents(
+        refusals.map(([queue, seen]) =>
           makeEvent(
             'backpressure.rejected',
             queue,
-            { queue, depth, bound: decision.bound, rejected: count, strategy: 'reject' },
+            {
+              queue,
+              depth: seen.depth,
+              bound: seen.bound,
+              rejected: seen.rejected,
+              strategy: 'reject',
+            },
             now,
           ),
-        ]);
-        throw new OjsError(
-          'QUEUE_FULL',
-          `Queue '${queue}' is full: depth ${depth} of ${decision.bound}; ${count} more job(s) do not fit.`,
-          { queue, depth, bound: decision.bound, retry_after_seconds: 1 },
-        );
-      }
-      if (decision.warn)
-        warning = { depth: decision.depth, bound: decision.bound, pressure: decision.pressure };
+        ),
+      );
     }
-    return warning;
+    return answers;
   }
 }
