@@ -8,6 +8,7 @@
 import {
   activate,
   advanceWorkflow,
+  type ClaimRequest,
   type Clock,
   type Commit,
   cancel,
@@ -1010,7 +1011,7 @@ export class Engine implements EngineContext {
       promoted = this.store.promoteDueJobs(now);
     }
     const seen = this.notifier.generation;
-    const claiming = this.store.claimJobs({
+    const claiming = this.#claims.add({
       queues: request.queues,
       count,
       workerId: request.workerId,
@@ -1022,6 +1023,48 @@ export class Engine implements EngineContext {
     this.observers.started(jobs);
     return { jobs, seen };
   }
+
+  /**
+   * The claims of one event-loop turn: those that ask the same thing (the
+   * same queues, worker, lease and handlers; e.g. the count-1 fetches of
+   * one worker's slots) are one `claimJobs` for their total count, its
+   * jobs handed out in request order; the others go to the store as they
+   * are, still in the same turn.
+   */
+  readonly #claims = new TurnBatch<ClaimRequest, JobRecord[]>(async (requests) => {
+    if (requests.length === 1) return [await this.store.claimJobs(requests[0]!)];
+    const groups = new Map<string, { total: number; members: number[] }>();
+    for (const [index, request] of requests.entries()) {
+      const key = JSON.stringify([
+        request.queues,
+        request.workerId ?? null,
+        request.visibilityTimeoutMs ?? null,
+        request.handlers ?? null,
+      ]);
+      const group = groups.get(key);
+      if (group === undefined || group.total + request.count > this.maxFetchCount) {
+        // A new group, or the last one is as large as one fetch may be.
+        groups.set(key, { total: request.count, members: [index] });
+        if (group !== undefined) groups.set(`${key}#${index}`, group);
+      } else {
+        group.total += request.count;
+        group.members.push(index);
+      }
+    }
+    const answers: JobRecord[][] = new Array(requests.length);
+    await Promise.all(
+      [...groups.values()].map(async ({ total, members }) => {
+        const jobs = await this.store.claimJobs({ ...requests[members[0]!]!, count: total });
+        let taken = 0;
+        for (const index of members) {
+          const want = requests[index]!.count;
+          answers[index] = jobs.slice(taken, taken + want);
+          taken += want;
+        }
+      }),
+    );
+    return answers;
+  }, MAX_ACK_BATCH);
 
   // ---------------------------------------------------------------- ACK / FAIL
 

@@ -8,7 +8,9 @@
  *
  * Each item is still decided on its own, exactly as if it had come alone:
  * the batch operation answers per item (a refused item does not refuse the
- * others), so coalescing changes the cost, never an answer.
+ * others), so coalescing changes the cost, never an answer. A batch that
+ * throws is run again item by item, so an error reaches only the callers
+ * whose item causes it.
  */
 
 /** Runs `fn` after the current turn: its I/O callbacks and microtasks. */
@@ -26,8 +28,7 @@ export class TurnBatch<T, R> {
   readonly #max: number;
 
   /**
-   * `run` answers one result per item, in item order; if it throws (a store
-   * failure), every caller of the batch gets that error. At most `max`
+   * `run` answers one result per item, in item order. At most `max`
    * items go in one call; a full batch is handed over at once.
    */
   constructor(run: (items: T[]) => Promise<R[]>, max: number) {
@@ -47,19 +48,32 @@ export class TurnBatch<T, R> {
     const batch = this.#waiting;
     if (batch.length === 0) return;
     this.#waiting = [];
-    let running: Promise<R[]>;
-    try {
-      running = this.#run(batch.map((waiting) => waiting.item));
-    } catch (error) {
-      running = Promise.reject(error);
-    }
-    running.then(
+    this.#call(batch.map((waiting) => waiting.item)).then(
       (results) => {
         for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i]!);
       },
       (error: unknown) => {
-        for (const waiting of batch) waiting.reject(error);
+        if (batch.length === 1) batch[0]!.reject(error);
+        // The store's batch operations are atomic: a batch that failed
+        // wrote nothing. One item the store cannot take (a value it cannot
+        // encode) must not fail the requests it happened to share a turn
+        // with, so each goes again alone; in an outage, each fails alone.
+        else
+          for (const waiting of batch) {
+            this.#call([waiting.item]).then(
+              (results) => waiting.resolve(results[0]!),
+              waiting.reject,
+            );
+          }
       },
     );
+  }
+
+  #call(items: T[]): Promise<R[]> {
+    try {
+      return this.#run(items);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 }
