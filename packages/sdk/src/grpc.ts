@@ -328,19 +328,26 @@ export class GrpcTransport implements Transport {
   }
 
   /** Many pushes in one EnqueueMany call, each resolved or rejected as its own Enqueue would be. */
-  async #pushMany(items: QueuedPush[]): Promise<void> {
+  async #pushMany(queued: QueuedPush[]): Promise<void> {
+    // A push whose envelope cannot be turned into a message fails alone, as it would sent alone.
+    const items: QueuedPush[] = [];
+    const messages: Obj[] = [];
+    for (const item of queued) {
+      try {
+        const body = toPushBody(item.envelope);
+        messages.push({
+          id: typeof body.id === 'string' ? body.id : '',
+          job: enqueueRequest(body),
+        });
+        items.push(item);
+      } catch (error) {
+        item.reject(error);
+      }
+    }
+    if (items.length === 0) return;
     let results: Obj[];
     try {
-      const response = await this.#call(
-        'EnqueueMany',
-        {
-          items: items.map(({ envelope }) => {
-            const body = toPushBody(envelope);
-            return { id: typeof body.id === 'string' ? body.id : '', job: enqueueRequest(body) };
-          }),
-        },
-        { extension: true },
-      );
+      const response = await this.#call('EnqueueMany', { items: messages }, { extension: true });
       results = Array.isArray(response.results) ? (response.results as Obj[]) : [];
     } catch (error) {
       // UNIMPLEMENTED (no ErrorInfo): a server without the extension stored

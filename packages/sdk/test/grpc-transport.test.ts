@@ -256,9 +256,22 @@ describe('GrpcTransport push coalescing', () => {
       assert.equal(refused.details.queue, 'default');
       assert.equal(refused.retryable, true);
       assert.equal((outcomes[2] as PromiseFulfilledResult<Job>).value.type, 'c');
+      // A push that cannot become a message fails alone; the others still go together.
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+      const mixed = await Promise.allSettled([
+        stub.client.enqueue('e', []),
+        stub.client.enqueue('cyclic', [cyclic]),
+        stub.client.enqueue('f', []),
+      ]);
+      assert.deepEqual(
+        mixed.map((o) => o.status),
+        ['fulfilled', 'rejected', 'fulfilled'],
+      );
+      assert.deepEqual(stub.calls, ['EnqueueMany(3)', 'EnqueueMany(2)']);
       // A lone push is a plain Enqueue.
       await stub.client.enqueue('d', []);
-      assert.deepEqual(stub.calls, ['EnqueueMany(3)', 'Enqueue']);
+      assert.deepEqual(stub.calls, ['EnqueueMany(3)', 'EnqueueMany(2)', 'Enqueue']);
     } finally {
       await stub.close();
     }
