@@ -17,6 +17,7 @@ const ROLES: Record<string, Role[]> = {
   Health: ANY,
   Enqueue: PRODUCER,
   EnqueueBatch: PRODUCER,
+  EnqueueMany: PRODUCER,
   GetJob: PRODUCER,
   CancelJob: PRODUCER,
   ActivateJob: PRODUCER,

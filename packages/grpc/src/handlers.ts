@@ -13,6 +13,7 @@ import {
   checkRequestText,
   type FailureReport,
   invalidRequest,
+  isObject,
   isUuidv7,
   type JobRecord,
   MAX_ATTEMPTS,
@@ -27,9 +28,11 @@ import {
   type AckRequest,
   ackBatchResponse,
   type Engine,
+  type EnqueueManyOutcome,
   type EnqueueResult,
   healthStatus,
   MAX_ACK_BATCH,
+  MAX_PUSH_MANY,
   type NackRequest,
   offsetPagination,
   throughputPerSecond,
@@ -57,7 +60,7 @@ import {
 import { ojsService } from './proto.ts';
 import { fetchReply, receiveLimit } from './reply-limits.ts';
 import { throwIfRefused } from './request-limits.ts';
-import { toServiceError } from './status.ts';
+import { errorInfoMetadata, grpcStatusOf, toServiceError } from './status.ts';
 import type { JobStreams } from './stream-jobs.ts';
 
 type Obj = Record<string, unknown>;
@@ -146,6 +149,47 @@ function enqueueContext(engine: Engine, call: CallInfo): EnqueueContext {
     traceparent: meta(call, 'traceparent'),
     tracestate: meta(call, 'tracestate'),
   };
+}
+
+/**
+ * The PUSH body of one Enqueue (or EnqueueMany item). The protocol has no
+ * job id: a given id (x-ojs-idempotency-key, an item's `id`) that is a
+ * UUIDv7 becomes the job's id, so a repeated call is refused as a duplicate
+ * instead of enqueued twice (decision 0042).
+ */
+function pushBody(
+  request: Obj,
+  id: string | undefined,
+  idField: string,
+  context: EnqueueContext,
+): Obj {
+  const body = checked(enqueueBody(request, context));
+  if (id !== undefined) {
+    if (!isUuidv7(id)) {
+      throw invalidRequest(`${idField} must be a lowercase UUIDv7.`, { field: idField });
+    }
+    body.id = id;
+  }
+  return body;
+}
+
+/** One EnqueueMany result: what the item's own Enqueue call would have answered. */
+function enqueueManyResult(outcome: EnqueueManyOutcome, requestId: string): Obj {
+  switch (outcome.status) {
+    case 'created':
+    case 'existing':
+      return { status: outcome.status, job: jobToProto(outcome.job) };
+    case 'dropped':
+      return { status: 'dropped' };
+    case 'error':
+      return {
+        status: 'error',
+        code: grpcStatusOf(outcome.error.code),
+        error_code: outcome.error.code,
+        error_message: outcome.error.message,
+        error_metadata: errorInfoMetadata(outcome.error, requestId),
+      };
+  }
 }
 
 /** proto JobError -> the engine's failure report (X-7: `code` is the error class, G-4). */
@@ -277,19 +321,12 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
     },
 
     async Enqueue(request, call) {
-      const body = checked(enqueueBody(request, enqueueContext(engine, call)));
-      // The protocol has no job id: an x-ojs-idempotency-key that is a UUIDv7
-      // becomes the id, so a repeated call is refused as a duplicate instead
-      // of enqueued twice (decision 0042).
-      const key = meta(call, 'x-ojs-idempotency-key');
-      if (key !== undefined) {
-        if (!isUuidv7(key)) {
-          throw invalidRequest('x-ojs-idempotency-key must be a lowercase UUIDv7.', {
-            field: 'x-ojs-idempotency-key',
-          });
-        }
-        body.id = key;
-      }
+      const body = pushBody(
+        request,
+        meta(call, 'x-ojs-idempotency-key'),
+        'x-ojs-idempotency-key',
+        enqueueContext(engine, call),
+      );
       const result = await pushes.submit(body);
       // An enqueue middleware dropped the job: nothing stored, no job to show.
       if (result.status === 'dropped') return {};
@@ -621,6 +658,47 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
       };
     });
   return {
+    async EnqueueMany(request, call) {
+      const items = Array.isArray(request.items) ? (request.items as Obj[]) : [];
+      // The limits of POST /ojs/v1/jobs/many, with its errors.
+      if (items.length === 0) {
+        throw new OjsError('invalid_payload', 'items must hold at least one EnqueueManyItem.', {
+          field: 'items',
+        });
+      }
+      if (items.length > MAX_PUSH_MANY) {
+        throw invalidRequest(
+          `items holds at most ${MAX_PUSH_MANY} entries (got ${items.length}).`,
+          {
+            field: 'items',
+            max: MAX_PUSH_MANY,
+            actual: items.length,
+          },
+        );
+      }
+      const context = enqueueContext(engine, call);
+      const outcomes: EnqueueManyOutcome[] = new Array(items.length);
+      const bodies: Obj[] = [];
+      const positions: number[] = [];
+      for (const [index, item] of items.entries()) {
+        const id = typeof item.id === 'string' && item.id !== '' ? item.id : undefined;
+        try {
+          bodies.push(pushBody(isObject(item.job) ? item.job : {}, id, 'id', context));
+          positions.push(index);
+        } catch (error) {
+          // Refused as its Enqueue call would be; the others go on.
+          if (!(error instanceof OjsError)) throw error;
+          outcomes[index] = { status: 'error', error };
+        }
+      }
+      if (bodies.length > 0) {
+        for (const [k, outcome] of (await engine.enqueueMany(bodies)).entries()) {
+          outcomes[positions[k]!] = outcome;
+        }
+      }
+      return { results: outcomes.map((outcome) => enqueueManyResult(outcome, call.requestId)) };
+    },
+
     async AckBatch(request) {
       const { acks, nacks } = checked({
         acks: items(request, 'acks').map(({ error: _e, requeue: _r, ...ack }) => ack),
@@ -658,7 +736,13 @@ export function wrapUnary(
   return (call, callback) => {
     const requestId = requestIdOf(call.metadata);
     const controller = new AbortController();
-    call.once('cancelled', () => controller.abort());
+    let answered = false;
+    // grpc-js signals 'cancelled' after every call, answered ones included:
+    // only a call still running is aborted (an abort costs a DOMException
+    // and an event dispatch, per call).
+    call.once('cancelled', () => {
+      if (!answered) controller.abort();
+    });
     call.sendMetadata(responseMetadata(requestId, level, ctx.serverVersion));
     const info: CallInfo = {
       requestId,
@@ -671,8 +755,12 @@ export function wrapUnary(
       throwIfRefused(call.request);
       return handler(call.request, info);
     })().then(
-      (response) => callback(null, response),
+      (response) => {
+        answered = true;
+        callback(null, response);
+      },
       (error: unknown) => {
+        answered = true;
         logUnexpected(name, error);
         callback(toServiceError(error, requestId));
       },

@@ -58,12 +58,11 @@ function any(
   };
 }
 
-/** Any error a handler throws -> the status object grpc-js sends. */
-export function toServiceError(error: unknown, requestId: string): Partial<grpc.StatusObject> {
-  const ojs =
-    error instanceof OjsError ? error : new OjsError('internal_error', 'Internal server error.');
-  const code = STATUS[ojs.code];
-  const types = rpcTypes();
+/**
+ * ErrorInfo's metadata of an OJS error: retryable, the request id and the
+ * error's scalar details. Also what EnqueueMany says of a refused item.
+ */
+export function errorInfoMetadata(ojs: OjsError, requestId: string): Record<string, string> {
   const metadata: Record<string, string> = {
     retryable: String(ojs.retryable),
     request_id: requestId,
@@ -71,6 +70,16 @@ export function toServiceError(error: unknown, requestId: string): Partial<grpc.
   for (const [key, value] of Object.entries(ojs.details ?? {})) {
     if (['string', 'number', 'boolean'].includes(typeof value)) metadata[key] = String(value);
   }
+  return metadata;
+}
+
+/** Any error a handler throws -> the status object grpc-js sends. */
+export function toServiceError(error: unknown, requestId: string): Partial<grpc.StatusObject> {
+  const ojs =
+    error instanceof OjsError ? error : new OjsError('internal_error', 'Internal server error.');
+  const code = STATUS[ojs.code];
+  const types = rpcTypes();
+  const metadata = errorInfoMetadata(ojs, requestId);
   const details = [any(types.ErrorInfo, { reason: ojs.code, domain: ERROR_DOMAIN, metadata })];
   if (VALIDATION.has(ojs.code)) {
     const field = typeof ojs.details?.field === 'string' ? ojs.details.field : '';

@@ -390,6 +390,74 @@ for (const kind of kinds) {
       }
     });
 
+    test('EnqueueMany (ojsts.v1.WorkerExtensions) answers each item as its own Enqueue would', async () => {
+      const client = new (extensionsClientConstructor())(
+        ctx.grpcAddress,
+        grpc.credentials.createInsecure(),
+      );
+      try {
+        const id = '019a0000-0000-7000-8000-00000000e001';
+        const unique = { key: ['type'], on_conflict: 'UNIQUE_CONFLICT_ACTION_IGNORE' };
+        const held = await ctx.call('Enqueue', {
+          type: 'em.unique',
+          args: [],
+          options: { queue: 'em-q', unique },
+        });
+        const answer = await unary(client, 'EnqueueMany', {
+          items: [
+            { id, job: { type: 'em.job', args: [v.num(1)], options: { queue: 'em-q' } } },
+            { job: { type: 'Bad Type', args: [] } },
+            { id, job: { type: 'em.job', args: [v.num(2)], options: { queue: 'em-q' } } },
+            { id: 'not-a-uuid', job: { type: 'em.job', args: [] } },
+            { job: { type: 'em.unique', args: [], options: { queue: 'em-q', unique } } },
+            { job: { type: 'em.job', args: [v.num(3)], options: { queue: 'em-q' } } },
+          ],
+        });
+        const results = answer.results as Msg[];
+        assert.deepEqual(
+          results.map((r) => [r.status, r.error_code ?? r.job?.queue]),
+          [
+            ['created', 'em-q'],
+            ['error', 'invalid_payload'],
+            ['error', 'duplicate'],
+            ['error', 'invalid_request'],
+            ['existing', 'em-q'],
+            ['created', 'em-q'],
+          ],
+        );
+        assert.equal(results[0].job.id, id);
+        assert.equal(results[4].job.id, held.job.id);
+        // A refused item says what its Enqueue call's status would say.
+        assert.equal(results[2].code, grpc.status.ALREADY_EXISTS);
+        assert.equal(results[2].error_metadata.existing_job_id, id);
+        assert.equal(results[1].code, grpc.status.INVALID_ARGUMENT);
+        assert.equal(results[3].error_metadata.field, 'id');
+        assert.equal(results[1].error_metadata.retryable, 'false');
+        // Stored: the created items only, each once.
+        const stored = await ctx.call('Fetch', { queues: ['em-q'], count: 10, worker_id: 'w-em' });
+        assert.deepEqual(
+          stored.jobs.map((j: Msg) => j.id).sort(),
+          [held.job.id, id, results[5].job.id].sort(),
+        );
+        await assert.rejects(unary(client, 'EnqueueMany', {}), (e: grpc.ServiceError) => {
+          assert.equal(e.code, grpc.status.INVALID_ARGUMENT);
+          assert.equal(errorDetails(e.metadata).errorInfo?.reason, 'invalid_payload');
+          return true;
+        });
+        const tooMany = Array.from({ length: 1001 }, () => ({ job: { type: 'em.job' } }));
+        await assert.rejects(
+          unary(client, 'EnqueueMany', { items: tooMany }),
+          (e: grpc.ServiceError) => {
+            const metadata = errorDetails(e.metadata).errorInfo?.metadata;
+            assert.deepEqual([metadata?.field, metadata?.max], ['items', '1000']);
+            return true;
+          },
+        );
+      } finally {
+        client.close();
+      }
+    });
+
     test('the request id is echoed in response metadata', async () => {
       const headers = await new Promise<grpc.Metadata>((resolve, reject) => {
         const call = method(ctx.client, 'Health').call(

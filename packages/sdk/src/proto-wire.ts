@@ -139,7 +139,7 @@ export const PROTO_FILES = [
   'ojs/v1/workflow.proto',
   'ojs/v1/events.proto',
   'ojs/v1/service.proto',
-  // ojs-ts extensions (AckBatch), a package of their own.
+  // ojs-ts extensions (AckBatch, EnqueueMany), a package of their own.
   'ojsts/v1/extensions.proto',
 ];
 

@@ -4,15 +4,22 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import {
   DuplicateJobError,
+  type Job,
   JobNotFoundError,
-  type OjsClient,
+  OjsClient,
+  RateLimitedError,
   UnsupportedFeatureError,
   ValidationError,
 } from '@ojs/sdk';
 import { GrpcTransport } from '@ojs/sdk/grpc';
+import { LOADER_OPTIONS, PROTO_FILES } from '@ojs/sdk/proto-wire';
 import { startTestServer, type TestServer, testStores } from './helpers.ts';
+
+type Obj = Record<string, unknown>;
+type Done = (error: Error | null, response?: Obj) => void;
 
 for (const store of await testStores()) {
   describe(`GrpcTransport (${store})`, () => {
@@ -133,8 +140,155 @@ for (const store of await testStores()) {
       assert.equal((await client.cancelWorkflow(wf.id)).state, 'cancelled');
     });
 
+    test('concurrent enqueues are answered each on its own (one EnqueueMany)', async () => {
+      const unique = { keys: ['type' as const], onConflict: 'reject' as const };
+      const first = await client.enqueue('many.unique', [], { unique, queue: 'sdk-many' });
+      const outcomes = await Promise.allSettled([
+        client.enqueue('many.ok', [1], { queue: 'sdk-many' }),
+        client.enqueue('Bad Type', [], { queue: 'sdk-many' }),
+        client.enqueue('many.unique', [], { unique, queue: 'sdk-many' }),
+        client.enqueue('many.ok', [2], { queue: 'sdk-many' }),
+      ]);
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ['fulfilled', 'rejected', 'rejected', 'fulfilled'],
+      );
+      assert.ok((outcomes[1] as PromiseRejectedResult).reason instanceof ValidationError);
+      const duplicate = (outcomes[2] as PromiseRejectedResult).reason;
+      assert.ok(duplicate instanceof DuplicateJobError);
+      assert.equal(duplicate.existingJobId, first!.id);
+      const created = [outcomes[0], outcomes[3]].map(
+        (o) => (o as PromiseFulfilledResult<Job | null>).value!,
+      );
+      assert.deepEqual(
+        created.map((job) => [job.state, job.args]),
+        [
+          ['available', [1]],
+          ['available', [2]],
+        ],
+      );
+      assert.equal((await client.getJob(created[1]!.id)).id, created[1]!.id);
+      assert.equal((await client.queueStats('sdk-many')).available, 3);
+    });
+
     test('an address is required', () => {
       assert.throws(() => new GrpcTransport({ address: '' }), TypeError);
     });
   });
 }
+
+/**
+ * A stand-in server that counts calls: the pushes of one turn go as one
+ * EnqueueMany; a server without it (UNIMPLEMENTED) gets them one Enqueue
+ * each, and later pushes too.
+ */
+describe('GrpcTransport push coalescing', () => {
+  async function stubServer(withEnqueueMany: boolean) {
+    const grpc = await import('@grpc/grpc-js');
+    const loader = await import('@grpc/proto-loader');
+    const definition = loader.loadSync(PROTO_FILES, {
+      ...LOADER_OPTIONS,
+      includeDirs: [fileURLToPath(new URL('../proto', import.meta.url))],
+    });
+    const calls: string[] = [];
+    const job = (type: unknown, id: unknown) => ({
+      id: typeof id === 'string' && id !== '' ? id : '019a0000-0000-7000-8000-0000000000ff',
+      type,
+      queue: 'default',
+      state: 'JOB_STATE_AVAILABLE',
+    });
+    const server = new grpc.Server();
+    server.addService(definition['ojs.v1.OJSService'] as never, {
+      Enqueue: (call: { request: Obj; metadata: { get(k: string): unknown[] } }, done: Done) => {
+        calls.push('Enqueue');
+        done(null, { job: job(call.request.type, call.metadata.get('x-ojs-idempotency-key')[0]) });
+      },
+    });
+    if (withEnqueueMany) {
+      server.addService(definition['ojsts.v1.WorkerExtensions'] as never, {
+        EnqueueMany: (call: { request: { items: Obj[] } }, done: Done) => {
+          calls.push(`EnqueueMany(${call.request.items.length})`);
+          done(null, {
+            results: call.request.items.map((item) =>
+              (item.job as Obj).type === 'refused'
+                ? {
+                    status: 'error',
+                    code: grpc.status.RESOURCE_EXHAUSTED,
+                    error_code: 'QUEUE_FULL',
+                    error_message: 'full',
+                    error_metadata: { retryable: 'true', queue: 'default' },
+                  }
+                : { status: 'created', job: job((item.job as Obj).type, item.id) },
+            ),
+          });
+        },
+      });
+    }
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
+    );
+    const transport = new GrpcTransport({ address: `127.0.0.1:${port}` });
+    return {
+      calls,
+      client: new OjsClient({ transport }),
+      close: async () => {
+        await transport.close();
+        server.forceShutdown();
+      },
+    };
+  }
+
+  test('the pushes of one turn go as one EnqueueMany, each answered on its own', async () => {
+    const stub = await stubServer(true);
+    try {
+      const outcomes = await Promise.allSettled([
+        stub.client.enqueue('a', []),
+        stub.client.enqueue('refused', []),
+        stub.client.enqueue('c', []),
+      ]);
+      assert.deepEqual(stub.calls, ['EnqueueMany(3)']);
+      assert.equal((outcomes[0] as PromiseFulfilledResult<Job>).value.type, 'a');
+      const refused = (outcomes[1] as PromiseRejectedResult).reason;
+      assert.ok(refused instanceof RateLimitedError);
+      assert.equal(refused.code, 'queue_full');
+      assert.equal(refused.details.queue, 'default');
+      assert.equal(refused.retryable, true);
+      assert.equal((outcomes[2] as PromiseFulfilledResult<Job>).value.type, 'c');
+      // A push that cannot become a message fails alone; the others still go together.
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+      const mixed = await Promise.allSettled([
+        stub.client.enqueue('e', []),
+        stub.client.enqueue('cyclic', [cyclic]),
+        stub.client.enqueue('f', []),
+      ]);
+      assert.deepEqual(
+        mixed.map((o) => o.status),
+        ['fulfilled', 'rejected', 'fulfilled'],
+      );
+      assert.deepEqual(stub.calls, ['EnqueueMany(3)', 'EnqueueMany(2)']);
+      // A lone push is a plain Enqueue.
+      await stub.client.enqueue('d', []);
+      assert.deepEqual(stub.calls, ['EnqueueMany(3)', 'EnqueueMany(2)', 'Enqueue']);
+    } finally {
+      await stub.close();
+    }
+  });
+
+  test('a server without EnqueueMany gets one Enqueue per push, from then on', async () => {
+    const stub = await stubServer(false);
+    try {
+      const jobs = await Promise.all([stub.client.enqueue('a', []), stub.client.enqueue('b', [])]);
+      assert.deepEqual(
+        jobs.map((job) => job?.type),
+        ['a', 'b'],
+      );
+      await Promise.all([stub.client.enqueue('c', []), stub.client.enqueue('d', [])]);
+      assert.deepEqual(stub.calls, ['Enqueue', 'Enqueue', 'Enqueue', 'Enqueue']);
+    } finally {
+      await stub.close();
+    }
+  });
+});
