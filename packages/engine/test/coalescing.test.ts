@@ -156,7 +156,7 @@ describe('concurrent single operations', () => {
 
   it('an item the store cannot take fails alone; the others of its turn are settled', async () => {
     await Promise.all([1, 2].map((n) => engine.enqueue(push(n))));
-    const [good, bad] = (await engine.fetch({ queues: ['default'], count: 2 })) as [
+    const [good, bad] = (await engine.fetch({ queues: ['default'], count: 2 })) as unknown as [
       { id: string },
       { id: string },
     ];

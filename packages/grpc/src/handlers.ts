@@ -29,9 +29,7 @@ import {
   ackBatchResponse,
   type Engine,
   type EnqueueManyOutcome,
-  type EnqueueResult,
   healthStatus,
-  MAX_ACK_BATCH,
   MAX_PUSH_MANY,
   type NackRequest,
   offsetPagination,
@@ -48,7 +46,6 @@ import {
   toValue,
 } from '@ojs/sdk/proto-wire';
 import { authorize } from './auth.ts';
-import { Coalescer } from './coalesce.ts';
 import {
   type EnqueueContext,
   enqueueBody,
@@ -278,26 +275,8 @@ export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj | Buffe
 export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
   const { engine, streams } = ctx;
   const job = (record: JobRecord) => ({ job: jobToProto(record) });
-  const pushes = new Coalescer<Obj, EnqueueResult>(async (bodies) =>
-    (await engine.enqueueMany(bodies)).map((outcome) =>
-      outcome.status === 'error' ? { error: outcome.error } : { ok: outcome },
-    ),
-  );
-  // Batches of at most MAX_ACK_BATCH: settleBatch refuses a larger one whole.
-  const settle = (kind: 'acks' | 'nacks') =>
-    new Coalescer<AckRequest & NackRequest, JobRecord>(
-      async (items) =>
-        (await engine.settleBatch({ [kind]: items })).map((outcome) =>
-          outcome.status === 'ok' ? { ok: outcome.job } : { error: outcome.error },
-        ),
-      MAX_ACK_BATCH,
-    );
-  const acks = settle('acks');
-  const nacks = settle('nacks');
-  // Unfenced calls on a server that requires fencing are refused one by one
-  // (settleBatch would refuse the whole batch for one of them).
-  const fenced = (r: { workerId?: string; attempt?: number }) =>
-    !engine.requireFencing || (r.workerId !== undefined && r.attempt !== undefined);
+  // Concurrent Enqueue, Ack and Nack calls share store calls in the engine
+  // (decision 0100), as the HTTP binding's single requests do.
   const encodeFetch = ojsService().Fetch!.responseSerialize;
 
   return {
@@ -327,7 +306,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         'x-ojs-idempotency-key',
         enqueueContext(engine, call),
       );
-      const result = await pushes.submit(body);
+      const result = await engine.enqueue(body);
       // An enqueue middleware dropped the job: nothing stored, no job to show.
       if (result.status === 'dropped') return {};
       return job(result.job);
@@ -400,7 +379,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
         attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
       };
-      await (fenced(ack) ? acks.submit(ack as AckRequest & NackRequest) : engine.ack(ack));
+      await engine.ack(ack);
       streams.settled(jobId);
       return { acknowledged: true };
     },
@@ -415,9 +394,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
         attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
       };
-      const record = await (fenced(nack)
-        ? nacks.submit(nack as AckRequest & NackRequest)
-        : engine.nack(nack));
+      const record = await engine.nack(nack);
       streams.settled(jobId);
       const out: Obj = { state: stateToProto(record.state) };
       if (record.state === 'retryable' && record.next_attempt_at !== undefined) {
