@@ -510,11 +510,24 @@ async function runWrkOn(opts: BenchOptions, store: StoreName, tmp: string): Prom
   log(`\n== ojs ${store} wrk: enqueue, fetch, ack (-t1 -c50, ${opts.wrkSeconds} s)`);
   const run: WrkRun = { store, recorded: readRecordedCeiling(ANCHORS_DIR, 'redis') };
   try {
-    run.result = await withServer(db.spec, db.serverEnv, (server) =>
-      runWrkPhase(server.url, server.pid, tmp, opts.wrkSeconds, opts.wrkBacklog, (line) =>
-        log(`  [ojs ${store} wrk] ${line}`),
-      ),
-    );
+    // The server's store processes (redis-server, its PostgreSQL backends), read as in the phases.
+    const sampler = samplerFor(store);
+    try {
+      run.result = await withServer(db.spec, db.serverEnv, (server) => {
+        sampler.server = server.pid;
+        return runWrkPhase(
+          server.url,
+          server.pid,
+          () => sampler.read(),
+          tmp,
+          opts.wrkSeconds,
+          opts.wrkBacklog,
+          (line) => log(`  [ojs ${store} wrk] ${line}`),
+        );
+      });
+    } finally {
+      await sampler.close();
+    }
     const failed = run.result.ops.find((o) => o.error);
     if (failed) run.error = failed.error;
   } catch (error) {

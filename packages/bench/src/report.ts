@@ -295,6 +295,16 @@ export function peakRssRow(
   };
 }
 
+/** The store's processes per request beside the server's (Redis, PostgreSQL). */
+function storeCpu(op: WrkResult['ops'][number]): string {
+  const s = op.store_cpu_us_per_request;
+  if (s === undefined) return '';
+  const parts = (['redis-server', 'postgres'] as const)
+    .filter((r) => s[r] !== undefined)
+    .map((r) => `${ROLE_TITLE[r]} ${formatNumber(s[r]!)} µs/request`);
+  return parts.length === 0 ? '' : `; and ${parts.join(', ')}`;
+}
+
 /** The one row of a phase that gave no result. */
 function failedRow(
   store: StoreName,
@@ -362,7 +372,7 @@ export function wrkRows(
       anchor: null,
       anchor_value: null,
       ratio: null,
-      detail: `${op.server_cpu_s ?? '?'} s of the server process over the run (/proc/<pid>/stat)`,
+      detail: `${op.server_cpu_s ?? '?'} s of the server process over the run (/proc/<pid>/stat)${storeCpu(op)}`,
     });
   }
   rows.push({

@@ -74,6 +74,8 @@ export interface WrkOpResult extends Partial<WrkLine> {
   ids_used_up?: boolean;
   server_cpu_s: number | null;
   server_cpu_us_per_request: number | null;
+  /** The store's processes (redis-server, the PostgreSQL backends serving the server), µs/request. */
+  store_cpu_us_per_request?: Partial<Record<'redis-server' | 'postgres', number>>;
   /** fetch: jobs claimed (written for the ACK run); the other answers were empty. */
   claimed?: number;
   error?: string;
@@ -154,6 +156,8 @@ async function fillTo(url: string, depth: number): Promise<number | null> {
 export async function runWrkPhase(
   url: string,
   pid: number,
+  /** Cumulative CPU of the store's processes by role (cpu.ts CpuSampler.read). */
+  readStore: () => Promise<Partial<Record<string, number>>>,
   tmp: string,
   seconds: number,
   fetchBacklog: number,
@@ -175,9 +179,11 @@ export async function runWrkPhase(
     // ACK runs half as long as fetch, so that the jobs fetch claimed last it
     // out (wrk's rate divides by the -d time even if the script stops early).
     const runSeconds = op === 'ack' ? Math.max(1, Math.round(seconds / 2)) : seconds;
+    const store0 = await readStore();
     const before = cpuSeconds(pid);
     const { line, stderr } = await runWrk(url, op, runSeconds, ids);
     const after = cpuSeconds(pid);
+    const store1 = await readStore();
     const cpu = before === null || after === null ? null : Math.round((after - before) * 100) / 100;
     const out: WrkOpResult = {
       ...(line ?? {}),
@@ -186,6 +192,13 @@ export async function runWrkPhase(
       server_cpu_s: cpu,
       server_cpu_us_per_request: usPerRequest(before, after, line?.requests ?? 0),
     };
+    for (const role of ['redis-server', 'postgres'] as const) {
+      const us = usPerRequest(store0[role] ?? 0, store1[role] ?? null, line?.requests ?? 0);
+      if (us !== null && store1[role] !== undefined) {
+        out.store_cpu_us_per_request ??= {};
+        out.store_cpu_us_per_request[role] = us;
+      }
+    }
     if (op === 'ack' && line && line.requests + WRK_CONNECTIONS >= line.ids) out.ids_used_up = true;
     if (line === null) out.error = `wrk gave no result: ${stderr.trim().slice(-300)}`;
     if (op === 'fetch') {
