@@ -87,6 +87,9 @@ export interface WrkResult {
   /** Queued jobs before the fetch run (its backlog). */
   backlog_before_fetch: number | null;
   ops: WrkOpResult[];
+  /** VmHWM after the enqueue run, before the backlog fill (batch enqueues of 10,000). */
+  server_peak_rss_before_fill_mib: number | null;
+  /** VmHWM at the end (the fill included). */
   server_peak_rss_mib: number | null;
 }
 
@@ -169,10 +172,12 @@ export async function runWrkPhase(
     connections: WRK_CONNECTIONS,
     backlog_before_fetch: null,
     ops: [],
+    server_peak_rss_before_fill_mib: null,
     server_peak_rss_mib: null,
   };
   for (const op of WRK_OPS) {
     if (op === 'fetch') {
+      result.server_peak_rss_before_fill_mib = readProcMemory(pid).peak_rss_mib;
       log(`filling the queue to ${fetchBacklog.toLocaleString('en-US')} jobs for fetch`);
       result.backlog_before_fetch = await fillTo(url, fetchBacklog);
     }

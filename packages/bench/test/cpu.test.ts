@@ -208,7 +208,8 @@ describe('wrk phase', () => {
         seconds: 5,
         connections: 50,
         backlog_before_fetch: 200_000,
-        server_peak_rss_mib: 150,
+        server_peak_rss_before_fill_mib: 150,
+        server_peak_rss_mib: 250,
         ops: [
           {
             op: 'ack',
@@ -235,7 +236,7 @@ describe('wrk phase', () => {
       [
         ['ack POST /workers/ack', 'req/s', 10_000, 'recorded', 20_000, 0.5],
         ['ack server CPU', 'µs/req', 50, null, null, null],
-        ['server peak RSS (wrk runs)', 'MiB', 150, null, null, null],
+        ['server peak RSS (enqueue run)', 'MiB', 150, null, null, null],
       ],
     );
     assert.match(rows[0]!.detail, /ran out/);
