@@ -18,7 +18,7 @@ export interface Row {
   store: StoreName;
   mode: Mode | 'backlog' | 'wrk' | 'startup';
   phase: string;
-  unit: 'jobs/s' | 'ms' | 'MiB' | 'µs/job' | 'B/job' | 'req/s' | 'µs/req';
+  unit: 'jobs/s' | 'ms' | 'MiB' | 'µs/job' | 'B/job' | 'req/s' | 'µs/req' | 'ms/s';
   ours: number | null;
   /** 'recorded': a figure of ../shared/bench-anchors/recorded, not measured in this run. */
   anchor: Anchor | 'recorded' | null;
@@ -339,7 +339,19 @@ export function wrkRows(
 ): Row[] {
   const base = { store, mode: 'wrk' as const };
   if (w === undefined) return [failedRow(store, 'wrk', 'wrk', 'req/s', error)];
-  const rows: Row[] = [];
+  const rows: Row[] = [
+    {
+      ...base,
+      phase: 'server CPU while idle',
+      unit: 'ms/s',
+      ours: w.server_idle_cpu_ms_per_s,
+      anchor: null,
+      anchor_value: null,
+      ratio: null,
+      detail:
+        "2 s before the first run: the server's fixed cost (timers, pollers), part of every run's CPU per request, the larger the lower the rate",
+    },
+  ];
   for (const op of w.ops) {
     const ref = recorded ? recorded[`${op.op}_ok_rps`] : null;
     const ok = typeof op.ok_rps === 'number' ? op.ok_rps : null;

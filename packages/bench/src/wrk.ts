@@ -24,6 +24,8 @@ export const WRK_OPS = ['enqueue', 'fetch', 'ack'] as const;
 export type WrkOp = (typeof WRK_OPS)[number];
 export const WRK_CONNECTIONS = 50;
 const QUEUE = 'default';
+/** How long the server is left idle before the first run, to read its fixed CPU cost. */
+const IDLE_MS = 2000;
 
 /** What wrk-ojs.lua prints (its done()). */
 export interface WrkLine {
@@ -87,6 +89,8 @@ export interface WrkResult {
   /** Queued jobs before the fetch run (its backlog). */
   backlog_before_fetch: number | null;
   ops: WrkOpResult[];
+  /** The server's CPU while idle (2 s before the first run), ms per s: its fixed cost, which a low rate spreads over fewer requests. */
+  server_idle_cpu_ms_per_s: number | null;
   /** VmHWM after the enqueue run, before the backlog fill (batch enqueues of 10,000). */
   server_peak_rss_before_fill_mib: number | null;
   /** VmHWM at the end (the fill included). */
@@ -172,9 +176,15 @@ export async function runWrkPhase(
     connections: WRK_CONNECTIONS,
     backlog_before_fetch: null,
     ops: [],
+    server_idle_cpu_ms_per_s: null,
     server_peak_rss_before_fill_mib: null,
     server_peak_rss_mib: null,
   };
+  const idle0 = cpuSeconds(pid);
+  await new Promise((r) => setTimeout(r, IDLE_MS));
+  const idle1 = cpuSeconds(pid);
+  if (idle0 !== null && idle1 !== null)
+    result.server_idle_cpu_ms_per_s = Math.round(((idle1 - idle0) * 1e6) / IDLE_MS) / 1000;
   for (const op of WRK_OPS) {
     if (op === 'fetch') {
       result.server_peak_rss_before_fill_mib = readProcMemory(pid).peak_rss_mib;

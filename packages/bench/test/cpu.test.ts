@@ -208,6 +208,7 @@ describe('wrk phase', () => {
         seconds: 5,
         connections: 50,
         backlog_before_fetch: 200_000,
+        server_idle_cpu_ms_per_s: 20,
         server_peak_rss_before_fill_mib: 150,
         server_peak_rss_mib: 250,
         ops: [
@@ -234,12 +235,13 @@ describe('wrk phase', () => {
     assert.deepEqual(
       rows.map((r) => [r.phase, r.unit, r.ours, r.anchor, r.anchor_value, r.ratio]),
       [
+        ['server CPU while idle', 'ms/s', 20, null, null, null],
         ['ack POST /workers/ack', 'req/s', 10_000, 'recorded', 20_000, 0.5],
         ['ack server CPU', 'µs/req', 50, null, null, null],
         ['server peak RSS (enqueue run)', 'MiB', 150, null, null, null],
       ],
     );
-    assert.match(rows[0]!.detail, /ran out/);
+    assert.match(rows[1]!.detail, /ran out/);
   });
 });
 
