@@ -722,6 +722,19 @@ async function main(argv: string[]): Promise<number> {
     rmSync(tmp, { recursive: true, force: true });
   }
 
+  // Per-phase CPU that could not be read is said, not left as blank cells.
+  const cpuRuns: [string, { result?: Obj; phase_cpu?: Obj; cpu_problem?: string }][] = [
+    ...ours.map((r) => [`ojs ${r.store} ${r.mode}`, r] as [string, OurRun]),
+    ...Object.entries(anchorResults).map(([a, r]) => [`anchor ${a}`, r] as [string, AnchorRun]),
+  ];
+  for (const [label, r] of cpuRuns) {
+    if (r.cpu_problem) note(`${label}: ${r.cpu_problem}`);
+    if (r.result && Object.keys(r.phase_cpu ?? {}).length === 0)
+      note(
+        `${label}: no phase boundary came from common.js (see phase-probe.ts): no per-phase CPU`,
+      );
+  }
+
   const rows: Row[] = [];
   for (const store of stores) {
     const anchor = anchorResults[ANCHOR_OF[store]];
