@@ -68,6 +68,12 @@ export function usPerRequest(
   return Math.round((((after - before) * 1e6) / requests) * 10) / 10;
 }
 
+/** CPU ms per second of wall time, from CPU seconds spent over `wallMs`. */
+export function cpuMsPerSecond(cpuS: number, wallMs: number): number | null {
+  if (wallMs <= 0) return null;
+  return Math.round(((cpuS * 1000) / (wallMs / 1000)) * 10) / 10;
+}
+
 export interface WrkOpResult extends Partial<WrkLine> {
   op: WrkOp;
   /** wrk's -d. */
@@ -184,7 +190,7 @@ export async function runWrkPhase(
   await new Promise((r) => setTimeout(r, IDLE_MS));
   const idle1 = cpuSeconds(pid);
   if (idle0 !== null && idle1 !== null)
-    result.server_idle_cpu_ms_per_s = Math.round(((idle1 - idle0) * 1e6) / IDLE_MS) / 1000;
+    result.server_idle_cpu_ms_per_s = cpuMsPerSecond(idle1 - idle0, IDLE_MS);
   for (const op of WRK_OPS) {
     if (op === 'fetch') {
       result.server_peak_rss_before_fill_mib = readProcMemory(pid).peak_rss_mib;

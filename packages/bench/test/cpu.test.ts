@@ -12,7 +12,7 @@ import { injectPhaseHook } from '../src/phase-hook.ts';
 import { cpuSeconds, parseNetTcp, parseProcStat, parseProcStatus } from '../src/proc.ts';
 import { cpuRow, startupRows, sumSpends, wrkRows } from '../src/report.ts';
 import { median } from '../src/startup.ts';
-import { parseRecordedCeiling, parseWrkOutput, usPerRequest } from '../src/wrk.ts';
+import { cpuMsPerSecond, parseRecordedCeiling, parseWrkOutput, usPerRequest } from '../src/wrk.ts';
 
 describe('/proc parsers', () => {
   it('stat: ppid and utime + stime in seconds, a command name with spaces and parentheses', () => {
@@ -179,6 +179,11 @@ describe('wrk phase', () => {
     const stdout = `Running 5s test @ http://127.0.0.1:1\n  1 threads and 50 connections\n{"op":"fetch","requests":1000,"duration_s":5.000,"rps":200.0,"errors":0,"non2xx":3,"ok_rps":199.4,"lat_p50_ms":1.000,"lat_p99_ms":9.000,"ids":0}\n`;
     assert.equal(parseWrkOutput(stdout)?.non2xx, 3);
     assert.equal(parseWrkOutput('unable to connect'), null);
+  });
+
+  it('idle CPU in ms per second: 0.06 s over 2 s is 30 ms/s', () => {
+    assert.equal(cpuMsPerSecond(0.06, 2000), 30);
+    assert.equal(cpuMsPerSecond(0.06, 0), null);
   });
 
   it('server CPU per request', () => {
