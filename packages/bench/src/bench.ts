@@ -623,7 +623,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (stores.includes('redis')) {
     note(
-      `redis: our server on Redis ${redis?.version ?? '?'} at ${REDIS_HOST}:${REDIS_PORT} db 0 under its own key prefix (ojs-bench-<pid>-redis_<mode>, deleted after each run), the Redis BullMQ runs on; redis-server's CPU (pid ${redis?.pid ?? '?'}, /proc) is read around each whole run, ours and BullMQ's, and counts any other client of that Redis too.`,
+      `redis: our server on Redis ${redis?.version ?? '?'} at ${REDIS_HOST}:${REDIS_PORT} db 0 under its own key prefix (ojs-bench-<pid>-redis_<mode>, deleted after each run), the Redis BullMQ runs on; redis-server's CPU (pid ${redis?.pid ?? '?'}, /proc) is read at each phase boundary, ours and BullMQ's, and counts any other client of that Redis too.`,
     );
     if (opts.phases.includes('backlog'))
       note(
