@@ -26,6 +26,8 @@ export const WRK_CONNECTIONS = 50;
 const QUEUE = 'default';
 /** How long the server is left idle before the first run, to read its fixed CPU cost. */
 const IDLE_MS = 2000;
+/** wrk's -d of each warm-up run. */
+const WARMUP_S = 1;
 
 /** What wrk-ojs.lua prints (its done()). */
 export interface WrkLine {
@@ -162,9 +164,9 @@ async function fillTo(url: string, depth: number): Promise<number | null> {
 }
 
 /**
- * The three wrk runs against one server (`pid` its process): enqueue, then
- * fetch from a backlog of at least `fetchBacklog` jobs, then ACK of what
- * fetch claimed.
+ * The three wrk runs against one server (`pid` its process), after a
+ * warm-up round of the same three: enqueue, then fetch from a backlog of at
+ * least `fetchBacklog` jobs, then ACK of what fetch claimed.
  */
 export async function runWrkPhase(
   url: string,
@@ -186,6 +188,12 @@ export async function runWrkPhase(
     server_peak_rss_before_fill_mib: null,
     server_peak_rss_mib: null,
   };
+  // A fresh server compiles its hot paths during its first seconds (JIT work
+  // on background threads counts in its CPU): one short run of each call
+  // first, not measured, as the recorded anchor's runs followed a warm-up too.
+  const warmIds = join(tmp, `wrk-warm-ids-${pid}.txt`);
+  log(`warm-up: enqueue, fetch, ack ${WARMUP_S} s each (not measured)`);
+  for (const op of WRK_OPS) await runWrk(url, op, WARMUP_S, warmIds);
   const idle0 = cpuSeconds(pid);
   await new Promise((r) => setTimeout(r, IDLE_MS));
   const idle1 = cpuSeconds(pid);
