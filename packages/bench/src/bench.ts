@@ -30,6 +30,7 @@ import {
 } from '../../../scripts/lib.ts';
 import { installServer } from '../../../scripts/packed.ts';
 import { type BacklogResult, runBacklog } from './backlog.ts';
+import { CpuSampler, phaseSeconds, type Role, type RoleSeconds } from './cpu.ts';
 import {
   ANCHOR_PHASES,
   type Anchor,
@@ -42,6 +43,7 @@ import {
   USAGE,
   UsageError,
 } from './options.ts';
+import { cpuSeconds, readProcMemory } from './proc.ts';
 import {
   installCleanup,
   isLoopbackHost,
@@ -52,7 +54,6 @@ import {
 } from './procs.ts';
 import {
   type BullmqBacklogResult,
-  cpuSeconds,
   ourKeyGroup,
   REDIS_HOST,
   REDIS_PORT,
@@ -68,10 +69,19 @@ import {
   anchorPhaseRows,
   backlogRows,
   type CpuFigures,
-  cpuRows,
+  cpuRow,
+  type PhaseSpend,
+  peakRssRow,
+  phaseJobs,
   type Row,
+  redisTraffic,
   renderTable,
+  startupRows,
+  sumSpends,
+  wrkRows,
 } from './report.ts';
+import { runStartup, type StartupResult } from './startup.ts';
+import { readRecordedCeiling, runWrkPhase, type WrkResult } from './wrk.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -85,6 +95,8 @@ const POSTGRES_URL = process.env.OJS_TEST_POSTGRES_URL ?? 'postgres://postgres@1
 const NODE_PATH = [join(PACKAGE_DIR, 'node_modules'), join(ROOT, 'node_modules')].join(':');
 
 const RAW_PHASES: Phase[] = ['enqueue_bulk', 'drain_bulk'];
+/** The phases common.js runs (not backlog, wrk, startup: the bench's own). */
+const isAnchorPhase = (p: Phase) => (ANCHOR_PHASES as readonly Phase[]).includes(p);
 
 const notes: string[] = [];
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -248,6 +260,22 @@ interface OurRun {
   wall_s?: number;
   /** CPU time over the whole run (/proc): our server process, and redis-server on Redis. */
   cpu?: CpuFigures;
+  /** CPU seconds per process role in each phase (cpu.ts). */
+  phase_cpu?: Record<string, RoleSeconds>;
+  /** Peak RSS (VmHWM) of the server process over the run, MiB. */
+  server_peak_rss_mib?: number | null;
+  /** Peak RSS seen per role (producer, worker, server), MiB. */
+  peak_rss_mib?: Partial<Record<Role, number>>;
+  /** Why some process's CPU was not read. */
+  cpu_problem?: string;
+}
+
+/** What a run's processes are read for (cpu.ts): the store's service, if any. */
+function samplerFor(store: StoreName | Anchor): CpuSampler {
+  return new CpuSampler({
+    redis: store === 'redis' || store === 'bullmq' ? (redis?.pid ?? null) : null,
+    ...(store === 'postgres' || store === 'graphile' ? { postgresUrl: POSTGRES_URL } : {}),
+  });
 }
 
 async function runOurs(
@@ -259,9 +287,10 @@ async function runOurs(
   const phases =
     mode === 'raw'
       ? opts.phases.filter((p) => RAW_PHASES.includes(p))
-      : opts.phases.filter((p) => p !== 'backlog');
+      : opts.phases.filter(isAnchorPhase);
   const run: OurRun = { store, mode, phases };
   const db = freshStore(store, tmp, `${store}_${mode}`);
+  const sampler = samplerFor(store);
   const redisPid = store === 'redis' ? (redis?.pid ?? null) : null;
   const redisCpu0 = cpuSeconds(redisPid);
   const net0 = store === 'redis' ? await redisNetBytes() : null;
@@ -282,6 +311,7 @@ async function runOurs(
         env: { ...env, ...extra },
         hardTimeoutMs: hardTimeout(opts),
         label,
+        onPhase: sampler.onPhase,
       });
       if (out.json === undefined) {
         run.error = out.timedOut ? 'hard time limit' : `exit ${out.code}, no result`;
@@ -305,6 +335,7 @@ async function runOurs(
         db.serverEnv,
         async (server) => {
           const cpu0 = cpuSeconds(server.pid);
+          sampler.server = server.pid;
           try {
             await child({
               OJS_BENCH_URL: server.url,
@@ -312,6 +343,8 @@ async function runOurs(
             });
           } finally {
             serverCpu = cpuDelta(cpu0, cpuSeconds(server.pid));
+            // VmHWM: the peak over the server's life, read before it stops.
+            run.server_peak_rss_mib = readProcMemory(server.pid).peak_rss_mib;
           }
         },
         { grpc: mode === 'grpc' },
@@ -328,6 +361,10 @@ async function runOurs(
       redis_server_s: redisCpu,
       ...(store === 'redis' ? netDelta(net0, net1) : {}),
     };
+    run.phase_cpu = phaseSeconds(sampler.marks);
+    run.peak_rss_mib = sampler.peakRss;
+    if (sampler.problem) run.cpu_problem = sampler.problem;
+    await sampler.close();
     await db.remove();
   }
   run.wall_s = Math.round((performance.now() - t0) / 100) / 10;
@@ -405,6 +442,10 @@ interface AnchorRun {
   error?: string;
   /** BullMQ: redis-server's CPU time over the whole script. */
   cpu?: CpuFigures;
+  /** CPU seconds per process role in each phase (cpu.ts). */
+  phase_cpu?: Record<string, RoleSeconds>;
+  peak_rss_mib?: Partial<Record<Role, number>>;
+  cpu_problem?: string;
 }
 
 async function runAnchor(opts: BenchOptions, anchor: Anchor): Promise<AnchorRun> {
@@ -420,12 +461,20 @@ async function runAnchor(opts: BenchOptions, anchor: Anchor): Promise<AnchorRun>
   const redisPid = anchor === 'bullmq' ? (redis?.pid ?? null) : null;
   const redisCpu0 = cpuSeconds(redisPid);
   const net0 = anchor === 'bullmq' ? await redisNetBytes() : null;
+  const sampler = samplerFor(anchor);
   const out = await runNodeScript(join(ANCHORS_DIR, file), {
     cwd: ANCHORS_DIR,
     env,
     hardTimeoutMs: hardTimeout(opts),
     label: anchor,
+    onPhase: sampler.onPhase,
   });
+  await sampler.close();
+  const perPhase = {
+    phase_cpu: phaseSeconds(sampler.marks),
+    peak_rss_mib: sampler.peakRss,
+    ...(sampler.problem ? { cpu_problem: sampler.problem } : {}),
+  };
   const redisCpu = cpuDelta(redisCpu0, cpuSeconds(redisPid));
   const cpu: CpuFigures | undefined =
     anchor === 'bullmq'
@@ -437,9 +486,78 @@ async function runAnchor(opts: BenchOptions, anchor: Anchor): Promise<AnchorRun>
         }
       : undefined;
   if (out.json === undefined)
-    return { error: out.timedOut ? 'hard time limit' : `exit ${out.code}, no result`, cpu };
-  if (typeof out.json.error === 'string') return { result: out.json, error: out.json.error, cpu };
-  return { result: out.json, cpu };
+    return {
+      error: out.timedOut ? 'hard time limit' : `exit ${out.code}, no result`,
+      cpu,
+      ...perPhase,
+    };
+  if (typeof out.json.error === 'string')
+    return { result: out.json, error: out.json.error, cpu, ...perPhase };
+  return { result: out.json, cpu, ...perPhase };
+}
+
+interface WrkRun {
+  store: StoreName;
+  result?: WrkResult;
+  error?: string;
+  /** The recorded Fastify + Redis ceiling shown beside it (not measured in this run). */
+  recorded: ReturnType<typeof readRecordedCeiling>;
+}
+
+/** The wrk phase on a fresh server and store (wrk.ts). */
+async function runWrkOn(opts: BenchOptions, store: StoreName, tmp: string): Promise<WrkRun> {
+  const db = freshStore(store, tmp, `${store}_wrk`);
+  log(`\n== ojs ${store} wrk: enqueue, fetch, ack (-t1 -c50, ${opts.wrkSeconds} s)`);
+  const run: WrkRun = { store, recorded: readRecordedCeiling(ANCHORS_DIR, 'redis') };
+  try {
+    // The server's store processes (redis-server, its PostgreSQL backends), read as in the phases.
+    const sampler = samplerFor(store);
+    try {
+      run.result = await withServer(db.spec, db.serverEnv, (server) => {
+        sampler.server = server.pid;
+        return runWrkPhase(
+          server.url,
+          server.pid,
+          () => sampler.read(),
+          tmp,
+          opts.wrkSeconds,
+          opts.wrkBacklog,
+          (line) => log(`  [ojs ${store} wrk] ${line}`),
+        );
+      });
+    } finally {
+      await sampler.close();
+    }
+    const failed = run.result.ops.find((o) => o.error);
+    if (failed) run.error = failed.error;
+  } catch (error) {
+    run.error = (error as Error).message;
+    log(`   wrk on ${store}: ${run.error}`);
+  } finally {
+    await db.remove();
+  }
+  return run;
+}
+
+interface StartupRun {
+  result?: StartupResult;
+  error?: string;
+  /** The repository's TypeScript ran, not the installed build. */
+  source: boolean;
+}
+
+/** The startup phase: the server `--server` selects (installed build by default). */
+async function runStartupPhase(opts: BenchOptions, tmp: string): Promise<StartupRun> {
+  const source = serverEntry === undefined;
+  const entry = serverEntry ?? join(ROOT, 'packages/cli/src/main.ts');
+  log(`\n== ojs startup: ${opts.startupRuns} starts of ${entry}`);
+  try {
+    const result = await runStartup(entry, tmp, opts.startupRuns, opts.phaseTimeoutS * 1000);
+    const failed = result.runs.find((r) => r.error);
+    return { result, source, ...(failed ? { error: failed.error } : {}) };
+  } catch (error) {
+    return { source, error: (error as Error).message };
+  }
 }
 
 /** The `ojs` command the server processes run, packed and installed as npm installs it. */
@@ -473,7 +591,7 @@ async function main(argv: string[]): Promise<number> {
   }
   installCleanup();
   const started = new Date();
-  const anchorPhases = opts.phases.filter((p) => p !== 'backlog');
+  const anchorPhases = opts.phases.filter(isAnchorPhase);
 
   // Services: a missing one skips what needs it, with the reason in the output.
   let stores = opts.stores;
@@ -505,7 +623,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (stores.includes('redis')) {
     note(
-      `redis: our server on Redis ${redis?.version ?? '?'} at ${REDIS_HOST}:${REDIS_PORT} db 0 under its own key prefix (ojs-bench-<pid>-redis_<mode>, deleted after each run), the Redis BullMQ runs on; redis-server's CPU (pid ${redis?.pid ?? '?'}, /proc) is read around each whole run, ours and BullMQ's, and counts any other client of that Redis too.`,
+      `redis: our server on Redis ${redis?.version ?? '?'} at ${REDIS_HOST}:${REDIS_PORT} db 0 under its own key prefix (ojs-bench-<pid>-redis_<mode>, deleted after each run), the Redis BullMQ runs on; redis-server's CPU (pid ${redis?.pid ?? '?'}, /proc) is read at each phase boundary, ours and BullMQ's, and counts any other client of that Redis too.`,
     );
     if (opts.phases.includes('backlog'))
       note(
@@ -548,9 +666,9 @@ async function main(argv: string[]): Promise<number> {
     );
 
   const needsServer =
-    stores.length > 0 &&
-    (opts.phases.includes('backlog') ||
-      (anchorPhases.length > 0 && opts.modes.some((m) => m !== 'in-process')));
+    opts.phases.includes('startup') ||
+    (stores.length > 0 && (opts.phases.includes('backlog') || opts.phases.includes('wrk'))) ||
+    (stores.length > 0 && anchorPhases.length > 0 && opts.modes.some((m) => m !== 'in-process'));
   if (needsServer)
     note(
       opts.server === 'packed'
@@ -560,6 +678,8 @@ async function main(argv: string[]): Promise<number> {
   const tmp = mkdtempSync(join(tmpdir(), 'ojs-bench-'));
   const ours: OurRun[] = [];
   const backlogs: BacklogRun[] = [];
+  const wrks: WrkRun[] = [];
+  let startup: StartupRun | undefined;
   const anchorResults: Partial<Record<Anchor, AnchorRun>> = {};
   try {
     if (opts.server === 'packed' && needsServer) {
@@ -594,28 +714,73 @@ async function main(argv: string[]): Promise<number> {
             opts.anchors.includes('bullmq') && redis !== undefined,
           ),
         );
+      if (opts.phases.includes('wrk')) wrks.push(await runWrkOn(opts, store, tmp));
     }
+    if (opts.phases.includes('startup')) startup = await runStartupPhase(opts, tmp);
     for (const anchor of anchors) anchorResults[anchor] = await runAnchor(opts, anchor);
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
 
+  // Per-phase CPU that could not be read is said, not left as blank cells.
+  const cpuRuns: [string, { result?: Obj; phase_cpu?: Obj; cpu_problem?: string }][] = [
+    ...ours.map((r) => [`ojs ${r.store} ${r.mode}`, r] as [string, OurRun]),
+    ...Object.entries(anchorResults).map(([a, r]) => [`anchor ${a}`, r] as [string, AnchorRun]),
+  ];
+  for (const [label, r] of cpuRuns) {
+    if (r.cpu_problem) note(`${label}: ${r.cpu_problem}`);
+    if (r.result && Object.keys(r.phase_cpu ?? {}).length === 0)
+      note(
+        `${label}: no phase boundary came from common.js (see phase-probe.ts): no per-phase CPU`,
+      );
+  }
+
   const rows: Row[] = [];
   for (const store of stores) {
     const anchor = anchorResults[ANCHOR_OF[store]];
+    const anchorSpend = (phase: string): PhaseSpend | undefined =>
+      anchor
+        ? { seconds: anchor.phase_cpu?.[phase], jobs: phaseJobs(anchor.result, phase) }
+        : undefined;
     for (const run of ours.filter((r) => r.store === store)) {
-      rows.push(
-        ...anchorPhaseRows(store, run.mode, run.result, anchor?.result, run.phases, run.error),
-      );
-      // CPU rows on Redis: redis-server's share is comparable with BullMQ's.
-      if (store === 'redis' && run.cpu)
+      const spend = (phase: string): PhaseSpend => ({
+        seconds: run.phase_cpu?.[phase],
+        jobs: phaseJobs(run.result, phase),
+      });
+      // Each phase's rate, then its CPU per job by process, ours and the anchor's.
+      for (const phase of run.phases) {
         rows.push(
-          ...cpuRows(store, run.mode, run.cpu, run.mode === 'raw' ? undefined : anchor?.cpu),
+          ...anchorPhaseRows(store, run.mode, run.result, anchor?.result, [phase], run.error),
+        );
+        rows.push(cpuRow(store, run.mode, phase, spend(phase), anchorSpend(phase)));
+      }
+      const all = (f: (phase: string) => PhaseSpend | undefined) => {
+        const spends = run.phases.map(f);
+        return spends.every((x) => x === undefined)
+          ? undefined
+          : sumSpends(spends.flatMap((x) => (x ? [x] : [])));
+      };
+      rows.push(
+        cpuRow(
+          store,
+          run.mode,
+          'all phases',
+          all(spend)!,
+          all(anchorSpend),
+          store === 'redis' && run.mode !== 'raw' ? redisTraffic(run.cpu, anchor?.cpu) : '',
+        ),
+      );
+      if (run.mode !== 'in-process')
+        rows.push(
+          peakRssRow(store, run.mode, run.server_peak_rss_mib ?? null, run.peak_rss_mib ?? {}),
         );
     }
     for (const b of backlogs.filter((x) => x.store === store))
       rows.push(...backlogRows(store, b.result, b.error, b.bullmq?.result));
+    for (const w of wrks.filter((x) => x.store === store))
+      rows.push(...wrkRows(store, w.result, w.recorded, w.error));
   }
+  if (startup) rows.push(...startupRows(startup.result, startup.source, startup.error));
   const finished = new Date();
   process.stdout.write(`${renderTable(rows)}\n\n`);
   for (const [anchor, r] of Object.entries(anchorResults)) {
@@ -646,12 +811,22 @@ async function main(argv: string[]): Promise<number> {
     notes,
     ours,
     backlog: backlogs,
+    wrk: wrks,
+    startup,
     anchors: anchorResults,
     table: rows,
   };
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`\nraw figures: ${out} (${report.duration_s} s)\n`);
-  const failed = ours.some((r) => r.error) || backlogs.some((b) => b.error);
+  // One JSON line of the table's figures (rate, ratio, CPU per job by process) for scripts.
+  process.stdout.write(
+    `${JSON.stringify({ commit: (report.git as Obj).head, rows: rows.map(({ detail: _, ...r }) => r) })}\n`,
+  );
+  const failed =
+    ours.some((r) => r.error) ||
+    backlogs.some((b) => b.error) ||
+    wrks.some((w) => w.error) ||
+    startup?.error !== undefined;
   return failed ? 1 : 0;
 }
 

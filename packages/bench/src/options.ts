@@ -15,7 +15,12 @@ export const ANCHOR_PHASES = [
   'latency_idle',
   'steady_e2e',
 ] as const;
-export const PHASES = [...ANCHOR_PHASES, 'backlog'] as const;
+/**
+ * backlog: claim+ack at depth (ours only); wrk: single HTTP requests driven by
+ * wrk (enqueue, fetch, ack; server CPU per request); startup: the installed
+ * server's start-to-first-answer time and idle RSS.
+ */
+export const PHASES = [...ANCHOR_PHASES, 'backlog', 'wrk', 'startup'] as const;
 export type Phase = (typeof PHASES)[number];
 
 export const STORES = ['sqlite', 'sqlite-normal', 'postgres', 'redis'] as const;
@@ -55,6 +60,12 @@ export interface BenchOptions {
   phases: Phase[];
   anchors: Anchor[];
   phaseTimeoutS: number;
+  /** wrk's -d for the enqueue and fetch runs of the wrk phase (ACK: half). */
+  wrkSeconds: number;
+  /** Jobs queued before the wrk fetch run. */
+  wrkBacklog: number;
+  /** Starts measured by the startup phase. */
+  startupRuns: number;
   out: string | undefined;
   server: ServerBuild;
   /** false: the server runs with logging and metrics off (their cost, issue 16). */
@@ -83,6 +94,9 @@ export const USAGE = `Usage: npm run bench -- [flags]
   --fill-batch N    jobs per batch enqueue of the backlog fill (default 10000, the server's maximum)
   --phases LIST     ${PHASES.join(', ')} (default all)
   --anchors X       on, off, or a list of bullmq, graphile (default on)
+  --wrk-seconds S   duration of the wrk enqueue and fetch runs (default 5; ACK runs half of it)
+  --wrk-backlog N   jobs queued before the wrk fetch run (default 200000)
+  --startup-runs N  server starts timed by the startup phase (default 3; the median is shown)
   --phase-timeout S time limit of each phase in seconds (default 180)
   --server X        packed (the default: the packages built and installed as npm installs them, what
                     users run) or source (this repository's TypeScript, as npm start runs it)
@@ -145,6 +159,9 @@ export function parseOptions(argv: string[]): BenchOptions {
         phases: { type: 'string', default: PHASES.join(',') },
         anchors: { type: 'string', default: 'on' },
         'phase-timeout': { type: 'string', default: '180' },
+        'wrk-seconds': { type: 'string', default: '5' },
+        'wrk-backlog': { type: 'string', default: '200000' },
+        'startup-runs': { type: 'string', default: '3' },
         out: { type: 'string' },
         server: { type: 'string', default: 'packed' },
         observability: { type: 'string', default: 'on' },
@@ -189,6 +206,9 @@ export function parseOptions(argv: string[]): BenchOptions {
     phases: PHASES.filter((p) => phases.includes(p)),
     anchors,
     phaseTimeoutS: integer('phase-timeout', values['phase-timeout'] as string, 5, 3600),
+    wrkSeconds: integer('wrk-seconds', values['wrk-seconds'] as string, 1, 600),
+    wrkBacklog: integer('wrk-backlog', values['wrk-backlog'] as string, 1000, 10_000_000),
+    startupRuns: integer('startup-runs', values['startup-runs'] as string, 1, 50),
     out: values.out as string | undefined,
     server: oneOf('server', values.server as string, SERVERS),
     observability: onOff('observability', values.observability as string),

@@ -7,6 +7,16 @@
  */
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
+import { isPhaseMessage } from './phase-hook.ts';
+
+/** The preload that reports common.js's phase boundaries (phase-probe.ts). */
+const PHASE_PROBE = new URL('./phase-probe.ts', import.meta.url).href;
+
+export type PhaseListener = (boundary: {
+  pid: number;
+  phase: string;
+  edge: 'start' | 'end';
+}) => Promise<void>;
 
 const MAX_FORWARDED_LINES = 20;
 const groups = new Set<number>();
@@ -63,21 +73,43 @@ export interface ChildResult {
 /**
  * Runs `node file` (this Node) in its own process group, forwards its stderr
  * with a prefix, and returns its last JSON line. After `hardTimeoutMs` the
- * whole group is killed.
+ * whole group is killed. With `onPhase`, the script (a common.js producer)
+ * runs with phase-probe.ts preloaded and waits at each phase boundary until
+ * `onPhase` has returned.
  */
 export function runNodeScript(
   file: string,
-  options: { cwd: string; env: Record<string, string>; hardTimeoutMs: number; label: string },
+  options: {
+    cwd: string;
+    env: Record<string, string>;
+    hardTimeoutMs: number;
+    label: string;
+    onPhase?: PhaseListener;
+  },
 ): Promise<ChildResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [file], {
+    const onPhase = options.onPhase;
+    const child = spawn(process.execPath, onPhase ? ['--import', PHASE_PROBE, file] : [file], {
       cwd: options.cwd,
       env: { ...process.env, ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: onPhase ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
     const pgid = child.pid!;
     groups.add(pgid);
+    if (onPhase) {
+      child.on('message', (m) => {
+        if (!isPhaseMessage(m)) return;
+        const { id, ...boundary } = m.ojsBenchPhase;
+        onPhase(boundary)
+          .catch((error: unknown) =>
+            process.stderr.write(`  [${options.label}] phase reading: ${String(error)}\n`),
+          )
+          .finally(() => {
+            if (child.connected) child.send({ ojsBenchPhaseAck: id });
+          });
+      });
+    }
     let stdout = '';
     let stderr = '';
     let timedOut = false;

@@ -21,8 +21,9 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
+import { cpuSeconds } from './proc.ts';
 import { isLoopbackHost } from './procs.ts';
-import { cpuSeconds, REDIS_HOST, REDIS_URL, redisInfo } from './redis.ts';
+import { REDIS_HOST, REDIS_URL, redisInfo } from './redis.ts';
 
 const USAGE = `Usage: node packages/bench/src/redis-clients.ts [flags]
 

@@ -2,11 +2,10 @@
  * Redis readings of the bench (`--stores redis`): redis-server's pid and
  * memory (INFO server process_id, INFO memory used_memory), the memory of
  * one key prefix's keys (SCAN + MEMORY USAGE ... SAMPLES 0, grouped by what
- * they hold), the CPU time of a process from /proc/<pid>/stat, and a BullMQ
+ * they hold), and a BullMQ
  * backlog of the same depth as ours, so that Redis memory per queued job
  * has an anchor too. Loopback only (bench.ts checks the host).
  */
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -15,22 +14,6 @@ export const REDIS_HOST = process.env.REDIS_HOST ?? '127.0.0.1';
 export const REDIS_PORT = Number(process.env.REDIS_PORT ?? 6379);
 /** Database 0: the one BullMQ's anchor script uses. */
 export const REDIS_URL = `redis://${REDIS_HOST}:${REDIS_PORT}/0`;
-
-/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in ticks of 1/100 s. */
-const TICKS_PER_S = 100;
-
-/** User + system CPU seconds of a process so far, from /proc/<pid>/stat (null if unreadable). */
-export function cpuSeconds(pid: number | null | undefined): number | null {
-  if (pid === null || pid === undefined) return null;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces), from field 3 on.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
-  } catch {
-    return null;
-  }
-}
 
 export async function withRedisClient<T>(fn: (redis: Redis) => Promise<T>): Promise<T> {
   const redis = new Redis(REDIS_URL, {

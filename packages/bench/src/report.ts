@@ -6,23 +6,29 @@
  * (Redis), PostgreSQL rows with graphile-worker with batching.
  */
 import { type BacklogResult, QUIET_MS } from './backlog.ts';
+import { type CpuPerJob, cpuPerJob, ROLES, type Role, type RoleSeconds } from './cpu.ts';
 import type { Anchor, Mode, StoreName } from './options.ts';
 import { type BullmqBacklogResult, bytesPerJob, mibPerMillion } from './redis.ts';
+import type { StartupResult } from './startup.ts';
+import type { RecordedCeiling, WrkOp, WrkResult } from './wrk.ts';
 
 type Obj = Record<string, unknown>;
 
 export interface Row {
   store: StoreName;
-  mode: Mode | 'backlog';
+  mode: Mode | 'backlog' | 'wrk' | 'startup';
   phase: string;
-  unit: 'jobs/s' | 'ms' | 'MiB' | 'µs/job' | 'B/job';
+  unit: 'jobs/s' | 'ms' | 'MiB' | 'µs/job' | 'B/job' | 'req/s' | 'µs/req' | 'ms/s';
   ours: number | null;
-  anchor: Anchor | null;
+  /** 'recorded': a figure of ../shared/bench-anchors/recorded, not measured in this run. */
+  anchor: Anchor | 'recorded' | null;
   anchor_value: number | null;
   /** ours / anchor_value. */
   ratio: number | null;
   detail: string;
   error?: string;
+  /** CPU rows: µs per job by process (role), ours and the anchor's. */
+  cpu?: { ours: CpuPerJob | null; anchor: CpuPerJob | null };
 }
 
 export const ANCHOR_OF: Record<StoreName, Anchor> = {
@@ -168,56 +174,268 @@ export interface CpuFigures {
   redis_net_out_bytes?: number | null;
 }
 
-/** The engine's default event retention (newest events kept by its pruner). */
-const EVENT_RETENTION = 100_000;
+/** What one side (ours or the anchor) spent in one phase. */
+export interface PhaseSpend {
+  /** CPU seconds per role in the phase (phaseSeconds). */
+  seconds: RoleSeconds | undefined;
+  /** Jobs of the phase (its result's `jobs`). */
+  jobs: number | null;
+}
 
-const perJobUs = (seconds: number | null, jobs: number) =>
-  seconds === null || jobs <= 0 ? null : (seconds * 1e6) / jobs;
+export const ROLE_TITLE: Record<Role, string> = {
+  producer: 'producer',
+  worker: 'worker',
+  server: 'server',
+  'redis-server': 'redis-server',
+  postgres: 'PG backends',
+};
 
-/** Redis store: redis-server's CPU per job over the run next to BullMQ's, and our server's. */
-export function cpuRows(
+/** "server 40 + worker 30 + producer 20 = 90" (µs/job). */
+export function cpuBreakdown(cpu: CpuPerJob | null): string {
+  if (cpu === null) return '?';
+  // One decimal below 100 µs: the readings are ticks of 10 ms over whole phases.
+  const us = (v: number) => (v >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(1));
+  const parts = ROLES.filter((r) => cpu.roles[r] !== undefined).map(
+    (r) => `${ROLE_TITLE[r]} ${us(cpu.roles[r]!)}`,
+  );
+  return `${parts.join(' + ')} = ${us(cpu.total)}`;
+}
+
+/** Jobs of a phase in a common.js result (null if the phase failed or did not run). */
+export function phaseJobs(result: Obj | undefined, phase: string): number | null {
+  const p = phaseOf(result, phase);
+  return p && !p.error ? num(p.jobs) : null;
+}
+
+/**
+ * The CPU row of one phase: total µs per job of every process taking part,
+ * ours next to the anchor's, and the ratio of the totals; the detail gives
+ * the processes. `label` names the row (the phase, or 'all phases').
+ */
+export function cpuRow(
   store: StoreName,
   mode: Mode,
-  ours: CpuFigures,
-  anchor: CpuFigures | undefined,
-): Row[] {
-  const redis = perJobUs(ours.redis_server_s, ours.jobs);
-  const theirs = anchor ? perJobUs(anchor.redis_server_s, anchor.jobs) : null;
-  const server = perJobUs(ours.server_s, ours.jobs);
-  const seconds = (s: number | null) => (s === null ? '?' : `${s.toFixed(2)} s`);
-  const bytes = (cpu: CpuFigures) => {
+  label: string,
+  ours: PhaseSpend,
+  anchor: PhaseSpend | undefined,
+  extra = '',
+): Row {
+  const mine = ours.seconds ? cpuPerJob(ours.seconds, ours.jobs) : null;
+  const theirs = anchor?.seconds ? cpuPerJob(anchor.seconds, anchor.jobs) : null;
+  const anchorName = ANCHOR_OF[store];
+  return {
+    store,
+    mode,
+    phase: `${label} CPU`,
+    unit: 'µs/job',
+    ours: mine?.total ?? null,
+    anchor: anchor ? anchorName : null,
+    anchor_value: theirs?.total ?? null,
+    ratio: mine !== null && theirs !== null && theirs.total > 0 ? mine.total / theirs.total : null,
+    detail: `ours ${cpuBreakdown(mine)}${anchor ? `; ${ANCHOR_TITLE[anchorName]} ${cpuBreakdown(theirs)}` : ''}${extra}`,
+    cpu: { ours: mine, anchor: theirs },
+  };
+}
+
+/** Sums the phases' seconds and jobs (the 'all phases' row). */
+export function sumSpends(spends: readonly PhaseSpend[]): PhaseSpend {
+  const seconds: RoleSeconds = {};
+  let jobs = 0;
+  let any = false;
+  for (const s of spends) {
+    if (!s.seconds || s.jobs === null) continue;
+    any = true;
+    jobs += s.jobs;
+    for (const role of ROLES) {
+      const v = s.seconds[role];
+      if (v !== undefined) seconds[role] = (seconds[role] ?? 0) + v;
+    }
+  }
+  return { seconds: any ? seconds : undefined, jobs: any ? jobs : null };
+}
+
+/** Redis traffic per job over a whole run (INFO stats), for the 'all phases' CPU row. */
+export function redisTraffic(ours: CpuFigures | undefined, anchor: CpuFigures | undefined): string {
+  const bytes = (cpu: CpuFigures | undefined) => {
+    if (!cpu || cpu.redis_net_in_bytes === undefined) return undefined;
     const per = (b: number | null | undefined) =>
       b === null || b === undefined || cpu.jobs <= 0 ? '?' : formatNumber(b / cpu.jobs);
     return `${per(cpu.redis_net_in_bytes)} B in / ${per(cpu.redis_net_out_bytes)} B out per job`;
   };
+  const mine = bytes(ours);
+  const theirs = bytes(anchor);
+  if (mine === undefined && theirs === undefined) return '';
+  return `; Redis traffic (whole run): ours ${mine ?? '?'}${theirs ? `, BullMQ ${theirs}` : ''}`;
+}
+
+/** The issue's bound on the server's memory in the bench (issue 30). */
+export const SERVER_RSS_BOUND_MIB = 200;
+
+/** Our server's peak RSS over a run (VmHWM), with the producer's and worker's peaks. */
+export function peakRssRow(
+  store: StoreName,
+  mode: Mode,
+  serverPeak: number | null,
+  peaks: Partial<Record<Role, number>>,
+): Row {
+  const others = (['producer', 'worker'] as const)
+    .filter((r) => peaks[r] !== undefined)
+    .map((r) => `${r} ${formatNumber(peaks[r]!)} MiB`)
+    .join(', ');
+  return {
+    store,
+    mode,
+    phase: 'server peak RSS (whole run)',
+    unit: 'MiB',
+    ours: serverPeak,
+    anchor: null,
+    anchor_value: null,
+    ratio: null,
+    detail: `VmHWM of the server process; bound ${SERVER_RSS_BOUND_MIB} MB (issue 30)${others ? `; peaks of ${others}` : ''}`,
+  };
+}
+
+/** The store's processes per request beside the server's (Redis, PostgreSQL). */
+function storeCpu(op: WrkResult['ops'][number]): string {
+  const s = op.store_cpu_us_per_request;
+  if (s === undefined) return '';
+  const parts = (['redis-server', 'postgres'] as const)
+    .filter((r) => s[r] !== undefined)
+    .map((r) => `${ROLE_TITLE[r]} ${formatNumber(s[r]!)} µs/request`);
+  return parts.length === 0 ? '' : `; and ${parts.join(', ')}`;
+}
+
+/** The one row of a phase that gave no result. */
+function failedRow(
+  store: StoreName,
+  mode: Row['mode'],
+  phase: string,
+  unit: Row['unit'],
+  error: string | undefined,
+  detail = '',
+): Row {
+  const none = { ours: null, anchor: null, anchor_value: null, ratio: null };
+  return { store, mode, phase, unit, ...none, detail, error: error ?? 'no result' };
+}
+
+const WRK_TITLE: Record<WrkOp, string> = {
+  enqueue: 'enqueue POST /ojs/v1/jobs',
+  fetch: 'fetch count 1 POST /workers/fetch',
+  ack: 'ack POST /workers/ack',
+};
+/** Issue 30's targets for the single-request runs. */
+const WRK_TARGET: Record<WrkOp, string> = {
+  enqueue: 'target >= 20,000/s at <= 60 µs server CPU/request',
+  fetch: 'target >= 15,000/s',
+  ack: 'target >= 15,000/s',
+};
+
+/** The wrk phase: per call, requests/s (2xx) next to the recorded Fastify + Redis ceiling, and the server's CPU per request. */
+export function wrkRows(
+  store: StoreName,
+  w: WrkResult | undefined,
+  recorded: RecordedCeiling | null,
+  error?: string,
+): Row[] {
+  const base = { store, mode: 'wrk' as const };
+  if (w === undefined) return [failedRow(store, 'wrk', 'wrk', 'req/s', error)];
   const rows: Row[] = [
     {
-      store,
-      mode,
-      phase: 'redis-server CPU (whole run)',
-      unit: 'µs/job',
-      ours: redis,
-      anchor: anchor ? 'bullmq' : null,
-      anchor_value: theirs,
-      ratio: redis !== null && theirs ? redis / theirs : null,
-      detail: `${seconds(ours.redis_server_s)} over ${ours.jobs.toLocaleString('en-US')} jobs, Redis traffic ${bytes(ours)}${anchor ? `; BullMQ ${seconds(anchor.redis_server_s)} over ${anchor.jobs.toLocaleString('en-US')}, ${bytes(anchor)}` : ''}`,
-    },
-  ];
-  if (ours.server_s !== null) {
-    rows.push({
-      store,
-      mode,
-      phase: 'server process CPU (whole run)',
-      unit: 'µs/job',
-      ours: server,
+      ...base,
+      phase: 'server CPU while idle',
+      unit: 'ms/s',
+      ours: w.server_idle_cpu_ms_per_s,
       anchor: null,
       anchor_value: null,
       ratio: null,
-      detail: `${seconds(ours.server_s)}; with redis-server ${formatNumber(server !== null && redis !== null ? server + redis : null)} µs/job (BullMQ has no server process)`,
+      detail:
+        "2 s before the first run: the server's fixed cost (timers, pollers), part of every run's CPU per request, the larger the lower the rate",
+    },
+  ];
+  for (const op of w.ops) {
+    const ref = recorded ? recorded[`${op.op}_ok_rps`] : null;
+    const ok = typeof op.ok_rps === 'number' ? op.ok_rps : null;
+    const lat =
+      typeof op.lat_p50_ms === 'number'
+        ? `p50 ${formatNumber(op.lat_p50_ms)} ms, p99 ${formatNumber(op.lat_p99_ms ?? null)} ms`
+        : '';
+    const extra =
+      op.op === 'fetch' && op.claimed !== undefined
+        ? `; ${op.claimed.toLocaleString('en-US')} jobs claimed (backlog ${w.backlog_before_fetch?.toLocaleString('en-US') ?? '?'})`
+        : op.op === 'ack' && op.ids_used_up
+          ? '; the claimed jobs ran out before the end: the rate is too low'
+          : '';
+    rows.push({
+      ...base,
+      phase: WRK_TITLE[op.op],
+      unit: 'req/s',
+      ours: ok,
+      anchor: ref === null ? null : 'recorded',
+      anchor_value: ref,
+      ratio: ok !== null && ref ? ok / ref : null,
+      detail: `wrk -t1 -c${w.connections} -d${op.seconds}s: ${op.requests ?? '?'} requests, non-2xx ${op.non2xx ?? '?'}, socket errors ${op.errors ?? '?'}; ${lat}${extra}; ${WRK_TARGET[op.op]}`,
+      ...(op.error ? { error: op.error } : {}),
+    });
+    rows.push({
+      ...base,
+      phase: `${op.op} server CPU`,
+      unit: 'µs/req',
+      ours: op.server_cpu_us_per_request,
+      anchor: null,
+      anchor_value: null,
+      ratio: null,
+      detail: `${op.server_cpu_s ?? '?'} s of the server process over the run (/proc/<pid>/stat)${storeCpu(op)}`,
     });
   }
+  rows.push({
+    ...base,
+    phase: 'server peak RSS (enqueue run)',
+    unit: 'MiB',
+    ours: w.server_peak_rss_before_fill_mib,
+    anchor: null,
+    anchor_value: null,
+    ratio: null,
+    detail: `VmHWM after the wrk enqueue run; bound ${SERVER_RSS_BOUND_MIB} MB (issue 30); ${formatNumber(w.server_peak_rss_mib)} MiB at the end, the backlog fill (batch enqueues of 10,000) and the fetch and ACK runs included`,
+  });
   return rows;
 }
+
+/** The startup phase: spawn to first health answer, idle RSS (medians). */
+export function startupRows(s: StartupResult | undefined, source: boolean, error?: string): Row[] {
+  const base = {
+    store: 'sqlite' as const,
+    mode: 'startup' as const,
+    anchor: null,
+    anchor_value: null,
+    ratio: null,
+  };
+  const which = source
+    ? "the repository's TypeScript (--server source), not the installed build"
+    : 'the installed package (built JavaScript)';
+  if (s === undefined) return [failedRow('sqlite', 'startup', 'start', 'ms', error, which)];
+  const runs = s.runs
+    .map((r) => (r.start_ms === null ? `error (${r.error ?? '?'})` : `${formatNumber(r.start_ms)}`))
+    .join(', ');
+  return [
+    {
+      ...base,
+      phase: 'start to first GET /health 200',
+      unit: 'ms',
+      ours: s.start_ms,
+      detail: `median of ${s.runs.length}: ${runs} ms; ${which}, SQLite file, HTTP + gRPC`,
+    },
+    {
+      ...base,
+      phase: 'idle RSS 2 s after the first answer',
+      unit: 'MiB',
+      ours: s.idle_rss_mib,
+      detail: `median; ${s.runs.map((r) => formatNumber(r.idle.rss_mib)).join(', ')} MiB`,
+    },
+  ];
+}
+
+/** The engine's default event retention (newest events kept by its pruner). */
+const EVENT_RETENTION = 100_000;
 
 /** Redis store's backlog: Redis memory per queued job, next to BullMQ's backlog of the same depth. */
 function redisBacklogRows(
@@ -383,22 +601,44 @@ function pad(s: string, width: number, right = false): string {
   return right ? s.padStart(width) : s.padEnd(width);
 }
 
+/** The block of the table a row belongs to: its title and the anchor column's name. */
+function blockOf(r: Row): { key: string; title: string; anchor: string } {
+  if (r.mode === 'wrk')
+    return {
+      key: `${r.store}:wrk`,
+      title: `${STORE_TITLE[r.store]}: single HTTP requests, wrk -t1 -c50  (anchor: Fastify + Redis Lua script, 1 process, a RECORDED figure of ../shared/bench-anchors/recorded/http-store-ceiling.jsonl, not measured in this run)`,
+      anchor: 'Fastify+Redis (recorded)',
+    };
+  if (r.mode === 'startup')
+    return {
+      key: 'startup',
+      title: 'Server start-up (ojs serve, fresh SQLite file)  (no anchor)',
+      anchor: '-',
+    };
+  const anchor = ANCHOR_OF[r.store];
+  return {
+    key: r.store,
+    title: `${STORE_TITLE[r.store]}  (ratio: ours / ${ANCHOR_TITLE[anchor]}; jobs/s: higher is better, ms and µs/job: lower is better)`,
+    anchor: ANCHOR_TITLE[anchor],
+  };
+}
+
 export function renderTable(rows: Row[]): string {
   const lines: string[] = [];
-  const stores = [...new Set(rows.map((r) => r.store))];
-  for (const store of stores) {
-    const mine = rows.filter((r) => r.store === store);
-    const anchor = ANCHOR_OF[store];
+  const blocks = [...new Set(rows.map((r) => blockOf(r).key))];
+  for (const key of blocks) {
+    const mine = rows.filter((r) => blockOf(r).key === key);
+    const block = blockOf(mine[0]!);
     const cells = mine.map((r) => [
       r.mode,
       r.phase,
       r.unit,
       r.ours === null ? (r.error ? 'error' : '-') : formatNumber(r.ours),
-      r.mode === 'backlog' && r.anchor_value === null ? '' : formatNumber(r.anchor_value),
+      r.anchor === null && r.anchor_value === null ? '' : formatNumber(r.anchor_value),
       r.ratio === null ? '' : `${r.ratio.toFixed(2)}x`,
       r.error ? `error: ${r.error}${r.detail ? `; ${r.detail}` : ''}` : r.detail,
     ]);
-    const header = ['mode', 'phase', 'unit', 'ours', ANCHOR_TITLE[anchor], 'ours/anchor', 'detail'];
+    const header = ['mode', 'phase', 'unit', 'ours', block.anchor, 'ours/anchor', 'detail'];
     const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
     const right = [false, false, false, true, true, true, false];
     const format = (c: string[]) =>
@@ -406,10 +646,7 @@ export function renderTable(rows: Row[]): string {
         .map((v, i) => pad(v, i === c.length - 1 ? 0 : widths[i]!, right[i]))
         .join('  ')
         .trimEnd();
-    lines.push(
-      '',
-      `${STORE_TITLE[store]}  (ratio: ours / ${ANCHOR_TITLE[anchor]}; jobs/s: higher is better, ms: lower is better)`,
-    );
+    lines.push('', block.title);
     lines.push(format(header));
     lines.push(format(widths.map((w) => '-'.repeat(w))));
     let lastMode = '';

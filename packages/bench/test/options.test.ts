@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BacklogResult } from '../src/backlog.ts';
 import { PHASES, parseOptions, skipList, UsageError } from '../src/options.ts';
-import { anchorPhaseRows, backlogRows, cpuRows } from '../src/report.ts';
+import { anchorPhaseRows, backlogRows } from '../src/report.ts';
 
 describe('bench flags', () => {
   it('defaults: SQLite and PostgreSQL, every mode and phase, both anchors', () => {
@@ -118,23 +118,6 @@ describe('bench ratios', () => {
     assert.equal(rows[0]!.ratio, null);
     assert.equal(rows[0]!.anchor, 'graphile');
     assert.equal(rows[0]!.error, 'PHASE_TIMEOUT');
-  });
-
-  it('Redis: redis-server CPU per job against BullMQ over the same phases', () => {
-    const rows = cpuRows(
-      'redis',
-      'http',
-      { jobs: 1000, server_s: 0.3, redis_server_s: 0.2, redis_net_in_bytes: 3_000_000 },
-      { jobs: 1000, server_s: null, redis_server_s: 0.1 },
-    );
-    assert.deepEqual(
-      rows.map((r) => [r.phase, r.unit, r.ours, r.anchor, r.anchor_value, r.ratio]),
-      [
-        ['redis-server CPU (whole run)', 'µs/job', 200, 'bullmq', 100, 2],
-        ['server process CPU (whole run)', 'µs/job', 300, null, null, null],
-      ],
-    );
-    assert.match(rows[0]!.detail, /3,000 B in/);
   });
 
   it('Redis backlog: memory per queued job scaled to 1,000,000, BullMQ as the anchor', () => {
