@@ -42,6 +42,7 @@ import pg from 'pg';
 import { claimInTransaction, claimOneQueue, type GatedRow } from './claim.ts';
 import { Database, MAX_ATTEMPTS, OutcomeUnknown } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
+import { listEventsQuery } from './event-queries.ts';
 import { EnqueueTurn, enqueue, enqueueInOneStatement, insertJobsTx } from './inserts.ts';
 import { countJobsQuery, listJobsQuery, pruneQuery } from './job-queries.ts';
 import { JobsAvailableListener } from './listener.ts';
@@ -651,32 +652,8 @@ export class PostgresStore implements Store {
   }
 
   async listEvents(filter: EventFilter): Promise<OjsEvent[]> {
-    const clauses: string[] = [];
-    const params: unknown[] = [];
-    const within = (column: string, values: string[] | undefined) => {
-      if (values === undefined || values.length === 0) return;
-      params.push(values);
-      clauses.push(`${column} = ANY($${params.length}::text[])`);
-    };
-    within('type', filter.types);
-    within('queue', filter.queues);
-    within('job_type', filter.jobTypes);
-    if (filter.after !== undefined) {
-      params.push(filter.after);
-      clauses.push(
-        `seq > coalesce((SELECT seq FROM ${this.#sql.eventsTable} WHERE id = $${params.length}), 0)`,
-      );
-    }
-    if (filter.subject !== undefined) {
-      params.push(filter.subject);
-      clauses.push(`doc->>'subject' = $${params.length}`);
-    }
-    params.push(filter.limit);
-    const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
-    const { rows } = await this.#db.query<{ doc: OjsEvent }>(
-      `SELECT doc FROM ${this.#sql.eventsTable} ${where} ORDER BY seq${filter.newestFirst ? ' DESC' : ''} LIMIT $${params.length}`,
-      params,
-    );
+    const query = listEventsQuery(this.#sql.eventsTable, filter);
+    const { rows } = await this.#db.query<{ doc: OjsEvent }>(query.text, query.values);
     return rows.map((row) => row.doc);
   }
 

@@ -38,19 +38,20 @@ const admitted = (n: number, j: string) => `($${n}::jsonb IS NULL OR EXISTS (
  * lease_until = now + (override ?? visibility_timeout_ms), timeout_at = now
  * + timeout_ms when the job has one; run_at, next_attempt_at and
  * cancel_requested removed. The store-testkit compares the result with
- * core `claim()` field by field.
+ * core `claim()` field by field. The new fields are joined first (small
+ * objects), so the document is rebuilt once by `||`, not twice.
  */
 const CLAIMED_DOC = `(p.doc - '{run_at,next_attempt_at,cancel_requested,worker_id}'::text[])
-    || jsonb_build_object(
-         'state', 'active',
-         'attempt', p.attempt + 1,
-         'rev', p.rev + 1,
-         'started_at', $2::text,
-         'lease_until', $1::numeric + coalesce($3::numeric, (p.doc->>'visibility_timeout_ms')::numeric))
-    || jsonb_strip_nulls(jsonb_build_object(
-         'worker_id', $4::text,
-         'timeout_at', CASE WHEN jsonb_typeof(p.doc->'timeout_ms') = 'number'
-                            THEN $1::numeric + (p.doc->>'timeout_ms')::numeric END))`;
+    || (jsonb_build_object(
+          'state', 'active',
+          'attempt', p.attempt + 1,
+          'rev', p.rev + 1,
+          'started_at', $2::text,
+          'lease_until', $1::numeric + coalesce($3::numeric, (p.doc->>'visibility_timeout_ms')::numeric))
+        || jsonb_strip_nulls(jsonb_build_object(
+             'worker_id', $4::text,
+             'timeout_at', CASE WHEN jsonb_typeof(p.doc->'timeout_ms') = 'number'
+                                THEN $1::numeric + (p.doc->>'timeout_ms')::numeric END)))`;
 
 /**
  * The claim's CTEs: `picked` (which must lock its rows) and the claimed
@@ -162,8 +163,17 @@ export function statements(schema: string) {
   const s = quoteSchema(schema);
   return {
     // ------------------------------------------------------------ maintenance
-    /** Planner statistics of the jobs table (postgres-store.ts #noteInserted says when). */
-    analyzeJobs: `ANALYZE ${s}.jobs`,
+    /**
+     * Planner statistics of the jobs table (postgres-store.ts #noteInserted
+     * says when), of the columns conditions compare. Not `doc`: no plan
+     * compares the document whole, and its statistics (every sampled
+     * document read and sorted) were about half the ANALYZE's time; the
+     * statistics on the error type (migration 009) and the rest come from
+     * autovacuum's ANALYZE. Not `id`: its unique index tells the planner.
+     */
+    analyzeJobs: `ANALYZE ${s}.jobs (seq, queue, type, state, priority, attempt, rev, run_at,
+      deadline, expires_at, finished_at, dead_letter, unique_key, workflow_id, rate_key,
+      version_num, worker_id)`,
 
     // ------------------------------------------------------------ reads
     getJob: `SELECT doc FROM ${s}.jobs WHERE id = $1`,
@@ -318,9 +328,9 @@ export function statements(schema: string) {
                dead_letter = u.dead_letter, unique_key = u.unique_key,
                workflow_id = u.workflow_id, rate_key = u.rate_key,
                version_num = u.version_num, worker_id = u.worker_id,
-               doc = (j.doc - ARRAY(SELECT jsonb_array_elements_text(u.doc_unset))) || u.doc_set
+               doc = (j.doc - u.doc_unset) || u.doc_set
           FROM jsonb_to_recordset($1::jsonb)
-               AS u(${JOB_COLUMNS.replace('doc jsonb', 'doc_set jsonb, doc_unset jsonb')},
+               AS u(${JOB_COLUMNS.replace('doc jsonb', 'doc_set jsonb, doc_unset text[]')},
                     expect_state text, expect_attempt integer,
                     expect_rev integer, expect_worker_id text)
          WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt

@@ -98,3 +98,9 @@ export async function eventually(
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+/** Every plan node of an EXPLAIN (FORMAT JSON) tree. */
+export function planNodes(plan: Record<string, unknown>): Record<string, unknown>[] {
+  const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
+  return [plan, ...children.flatMap(planNodes)];
+}

@@ -16,7 +16,7 @@ import {
 } from '@ojs/core';
 import type { PostgresStore } from '../src/index.ts';
 import { listJobsQuery } from '../src/job-queries.ts';
-import { dropSchema, openStore, testSchema, unavailable, withAdmin } from './helpers.ts';
+import { dropSchema, openStore, planNodes, testSchema, unavailable, withAdmin } from './helpers.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 const JOBS = 20_000;
@@ -27,12 +27,6 @@ function newJob(i: number): JobRecord {
     T0,
     { visibilityTimeoutMs: 300_000 },
   );
-}
-
-/** Every plan node of an EXPLAIN (FORMAT JSON) tree. */
-function nodes(plan: Record<string, unknown>): Record<string, unknown>[] {
-  const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
-  return [plan, ...children.flatMap(nodes)];
 }
 
 const reason = await unavailable();
@@ -72,7 +66,7 @@ if (reason !== undefined) {
           client.query(`EXPLAIN (FORMAT JSON) ${query.text}`, query.values),
         );
         const plan = (rows.rows[0]['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]!.Plan;
-        const all = nodes(plan);
+        const all = planNodes(plan);
         const scans = all.filter((n) => n['Relation Name'] === 'jobs');
         assert.ok(scans.length > 0, JSON.stringify(plan));
         for (const scan of scans) {
