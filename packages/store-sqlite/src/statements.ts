@@ -350,13 +350,37 @@ export const INSERT_EVENT =
   'INSERT INTO ojs_events (id, type, queue, job_type, doc) VALUES (?, ?, ?, ?, ?)';
 
 /**
- * The events matching `filter` in seq order (each present field adds its
- * clause, ANDed; `after` an unknown id: from the start), and the
- * parameters of the statement: the `?` of each clause in order, then the
- * limit. Its text varies with the filter (one `?` per listed value), so
- * the store prepares it per call instead of caching it.
+ * The job events every job writes, left out of the type index (migration
+ * 010): a filter on them finds a match every few rows in seq order.
  */
-export function listEvents(filter: EventFilter): { sql: string; params: (string | number)[] } {
+export const PER_JOB_EVENT_TYPES = ['job.enqueued', 'job.started', 'job.completed'] as const;
+/** The condition of the partial type index, repeated verbatim so a query may use it. */
+const RARE_EVENT_TYPE = `type NOT IN (${PER_JOB_EVENT_TYPES.map((t) => `'${t}'`).join(', ')})`;
+
+/**
+ * ? = seq, ? = id. The event at that seq, if it is still the one with that
+ * id (a remembered position, checked: pruned or replaced rows answer none).
+ */
+export const EVENT_AT = 'SELECT 1 AS found FROM ojs_events WHERE seq = ? AND id = ?';
+/**
+ * ? = id. The seq of the event with that id, searched from the newest
+ * event back (no index on id, migration 010): a cursor is usually recent.
+ */
+export const EVENT_SEQ = 'SELECT seq FROM ojs_events WHERE id = ? ORDER BY seq DESC LIMIT 1';
+
+/**
+ * The events matching `filter` in seq order (each present field adds its
+ * clause, ANDed), after the event at seq `afterSeq` (the store resolves
+ * `filter.after`; 0: from the start), and the parameters of the
+ * statement: the `?` of each clause in order, then the limit. Its text
+ * varies with the filter (one `?` per listed value), so the store prepares
+ * it per call instead of caching it. Rows carry their seq, which the store
+ * remembers for the next `after` (SqliteStore #eventSeq).
+ */
+export function listEvents(
+  filter: EventFilter,
+  afterSeq: number,
+): { sql: string; params: (string | number)[] } {
   const clauses: string[] = [];
   const params: (string | number)[] = [];
   const within = (column: string, values: string[] | undefined) => {
@@ -365,11 +389,19 @@ export function listEvents(filter: EventFilter): { sql: string; params: (string 
     params.push(...values);
   };
   within('type', filter.types);
+  if (
+    filter.types !== undefined &&
+    filter.types.length > 0 &&
+    filter.types.every((type) => !(PER_JOB_EVENT_TYPES as readonly string[]).includes(type))
+  ) {
+    // Only rare types asked for: the partial type index holds them all.
+    clauses.push(RARE_EVENT_TYPE);
+  }
   within('queue', filter.queues);
   within('job_type', filter.jobTypes);
-  if (filter.after !== undefined) {
-    clauses.push('seq > coalesce((SELECT seq FROM ojs_events WHERE id = ?), 0)');
-    params.push(filter.after);
+  if (afterSeq > 0) {
+    clauses.push('seq > ?');
+    params.push(afterSeq);
   }
   if (filter.subject !== undefined) {
     clauses.push("json_extract(doc, '$.subject') = ?");
@@ -377,7 +409,7 @@ export function listEvents(filter: EventFilter): { sql: string; params: (string 
   }
   const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
   return {
-    sql: `SELECT doc FROM ojs_events ${where} ORDER BY seq${filter.newestFirst ? ' DESC' : ''} LIMIT ?`,
+    sql: `SELECT seq, doc FROM ojs_events ${where} ORDER BY seq${filter.newestFirst ? ' DESC' : ''} LIMIT ?`,
     params: [...params, filter.limit],
   };
 }
