@@ -177,7 +177,7 @@ export const WORKFLOW_JOBS = 'SELECT doc FROM ojs_jobs WHERE workflow_id = ? ORD
 
 /** ? = queue. Jobs per state, from the counters (migration 007; empty states: n = 0 or no row). */
 export const QUEUE_STATE_COUNTS = 'SELECT state, n FROM ojs_job_counts WHERE queue = ?';
-/** ? = queue, ? = state (completed / discarded), ? = since (ms). */
+/** ? = queue, ? = state (completed / discarded), ? = since (ms). Counted in the finished index (migration 011). */
 export const FINISHED_SINCE =
   'SELECT count(*) AS n FROM ojs_jobs WHERE queue = ? AND state = ? AND finished_at >= ?';
 

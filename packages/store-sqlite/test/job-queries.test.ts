@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { type JobFilter, parseEnqueueRequest } from '@ojs/core';
-import { listJobsQuery } from '../src/job-queries.ts';
+import { countJobsQuery, listJobsQuery, pruneCandidatesQuery } from '../src/job-queries.ts';
 import { SqliteStore } from '../src/sqlite-store.ts';
-import { CLAIM_PAGE, CLAIM_PAGE_PLAIN } from '../src/statements.ts';
+import { CLAIM_PAGE, CLAIM_PAGE_PLAIN, FINISHED_SINCE } from '../src/statements.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 
@@ -77,6 +77,38 @@ describe('job queries on SQLite', () => {
       if (filter.states?.includes('active')) assert.match(text, /INDEX ojs_jobs_lease/);
       assert.deepEqual(tableSorts, [], text);
       assert.equal(text.includes('subquery'), merged, text);
+    });
+  }
+
+  // Finished jobs are in one index (migration 011): the pruner, the queue
+  // stats and the finished-since counts all read it.
+  const retention = pruneCandidatesQuery(
+    { retention: 'discarded', before: T0, exceptQueues: ['q1'] },
+    1000,
+  );
+  const finishedSince = countJobsQuery({
+    states: ['completed'],
+    queues: ['q1', 'q2'],
+    finishedFrom: T0,
+  });
+  for (const [name, sql, params, covering] of [
+    ['FINISHED_SINCE', FINISHED_SINCE, ['q1', 'completed', T0], true],
+    ['the retention pass', retention.sql, retention.params, false],
+    ['a finished-since count', finishedSince.sql, finishedSince.params, true],
+  ] as const) {
+    it(`${name} reads the finished index by state and finished_at, in its order`, () => {
+      const plan = (
+        db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]
+      ).map((row) => row.detail);
+      const text = plan.join('\n');
+      assert.match(
+        text,
+        new RegExp(
+          `SEARCH ojs_jobs USING ${covering ? 'COVERING ' : ''}INDEX ojs_jobs_finished \\(state=\\? AND finished_at`,
+        ),
+        text,
+      );
+      assert.doesNotMatch(text, /TEMP B-TREE/, text);
     });
   }
 
