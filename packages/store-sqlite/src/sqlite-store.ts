@@ -99,6 +99,9 @@ export interface SqliteStoreOptions {
  */
 const REMEMBERED_EVENT_SEQS = 10_000;
 
+/** node:sqlite's `errcode` of an INSERT refused by a table's primary key (ojs_jobs.id). */
+const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
+
 /** Auto-checkpoint threshold (pages) left to the store's own connection as a safety net. */
 const SAFETY_NET_CHECKPOINT_PAGES = 10_000;
 
@@ -295,13 +298,34 @@ export class SqliteStore implements Store {
   #insertJob(job: JobRecord, now: number): JobRecord {
     const stored: JobRecord = { ...job, seq: this.#nextSeq() };
     this.#stmt(sql.INSERT_JOB).run(...insertValues(stored, stored.seq!));
+    this.#afterInsert(stored, now);
+    // A new object; its nested values are the caller's own, which the store keeps no reference to.
+    return stored;
+  }
+
+  /**
+   * #insertJob, or null when the id is taken: the INSERT failed on the
+   * primary key, SQLite undid that statement and nothing else ran.
+   */
+  #insertNewJob(job: JobRecord, now: number): JobRecord | null {
+    const stored: JobRecord = { ...job, seq: this.#nextSeq() };
+    try {
+      this.#stmt(sql.INSERT_JOB).run(...insertValues(stored, stored.seq!));
+    } catch (error) {
+      if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_PRIMARYKEY) return null;
+      throw error;
+    }
+    this.#afterInsert(stored, now);
+    return stored;
+  }
+
+  /** What goes with a job's row: its count, its queue, its unique key. */
+  #afterInsert(stored: JobRecord, now: number): void {
     this.#counts.add(stored.queue, stored.state, 1);
-    this.#ensureQueue(job.queue, now);
+    this.#ensureQueue(stored.queue, now);
     if (stored.unique_key !== undefined) {
       this.#stmt(sql.TAKE_UNIQUE_KEY).run(stored.unique_key, stored.id, now);
     }
-    // A new object; its nested values are the caller's own, which the store keeps no reference to.
-    return stored;
   }
 
   /**
@@ -359,6 +383,18 @@ export class SqliteStore implements Store {
       let abort = false;
       const extraEvents: OjsEvent[] = [];
       for (const job of jobs) {
+        if (job.unique === undefined) {
+          // No unique policy to judge before the insert: the primary key
+          // finds a taken id, instead of a read before every insert.
+          const inserted = this.#insertNewJob(job, now);
+          if (inserted !== null) {
+            results.push({ status: 'inserted', job: inserted });
+          } else {
+            results.push({ status: 'duplicate_id', existing: this.#getJob(job.id)! });
+            abort = true;
+          }
+          continue;
+        }
         const sameId = this.#getJob(job.id);
         if (sameId !== null) {
           results.push({ status: 'duplicate_id', existing: sameId });
