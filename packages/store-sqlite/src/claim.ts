@@ -13,7 +13,8 @@ import {
   ACTIVE_WITH_KEY,
   CLAIM_JOB,
   CLAIM_PAGE,
-  CLAIM_PAGE_PLAIN,
+  claimPagePlain,
+  LITERAL_CLAIM_LIMIT,
   QUEUE_LIMITS,
   RATE_WINDOW,
   TAKE_RATE,
@@ -51,7 +52,6 @@ export function claimFromQueue(
   const activeInQueue = stmt(ACTIVE_IN_QUEUE);
   const activeWithKey = stmt(ACTIVE_WITH_KEY);
   const page = stmt(CLAIM_PAGE);
-  const plainPage = stmt(CLAIM_PAGE_PLAIN);
   const handlers = handlerFilter(request);
   const claimed: JobRecord[] = [];
   let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };
@@ -67,7 +67,9 @@ export function claimFromQueue(
     const limit = scanned === 0 ? wanted : Math.max(wanted - claimed.length, 16);
     const rows = (
       blocked.size === 0 && handlers === null
-        ? plainPage.all(queue, request.now, cursor.priority, cursor.seq, limit)
+        ? limit <= LITERAL_CLAIM_LIMIT
+          ? stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq)
+          : stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq, limit)
         : page.all(
             queue,
             request.now,

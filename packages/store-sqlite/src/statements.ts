@@ -225,14 +225,32 @@ export const CLAIM_PAGE = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state =
 /**
  * CLAIM_PAGE without the blocked keys and the handler filter, for the
  * common claim that has neither: ?1 queue, ?2 now, ?3 priority and ?4 seq
- * (the cursor), ?5 the limit. The full statement builds its json_each
- * lists on every run even when they are empty: 25 against 10 us for a
- * page of an empty queue.
+ * (the cursor), then the limit (claimPagePlain). The full statement builds
+ * its json_each lists on every run even when they are empty: 25 against
+ * 10 us for a page of an empty queue.
  */
-export const CLAIM_PAGE_PLAIN = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state = 'available'
+const CLAIM_PAGE_PLAIN = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state = 'available'
     AND (expires_at IS NULL OR expires_at > ?2)
     AND (priority < ?3 OR (priority = ?3 AND seq > ?4))
-  ORDER BY priority DESC, seq ASC LIMIT ?5`;
+  ORDER BY priority DESC, seq ASC`;
+
+/** Page sizes up to this are written into the text of CLAIM_PAGE_PLAIN (claimPagePlain). */
+export const LITERAL_CLAIM_LIMIT = 16;
+
+/**
+ * CLAIM_PAGE_PLAIN with its LIMIT: a literal up to LITERAL_CLAIM_LIMIT
+ * (a statement text per size, prepared once each), else ?5. A bound LIMIT
+ * cost 7 µs per run more than a literal one (10.6 against 3.8 µs for the
+ * first available job's page of one row, measured on node:sqlite), most
+ * of a FETCH of one job's page; over more than 16 rows it matters less
+ * than a statement per size.
+ */
+export function claimPagePlain(limit: number): string {
+  if (!Number.isInteger(limit) || limit < 1) throw new Error(`bad claim page size ${limit}`);
+  return limit <= LITERAL_CLAIM_LIMIT
+    ? `${CLAIM_PAGE_PLAIN} LIMIT ${limit}`
+    : `${CLAIM_PAGE_PLAIN} LIMIT ?5`;
+}
 
 /** ? = rate key. Its current fixed window (no row: never started). */
 export const RATE_WINDOW = 'SELECT window_start, count FROM ojs_rate_windows WHERE key = ?';

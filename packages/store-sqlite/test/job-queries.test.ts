@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import { type JobFilter, parseEnqueueRequest } from '@ojs/core';
 import { countJobsQuery, listJobsQuery, pruneCandidatesQuery } from '../src/job-queries.ts';
 import { SqliteStore } from '../src/sqlite-store.ts';
-import { CLAIM_PAGE, CLAIM_PAGE_PLAIN, FINISHED_SINCE } from '../src/statements.ts';
+import { CLAIM_PAGE, claimPagePlain, FINISHED_SINCE } from '../src/statements.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 
@@ -114,7 +114,9 @@ describe('job queries on SQLite', () => {
 
   for (const [name, sql, params] of [
     ['CLAIM_PAGE', CLAIM_PAGE, ['q1', T0, Number.MAX_SAFE_INTEGER, 0, '["k"]', null, 16]],
-    ['CLAIM_PAGE_PLAIN', CLAIM_PAGE_PLAIN, ['q1', T0, Number.MAX_SAFE_INTEGER, 0, 16]],
+    ['CLAIM_PAGE_PLAIN of one job', claimPagePlain(1), ['q1', T0, Number.MAX_SAFE_INTEGER, 0]],
+    ['CLAIM_PAGE_PLAIN of 16', claimPagePlain(16), ['q1', T0, Number.MAX_SAFE_INTEGER, 0]],
+    ['CLAIM_PAGE_PLAIN of 50', claimPagePlain(50), ['q1', T0, Number.MAX_SAFE_INTEGER, 0, 50]],
   ] as const) {
     it(`${name} reads the claim index in claim order (no sort)`, () => {
       const plan = (
