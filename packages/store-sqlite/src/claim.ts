@@ -13,7 +13,8 @@ import {
   ACTIVE_WITH_KEY,
   CLAIM_JOB,
   CLAIM_PAGE,
-  CLAIM_PAGE_PLAIN,
+  claimPagePlain,
+  LITERAL_CLAIM_LIMIT,
   QUEUE_LIMITS,
   RATE_WINDOW,
   TAKE_RATE,
@@ -51,7 +52,6 @@ export function claimFromQueue(
   const activeInQueue = stmt(ACTIVE_IN_QUEUE);
   const activeWithKey = stmt(ACTIVE_WITH_KEY);
   const page = stmt(CLAIM_PAGE);
-  const plainPage = stmt(CLAIM_PAGE_PLAIN);
   const handlers = handlerFilter(request);
   const claimed: JobRecord[] = [];
   let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };
@@ -59,10 +59,17 @@ export function claimFromQueue(
   // backlog cannot hide eligible jobs behind it.
   const blocked = new Set<string>();
   for (let scanned = 0, more = true; more && claimed.length < wanted && scanned < 10_000; ) {
-    const limit = Math.max(wanted - claimed.length, 16);
+    // The first page is exactly what is wanted: usually every candidate is
+    // claimed, and each row read costs a table seek and a copy of its
+    // document (a FETCH of one job read 16 rows: 70 % of its claim). Pages
+    // after a skipped candidate read at least 16, so a run of held-back
+    // jobs is crossed in few statements.
+    const limit = scanned === 0 ? wanted : Math.max(wanted - claimed.length, 16);
     const rows = (
       blocked.size === 0 && handlers === null
-        ? plainPage.all(queue, request.now, cursor.priority, cursor.seq, limit)
+        ? limit <= LITERAL_CLAIM_LIMIT
+          ? stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq)
+          : stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq, limit)
         : page.all(
             queue,
             request.now,
@@ -77,10 +84,10 @@ export function claimFromQueue(
     // blocked while reading it only leave out more).
     more = rows.length === limit;
     for (const row of rows) {
+      if (claimed.length >= wanted) break;
       scanned++;
       const job = parseJob(row)!;
       cursor = { priority: job.priority, seq: job.seq! };
-      if (claimed.length >= wanted) break;
       if (typeof config?.concurrency === 'number') {
         const stored = ((activeInQueue.get(queue) as Row | undefined)?.n as number) ?? 0;
         if (stored + counts.pending(queue, 'active') >= config.concurrency) return claimed;

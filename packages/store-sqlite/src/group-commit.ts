@@ -14,7 +14,7 @@
  * (and fails if the COMMIT fails): nobody is told of data that never became
  * durable.
  */
-import type { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { WalSync } from './wal-sync.ts';
 
 /** Thrown by a write to roll back its own changes and answer `value`. */
@@ -41,6 +41,12 @@ interface Waiter {
 
 export class GroupCommit {
   readonly #db: DatabaseSync;
+  /**
+   * Every write opens and releases its SAVEPOINT: prepared once, since
+   * `exec` compiles its text on each call (0.35 µs of the pair's 1.2 µs).
+   */
+  readonly #savepoint: StatementSync;
+  readonly #release: StatementSync;
   /** Waiters of the open group; null when no transaction is open. */
   #group: Waiter[] | null = null;
   /** Waiters of the open group answered at its COMMIT, before the fsync (write's `durable: false`). */
@@ -61,6 +67,8 @@ export class GroupCommit {
 
   constructor(db: DatabaseSync, options: { maxWrites?: number; sync?: WalSync } = {}) {
     this.#db = db;
+    this.#savepoint = db.prepare('SAVEPOINT ojs_write');
+    this.#release = db.prepare('RELEASE ojs_write');
     this.#maxWrites = options.maxWrites ?? 10_000;
     this.#sync = options.sync;
   }
@@ -77,11 +85,11 @@ export class GroupCommit {
   write<T>(fn: () => T, durable = true): Promise<T> {
     const group = this.#open();
     const db = this.#db;
-    db.exec('SAVEPOINT ojs_write');
+    this.#savepoint.run();
     let value: T;
     try {
       value = fn();
-      db.exec('RELEASE ojs_write');
+      this.#release.run();
     } catch (error) {
       db.exec('ROLLBACK TO ojs_write');
       db.exec('RELEASE ojs_write');

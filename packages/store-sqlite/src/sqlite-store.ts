@@ -93,6 +93,15 @@ export interface SqliteStoreOptions {
   callerGetsCopies?: boolean;
 }
 
+/**
+ * How many listed events' positions to remember for `after` cursors: two
+ * pages of 1,000 (the largest a listing reads) for each of a few tails.
+ */
+const REMEMBERED_EVENT_SEQS = 10_000;
+
+/** node:sqlite's `errcode` of an INSERT refused by a table's primary key (ojs_jobs.id). */
+const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
+
 /** Auto-checkpoint threshold (pages) left to the store's own connection as a safety net. */
 const SAFETY_NET_CHECKPOINT_PAGES = 10_000;
 
@@ -115,6 +124,12 @@ export class SqliteStore implements Store {
   readonly #counts = new JobCountDeltas(() => this.#stmt(ADD_JOB_COUNT));
   /** Claimed jobs as written, until settled (keepClaimed). */
   readonly #claimed: ClaimedJobs;
+  /**
+   * The seq of events this store listed lately, by id: where an `after`
+   * cursor points (#eventSeq). A hint only, checked on use: a pruned or
+   * re-numbered row is not found at it.
+   */
+  readonly #eventSeqs = new Map<string, number>();
 
   constructor(options: SqliteStoreOptions) {
     this.#options = options;
@@ -188,6 +203,7 @@ export class SqliteStore implements Store {
     }
     this.#statements.clear();
     this.#claimed.clear();
+    this.#eventSeqs.clear();
     this.#db?.close();
     this.#db = undefined;
   }
@@ -282,13 +298,34 @@ export class SqliteStore implements Store {
   #insertJob(job: JobRecord, now: number): JobRecord {
     const stored: JobRecord = { ...job, seq: this.#nextSeq() };
     this.#stmt(sql.INSERT_JOB).run(...insertValues(stored, stored.seq!));
+    this.#afterInsert(stored, now);
+    // A new object; its nested values are the caller's own, which the store keeps no reference to.
+    return stored;
+  }
+
+  /**
+   * #insertJob, or null when the id is taken: the INSERT failed on the
+   * primary key, SQLite undid that statement and nothing else ran.
+   */
+  #insertNewJob(job: JobRecord, now: number): JobRecord | null {
+    const stored: JobRecord = { ...job, seq: this.#nextSeq() };
+    try {
+      this.#stmt(sql.INSERT_JOB).run(...insertValues(stored, stored.seq!));
+    } catch (error) {
+      if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_PRIMARYKEY) return null;
+      throw error;
+    }
+    this.#afterInsert(stored, now);
+    return stored;
+  }
+
+  /** What goes with a job's row: its count, its queue, its unique key. */
+  #afterInsert(stored: JobRecord, now: number): void {
     this.#counts.add(stored.queue, stored.state, 1);
-    this.#ensureQueue(job.queue, now);
+    this.#ensureQueue(stored.queue, now);
     if (stored.unique_key !== undefined) {
       this.#stmt(sql.TAKE_UNIQUE_KEY).run(stored.unique_key, stored.id, now);
     }
-    // A new object; its nested values are the caller's own, which the store keeps no reference to.
-    return stored;
   }
 
   /**
@@ -346,6 +383,18 @@ export class SqliteStore implements Store {
       let abort = false;
       const extraEvents: OjsEvent[] = [];
       for (const job of jobs) {
+        if (job.unique === undefined) {
+          // No unique policy to judge before the insert: the primary key
+          // finds a taken id, instead of a read before every insert.
+          const inserted = this.#insertNewJob(job, now);
+          if (inserted !== null) {
+            results.push({ status: 'inserted', job: inserted });
+          } else {
+            results.push({ status: 'duplicate_id', existing: this.#getJob(job.id)! });
+            abort = true;
+          }
+          continue;
+        }
         const sameId = this.#getJob(job.id);
         if (sameId !== null) {
           results.push({ status: 'duplicate_id', existing: sameId });
@@ -859,10 +908,39 @@ export class SqliteStore implements Store {
 
   async listEvents(filter: EventFilter): Promise<OjsEvent[]> {
     return this.#read(() => {
-      const query = sql.listEvents(filter);
+      const afterSeq = filter.after === undefined ? 0 : this.#eventSeq(filter.after);
+      const query = sql.listEvents(filter, afterSeq);
       const rows = this.#db!.prepare(query.sql).all(...query.params) as Row[];
-      return rows.map((row) => JSON.parse(row.doc as string) as OjsEvent);
+      return rows.map((row) => {
+        const event = JSON.parse(row.doc as string) as OjsEvent;
+        this.#rememberEventSeq(event.id, row.seq as number);
+        return event;
+      });
     });
+  }
+
+  /**
+   * The seq of an `after` cursor's event; 0 when it is not in the log
+   * (listed from the start, as an unknown cursor always was). The log has
+   * no index on id (migration 010): a cursor is an id this store listed
+   * (a live tail's, a poller's), whose remembered seq one rowid read
+   * confirms, or else it is searched from the newest event back.
+   */
+  #eventSeq(id: string): number {
+    const remembered = this.#eventSeqs.get(id);
+    if (remembered !== undefined && this.#stmt(sql.EVENT_AT).get(remembered, id) !== undefined) {
+      return remembered;
+    }
+    const row = this.#stmt(sql.EVENT_SEQ).get(id) as Row | undefined;
+    return row === undefined ? 0 : (row.seq as number);
+  }
+
+  #rememberEventSeq(id: string, seq: number): void {
+    const seqs = this.#eventSeqs;
+    // Re-inserted so the most recently listed ids are evicted last.
+    seqs.delete(id);
+    seqs.set(id, seq);
+    if (seqs.size > REMEMBERED_EVENT_SEQS) seqs.delete(seqs.keys().next().value!);
   }
 
   async pruneEvents(keep: number, limit?: number): Promise<number> {

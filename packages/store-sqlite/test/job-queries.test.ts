@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { type JobFilter, parseEnqueueRequest } from '@ojs/core';
-import { listJobsQuery } from '../src/job-queries.ts';
+import { countJobsQuery, listJobsQuery, pruneCandidatesQuery } from '../src/job-queries.ts';
 import { SqliteStore } from '../src/sqlite-store.ts';
-import { CLAIM_PAGE, CLAIM_PAGE_PLAIN } from '../src/statements.ts';
+import { CLAIM_PAGE, claimPagePlain, FINISHED_SINCE } from '../src/statements.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 
@@ -80,9 +80,43 @@ describe('job queries on SQLite', () => {
     });
   }
 
+  // Finished jobs are in one index (migration 011): the pruner, the queue
+  // stats and the finished-since counts all read it.
+  const retention = pruneCandidatesQuery(
+    { retention: 'discarded', before: T0, exceptQueues: ['q1'] },
+    1000,
+  );
+  const finishedSince = countJobsQuery({
+    states: ['completed'],
+    queues: ['q1', 'q2'],
+    finishedFrom: T0,
+  });
+  for (const [name, sql, params, covering] of [
+    ['FINISHED_SINCE', FINISHED_SINCE, ['q1', 'completed', T0], true],
+    ['the retention pass', retention.sql, retention.params, false],
+    ['a finished-since count', finishedSince.sql, finishedSince.params, true],
+  ] as const) {
+    it(`${name} reads the finished index by state and finished_at, in its order`, () => {
+      const plan = (
+        db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]
+      ).map((row) => row.detail);
+      const text = plan.join('\n');
+      assert.match(
+        text,
+        new RegExp(
+          `SEARCH ojs_jobs USING ${covering ? 'COVERING ' : ''}INDEX ojs_jobs_finished \\(state=\\? AND finished_at`,
+        ),
+        text,
+      );
+      assert.doesNotMatch(text, /TEMP B-TREE/, text);
+    });
+  }
+
   for (const [name, sql, params] of [
     ['CLAIM_PAGE', CLAIM_PAGE, ['q1', T0, Number.MAX_SAFE_INTEGER, 0, '["k"]', null, 16]],
-    ['CLAIM_PAGE_PLAIN', CLAIM_PAGE_PLAIN, ['q1', T0, Number.MAX_SAFE_INTEGER, 0, 16]],
+    ['CLAIM_PAGE_PLAIN of one job', claimPagePlain(1), ['q1', T0, Number.MAX_SAFE_INTEGER, 0]],
+    ['CLAIM_PAGE_PLAIN of 16', claimPagePlain(16), ['q1', T0, Number.MAX_SAFE_INTEGER, 0]],
+    ['CLAIM_PAGE_PLAIN of 50', claimPagePlain(50), ['q1', T0, Number.MAX_SAFE_INTEGER, 0, 50]],
   ] as const) {
     it(`${name} reads the claim index in claim order (no sort)`, () => {
       const plan = (
