@@ -50,36 +50,41 @@ export function readGrpcTls(options: GrpcServeOptions): GrpcTls | undefined {
 }
 
 /**
- * Starts gRPC unless turned off; undefined when not served. Port: 9090, or
- * ephemeral when the HTTP port is 0. API keys travel in call metadata, so
- * beyond loopback gRPC needs TLS (features §11) or --allow-insecure: asked
- * for explicitly, a plaintext binding there is an error; left at its
- * default it is not served and the log says why.
+ * Whether gRPC is served, decided before anything listens: not when
+ * turned off. API keys travel in call metadata, so beyond loopback gRPC
+ * needs TLS (features §11) or --allow-insecure: asked for explicitly, a
+ * plaintext binding there is an error; left at its default it is not
+ * served and the log says why.
+ */
+export function grpcServed(
+  options: GrpcServeOptions,
+  at: { host: string; loopback: boolean; tls?: GrpcTls },
+  log: (line: string) => void,
+): boolean {
+  if (options.grpc === false) return false;
+  if (!at.loopback && at.tls === undefined && !options.allowInsecure) {
+    if (options.grpcPort !== undefined || options.grpc === true) {
+      throw new Error(
+        `gRPC on ${at.host} needs TLS (--grpc-tls-cert and --grpc-tls-key) or --allow-insecure; or pass --no-grpc.`,
+      );
+    }
+    log(`gRPC not served on ${at.host}: no TLS (--grpc-tls-cert/--grpc-tls-key); HTTP only`);
+    return false;
+  }
+  return true;
+}
+
+/**
+ * Starts the gRPC binding (grpcServed said it is served). Port: 9090, or
+ * ephemeral when the HTTP port is 0. `ojs serve` starts it once HTTP
+ * answers: grpc-js and the protobuf descriptors are most of what a server
+ * loads at start (decision 0098).
  */
 export async function startGrpcBinding(
   options: GrpcServeOptions,
-  at: {
-    engine: Engine;
-    appConfig: AppConfig;
-    host: string;
-    /** The host is a loopback address (serve.ts isLoopback). */
-    loopback: boolean;
-    port: number;
-    tls?: GrpcTls;
-  },
-  log: (line: string) => void,
-): Promise<GrpcServer | undefined> {
-  if (options.grpc === false) return undefined;
+  at: { engine: Engine; appConfig: AppConfig; host: string; port: number; tls?: GrpcTls },
+): Promise<GrpcServer> {
   const { engine, appConfig, host, tls } = at;
-  if (!at.loopback && tls === undefined && !options.allowInsecure) {
-    if (options.grpcPort !== undefined || options.grpc === true) {
-      throw new Error(
-        `gRPC on ${host} needs TLS (--grpc-tls-cert and --grpc-tls-key) or --allow-insecure; or pass --no-grpc.`,
-      );
-    }
-    log(`gRPC not served on ${host}: no TLS (--grpc-tls-cert/--grpc-tls-key); HTTP only`);
-    return undefined;
-  }
   const name = '@ojs/grpc';
   const { startGrpcServer } = (await import(name)) as typeof import('@ojs/grpc');
   const server = await startGrpcServer({
@@ -92,6 +97,7 @@ export async function startGrpcBinding(
     tls,
     maxBodyBytes: appConfig.bodyLimit,
   });
+  // From here the manifest (both bindings') lists gRPC.
   appConfig.grpc = { port: server.port };
   return server;
 }
