@@ -1,9 +1,12 @@
 /**
  * Starting the gRPC binding (@ojs/grpc) beside the HTTP server: same host,
- * engine, API keys and manifest. @ojs/grpc is imported only when served, so
- * an HTTP-only server never loads grpc-js.
+ * engine, API keys and manifest. The port is bound at start, but @ojs/grpc
+ * (grpc-js, protobufjs and the descriptors: most of what a server would
+ * load at start, decision 0098) is imported on the first connection to it,
+ * so a server nobody calls over gRPC never loads it.
  */
 import { readFileSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
 import type { Engine } from '@ojs/engine';
 import type { AppConfig } from './config.ts';
 import { buildManifest } from './manifest.ts';
@@ -26,7 +29,13 @@ export interface GrpcServeOptions {
 }
 
 export type GrpcTls = { cert: Buffer; key: Buffer; ca?: Buffer };
-export type GrpcServer = Awaited<ReturnType<typeof import('@ojs/grpc').startGrpcServer>>;
+/** The gRPC port as `ojs serve` holds it. */
+export interface GrpcServer {
+  port: number;
+  /** `host:port` to dial. */
+  address: string;
+  close(): Promise<void>;
+}
 
 /** The gRPC TLS files, read at start so a bad path fails there; cert and key go together. */
 export function readGrpcTls(options: GrpcServeOptions): GrpcTls | undefined {
@@ -75,29 +84,80 @@ export function grpcServed(
 }
 
 /**
- * Starts the gRPC binding (grpcServed said it is served). Port: 9090, or
- * ephemeral when the HTTP port is 0. `ojs serve` starts it once HTTP
- * answers: grpc-js and the protobuf descriptors are most of what a server
- * loads at start (decision 0098).
+ * Binds the gRPC port (grpcServed said it is served): 9090, or ephemeral
+ * when the HTTP port is 0. The first connection loads @ojs/grpc, which
+ * then serves it and every later one (each handed over as accepted, TLS as
+ * configured); that first call waits for the load, once. A port that is
+ * taken fails here, at start.
  */
 export async function startGrpcBinding(
   options: GrpcServeOptions,
   at: { engine: Engine; appConfig: AppConfig; host: string; port: number; tls?: GrpcTls },
+  log: (line: string) => void,
 ): Promise<GrpcServer> {
   const { engine, appConfig, host, tls } = at;
-  const name = '@ojs/grpc';
-  const { startGrpcServer } = (await import(name)) as typeof import('@ojs/grpc');
-  const server = await startGrpcServer({
-    engine,
-    host,
-    port: options.grpcPort ?? (at.port === 0 ? 0 : 9090),
-    auth: appConfig.auth,
-    manifest: () => buildManifest(engine, appConfig),
-    serverVersion: appConfig.implementationVersion,
-    tls,
-    maxBodyBytes: appConfig.bodyLimit,
+  // Not read until the binding takes them over.
+  const listener = createServer({ pauseOnConnect: true });
+  await new Promise<void>((resolve, reject) => {
+    listener.once('error', reject);
+    listener.listen({ host, port: options.grpcPort ?? (at.port === 0 ? 0 : 9090) }, () => {
+      listener.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (listener.address() as { port: number }).port;
+  const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  type Binding = Awaited<ReturnType<typeof import('@ojs/grpc').startGrpcServer>>;
+  let binding: Promise<Binding> | undefined;
+  const load = async (): Promise<Binding> => {
+    const name = '@ojs/grpc';
+    const { startGrpcServer } = (await import(name)) as typeof import('@ojs/grpc');
+    return startGrpcServer({
+      engine,
+      host,
+      port,
+      external: true,
+      auth: appConfig.auth,
+      manifest: () => buildManifest(engine, appConfig),
+      serverVersion: appConfig.implementationVersion,
+      tls,
+      maxBodyBytes: appConfig.bodyLimit,
+    });
+  };
+  const sockets = new Set<Socket>();
+  listener.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    binding ??= load();
+    binding.then(
+      (server) => {
+        if (socket.destroyed) return;
+        server.injectConnection(socket);
+        // Accepted paused (so no byte is read before the binding has it): reading starts now.
+        socket.resume();
+      },
+      (error: unknown) => {
+        log(`gRPC binding failed to start: ${(error as Error).message}`);
+        socket.destroy();
+      },
+    );
   });
   // From here the manifest (both bindings') lists gRPC.
-  appConfig.grpc = { port: server.port };
-  return server;
+  appConfig.grpc = { port };
+  return {
+    port,
+    address,
+    async close() {
+      // Done once every connection it accepted has ended.
+      const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
+      // The binding ends the calls and connections it serves (gracefully)...
+      await binding?.then(
+        (server) => server.close(),
+        () => {},
+      );
+      // ...and none is left that it did not take over.
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+  };
 }

@@ -317,7 +317,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   let grpc: GrpcServer | undefined;
   try {
     await app.listen({ host, port });
-    if (serveGrpc) grpc = await startGrpcBinding(options, { engine, appConfig, host, port, tls });
+    if (serveGrpc) {
+      grpc = await startGrpcBinding(options, { engine, appConfig, host, port, tls }, log);
+    }
   } catch (error) {
     // Port taken, say: nothing is left open behind the error.
     clearTimeout(retrying);

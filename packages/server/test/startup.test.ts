@@ -1,24 +1,27 @@
 /**
  * What a server loads at start, and in which order it opens (decision
- * 0098): fastify's schema compilers only for a route with a schema; HTTP
- * listens first and gRPC is started once it does, then both are served,
- * the manifest lists gRPC, and a gRPC port that is taken closes what was
- * opened.
+ * 0098): fastify's schema compilers only for a route with a schema; the
+ * gRPC port is bound at start (the manifest lists it, a port that is taken
+ * fails the start and closes what was opened) but grpc-js is loaded by the
+ * first connection, which it then serves.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { connect, createServer } from 'node:net';
 import { after, describe, it } from 'node:test';
+import { buildEnvelope } from '@ojs/sdk';
+import { GrpcTransport } from '@ojs/sdk/grpc';
 import { freePort } from '../../../scripts/lib.ts';
 import { startServer } from '../src/serve.ts';
 import { setup } from './helpers.ts';
 
-/** Whether fastify's own require has loaded `name` in this process. */
-function loadedByFastify(name: string): boolean {
-  const fastifyRequire = createRequire(import.meta.resolve('fastify'));
-  return fastifyRequire.cache[fastifyRequire.resolve(name)] !== undefined;
+/** Whether `name`, as `parent` resolves it, is loaded (CommonJS) in this process. */
+function loadedBy(parent: string, name: string): boolean {
+  const parentRequire = createRequire(import.meta.resolve(parent));
+  return parentRequire.cache[parentRequire.resolve(name)] !== undefined;
 }
+const loadedByFastify = (name: string) => loadedBy('fastify', name);
 
 /** Whether something accepts TCP connections on 127.0.0.1:port. */
 function accepting(port: number): Promise<boolean> {
@@ -64,17 +67,27 @@ describe('what a server loads at start', () => {
     assert.equal(loadedByFastify('@fastify/ajv-compiler'), true);
   });
 
-  it('HTTP and gRPC both served once startServer returns; the manifest lists gRPC', async () => {
+  it('gRPC: the port is bound and listed at start; grpc-js loads on the first call, which it serves', async () => {
     const server = await startServer({ port: 0, store: ':memory:', logLevel: 'silent' });
     closers.push(() => server.close());
     assert.equal(typeof server.grpcPort, 'number');
-    assert.equal(await accepting(server.grpcPort!), true);
     const manifest = (await (await fetch(`${server.url}/ojs/manifest`)).json()) as {
       protocols: string[];
       endpoints: { grpc?: { port: number } };
     };
     assert.deepEqual(manifest.protocols, ['http', 'grpc']);
     assert.equal(manifest.endpoints.grpc?.port, server.grpcPort);
+    assert.equal(loadedBy('@ojs/grpc', '@grpc/grpc-js'), false);
+    const transport = new GrpcTransport({ address: server.grpcAddress! });
+    try {
+      assert.equal((await transport.health()).status, 'ok');
+      const { job } = await transport.push(buildEnvelope('startup.grpc', [1], {}, 'default'));
+      const res = await fetch(`${server.url}/ojs/v1/jobs/${job!.id}`);
+      assert.equal(res.status, 200);
+    } finally {
+      await transport.close();
+    }
+    assert.equal(loadedBy('@ojs/grpc', '@grpc/grpc-js'), true);
   });
 
   it('a gRPC port that is taken fails the start and leaves the HTTP port closed', async () => {
