@@ -17,8 +17,11 @@
  * (`env -S node --max-semi-space-size=16`), with the Node that runs this
  * script first on PATH.
  *
- *   node scripts/measure-startup.ts [--app DIR] [--runs N] [--idle-ms MS] [--json] [-- serve args]
+ *   node scripts/measure-startup.ts [--app DIR] [--runs N] [--idle-ms MS] [--cold] [--json] [-- serve args]
  *
+ * `ojs` keeps Node's compile cache in the OS temporary folder; --cold gives
+ * each run an empty one (NODE_COMPILE_CACHE), as the first start after an
+ * install has.
  * --app DIR reuses an install (the folder with node_modules/.bin/ojs) instead
  * of packing and installing into a temporary folder. Serve arguments after
  * `--` are added (e.g. `-- --no-grpc --metrics off --no-dashboard`).
@@ -75,7 +78,7 @@ function health(port: number): Promise<number> {
 /** One start of the installed `ojs serve` in `app`, measured, then stopped with SIGTERM. */
 export async function measureStartup(
   app: string,
-  options: { idleMs?: number; serveArgs?: string[] } = {},
+  options: { idleMs?: number; serveArgs?: string[]; coldCompileCache?: boolean } = {},
 ): Promise<StartupSample> {
   const port = await freePort();
   const grpcPort = await freePort();
@@ -96,6 +99,7 @@ export async function measureStartup(
     ...process.env,
     PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
     OJS_API_KEYS: '',
+    ...(options.coldCompileCache ? { NODE_COMPILE_CACHE: join(data, 'compile-cache') } : {}),
   };
   const started = performance.now();
   const child = spawn(join(app, 'node_modules/.bin/ojs'), args, {
@@ -147,6 +151,7 @@ async function main(argv: string[]): Promise<void> {
       app: { type: 'string' },
       runs: { type: 'string', default: '5' },
       'idle-ms': { type: 'string', default: '5000' },
+      cold: { type: 'boolean' },
       json: { type: 'boolean' },
     },
   });
@@ -164,6 +169,7 @@ async function main(argv: string[]): Promise<void> {
       const sample = await measureStartup(app, {
         idleMs: Number(values['idle-ms']),
         serveArgs: positionals,
+        coldCompileCache: values.cold,
       });
       samples.push(sample);
       if (!values.json) process.stderr.write(`run ${i + 1}: ${JSON.stringify(sample)}\n`);
