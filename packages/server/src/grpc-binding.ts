@@ -125,8 +125,12 @@ export async function startGrpcBinding(
     });
   };
   const sockets = new Set<Socket>();
+  // After the bind (accept failures such as EMFILE): logged, never fatal.
+  listener.on('error', (error) => log(`gRPC listener: ${error.message}`));
   listener.on('connection', (socket: Socket) => {
     sockets.add(socket);
+    // A peer that resets before (or after) the handover must not crash the process.
+    socket.on('error', () => socket.destroy());
     socket.once('close', () => sockets.delete(socket));
     binding ??= load();
     binding.then(

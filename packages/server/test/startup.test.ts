@@ -78,6 +78,12 @@ describe('what a server loads at start', () => {
     assert.deepEqual(manifest.protocols, ['http', 'grpc']);
     assert.equal(manifest.endpoints.grpc?.port, server.grpcPort);
     assert.equal(loadedBy('@ojs/grpc', '@grpc/grpc-js'), false);
+    // A first connection that sends garbage and resets: the binding loads, the process stays up.
+    const rude = connect(server.grpcPort!, '127.0.0.1');
+    await once(rude, 'connect');
+    rude.write('not http/2\r\n\r\n');
+    rude.resetAndDestroy();
+    await once(rude, 'close');
     const transport = new GrpcTransport({ address: server.grpcAddress! });
     try {
       assert.equal((await transport.health()).status, 'ok');
