@@ -44,6 +44,18 @@ describe('malloc tuning of ojs serve', () => {
     assert.equal(mallocTunedEnv({}, 'linux', false), undefined);
   });
 
+  it('the installed command sets the same threshold in its first line (no re-exec)', () => {
+    const main = readFileSync(new URL('../src/main.ts', import.meta.url), 'utf8');
+    const shebang = main.slice(0, main.indexOf('\n'));
+    assert.match(shebang, /^#!\/usr\/bin\/env -S /);
+    assert.match(shebang, new RegExp(` MALLOC_MMAP_THRESHOLD_=${MMAP_THRESHOLD_BYTES} node `));
+    // Set there, the variable is the operator's as far as mallocTunedEnv can tell: no re-exec.
+    assert.equal(
+      mallocTunedEnv({ MALLOC_MMAP_THRESHOLD_: String(MMAP_THRESHOLD_BYTES) }, 'linux', true),
+      undefined,
+    );
+  });
+
   const linuxOnly = { skip: process.platform !== 'linux' && 'Linux only (glibc)', timeout: 60_000 };
 
   it(

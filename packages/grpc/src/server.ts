@@ -4,6 +4,7 @@
  * and server reflection. Shutdown: streams end with UNAVAILABLE, new calls
  * are refused, unary calls in flight finish.
  */
+import type { Duplex } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import { type AuthConfig, DEFAULT_MAX_BODY_BYTES } from '@ojs/core';
@@ -56,6 +57,13 @@ export interface GrpcServerOptions {
    * a larger request message is refused with payload_too_large.
    */
   maxBodyBytes?: number;
+  /**
+   * The caller accepts the connections and hands each one to
+   * `injectConnection` (`ojs serve` listens on the port itself and loads
+   * this package on the first connection, decision 0098); nothing is bound
+   * here and `port` is only reported.
+   */
+  external?: boolean;
 }
 
 export interface GrpcServer {
@@ -63,6 +71,8 @@ export interface GrpcServer {
   /** `host:port` to dial. */
   address: string;
   jobStreams: JobStreams;
+  /** With `external`: serves a connection the caller accepted (TLS as configured). */
+  injectConnection(connection: Duplex): void;
   close(): Promise<void>;
 }
 
@@ -153,25 +163,35 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 
   new ReflectionService(ojsPackageDefinition()).addToServer(server);
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(
-      `${host.includes(':') ? `[${host}]` : host}:${options.port ?? DEFAULT_GRPC_PORT}`,
-      options.tls === undefined
-        ? grpc.ServerCredentials.createInsecure()
-        : grpc.ServerCredentials.createSsl(
-            options.tls.ca ?? null,
-            [{ cert_chain: options.tls.cert, private_key: options.tls.key }],
-            options.tls.ca !== undefined,
-          ),
-      (error, bound) => (error ? reject(error) : resolve(bound)),
-    );
-  });
+  const credentials =
+    options.tls === undefined
+      ? grpc.ServerCredentials.createInsecure()
+      : grpc.ServerCredentials.createSsl(
+          options.tls.ca ?? null,
+          [{ cert_chain: options.tls.cert, private_key: options.tls.key }],
+          options.tls.ca !== undefined,
+        );
+  const injector = options.external ? server.createConnectionInjector(credentials) : undefined;
+  const port =
+    injector !== undefined
+      ? (options.port ?? DEFAULT_GRPC_PORT)
+      : await new Promise<number>((resolve, reject) => {
+          server.bindAsync(
+            `${host.includes(':') ? `[${host}]` : host}:${options.port ?? DEFAULT_GRPC_PORT}`,
+            credentials,
+            (error, bound) => (error ? reject(error) : resolve(bound)),
+          );
+        });
 
   let closing: Promise<void> | undefined;
   return {
     port,
     address: `${host.includes(':') ? `[${host}]` : host}:${port}`,
     jobStreams,
+    injectConnection(connection) {
+      if (injector === undefined) throw new Error('injectConnection needs the external option.');
+      injector.injectConnection(connection);
+    },
     close() {
       closing ??= (async () => {
         clearInterval(healthTimer);

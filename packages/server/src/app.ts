@@ -4,6 +4,8 @@
  * binds. Every response, errors and 404s included, carries the exact OJS
  * media type, OJS-Version and X-Request-Id.
  */
+
+import { createRequire } from 'node:module';
 import {
   checkRequestText,
   DEFAULT_MAX_BODY_BYTES,
@@ -18,6 +20,7 @@ import Fastify, {
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyServerOptions,
 } from 'fastify';
 import { authenticate, isDashboardAsset, registerAuth } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
@@ -88,6 +91,37 @@ function toOjsError(error: FastifyError, bodyLimit: number): OjsError {
   return new OjsError('internal_error', 'Internal server error.');
 }
 
+type CompilersFactory = NonNullable<
+  NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']
+>;
+
+/**
+ * Fastify's own schema compilers (ajv and fast-json-stringify, ~40
+ * modules), loaded by the first route with a schema instead of by every
+ * Fastify instance as it is made: no route here has one (the bodies are
+ * checked by core), so a server starts without them (decision 0098).
+ * Resolved from fastify, as fastify itself would. (Given as factories,
+ * fastify counts them as custom compilers: a header schema would be
+ * compiled as written, not with its keys lower-cased.)
+ */
+function lazySchemaCompilers(): CompilersFactory {
+  const builders = new Map<string, (...args: unknown[]) => never>();
+  const load = (name: string) => {
+    let builder = builders.get(name);
+    if (builder === undefined) {
+      builder = createRequire(import.meta.resolve('fastify'))(name)() as (
+        ...args: unknown[]
+      ) => never;
+      builders.set(name, builder);
+    }
+    return builder;
+  };
+  return {
+    buildValidator: (...args: unknown[]) => load('@fastify/ajv-compiler')(...args),
+    buildSerializer: (...args: unknown[]) => load('@fastify/fast-json-stringify-compiler')(...args),
+  };
+}
+
 export async function buildApp(config: AppConfig, engine: Engine): Promise<FastifyInstance> {
   const bodyLimit = config.bodyLimit ?? DEFAULT_MAX_BODY_BYTES;
   const app = Fastify({
@@ -122,6 +156,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
     // outside ASCII in the path) never reach a route: answer them in the
     // envelope too, with Connection: close, since the connection ends.
     clientErrorHandler,
+    schemaController: { compilersFactory: lazySchemaCompilers() },
   });
   app.decorate('engine', engine);
   app.decorate('appConfig', config);

@@ -18,6 +18,7 @@ import type { AppConfig } from './config.ts';
 import {
   type GrpcServeOptions,
   type GrpcServer,
+  grpcServed,
   readGrpcTls,
   startGrpcBinding,
 } from './grpc-binding.ts';
@@ -251,6 +252,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     format: options.logFormat,
   });
   const log = (line: string) => logger.warn(line);
+  // Decided before anything opens: a refused gRPC setting leaves nothing behind.
+  const serveGrpc = grpcServed(options, { host, loopback: isLoopback(host), tls }, log);
   // A store's own background errors (a lost LISTEN connection, a failed
   // checkpoint) repeat while the outage lasts: logged once, then summarised.
   const storeErrors = new ErrorThrottle(logger);
@@ -283,19 +286,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     metrics,
     dashboard: options.dashboard ?? true,
   };
-  // gRPC binds first so the manifest both bindings serve can list it.
-  let grpc: GrpcServer | undefined;
-  try {
-    grpc = await startGrpcBinding(
-      options,
-      { engine, appConfig, host, loopback: isLoopback(host), port, tls },
-      log,
-    );
-  } catch (error) {
-    // Port taken, say: nothing is left open behind the error.
-    await store.close();
-    throw error;
-  }
   const app = await buildApp(appConfig, engine);
   let retrying: NodeJS.Timeout | undefined;
   let closed = false;
@@ -320,12 +310,21 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     };
     retry();
   }
+  // HTTP answers first; gRPC starts once it does (decision 0098): grpc-js
+  // and the protobuf descriptors are most of what a server loads at start.
+  // The manifest lists gRPC from the moment it is bound; startServer
+  // returns (and `ojs serve` prints its lines) once both listen.
+  let grpc: GrpcServer | undefined;
   try {
     await app.listen({ host, port });
+    if (serveGrpc) {
+      grpc = await startGrpcBinding(options, { engine, appConfig, host, port, tls }, log);
+    }
   } catch (error) {
+    // Port taken, say: nothing is left open behind the error.
     clearTimeout(retrying);
-    await grpc?.close();
     await engine.stop();
+    await app.close();
     await store.close();
     throw error;
   }
