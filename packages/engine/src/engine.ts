@@ -471,11 +471,18 @@ export class Engine implements EngineContext {
     pending = await this.#admit(pending, units, explicitRetry, outcomes);
     while (pending.length > 0) {
       const jobs = pending.map((p) => p.job);
-      const results = await this.store.insertJobs(
+      const inserting = this.store.insertJobs(
         jobs,
         jobs.flatMap((job) => enqueueEvents(job, now)),
         now,
       );
+      // A waiting fetch's claim joins the insert's group commit
+      // (pipelinedWrites): the job is handed out at that COMMIT, before
+      // the fsync the PUSH itself waits for.
+      if (this.store.pipelinedWrites && jobs.some((job) => job.state === 'available')) {
+        this.notifier.notify();
+      }
+      const results = await inserting;
       const refused = results.some((r) => r.status === 'duplicate_id' || r.status === 'rejected');
       const retry: typeof pending = [];
       const stored: JobRecord[] = [];
@@ -969,7 +976,12 @@ export class Engine implements EngineContext {
     try {
       for (;;) {
         const mark = this.wakeups.mark();
-        const { jobs, seen } = await this.#claimOnce(request, handlers, count);
+        const { jobs, seen } = await this.#claimOnce(
+          request,
+          handlers,
+          count,
+          release !== undefined,
+        );
         const remaining = deadline - this.now();
         if (
           jobs.length > 0 ||
@@ -994,11 +1006,18 @@ export class Engine implements EngineContext {
     }
   }
 
-  /** One claim, with the notifier generation seen before it (for the wait after). */
+  /**
+   * One claim, with the notifier generation seen before it (for the wait
+   * after). `woken`: a fetch that waited claims at once, not with the
+   * turn's claims: woken by a PUSH, its claim joins that PUSH's group
+   * commit on SQLite (pipelinedWrites), and the job is handed out at that
+   * COMMIT instead of after its fsync.
+   */
   async #claimOnce(
     request: FetchRequest,
     handlers: HandlerDeclaration[] | undefined,
     count: number,
+    woken: boolean,
   ): Promise<{ jobs: JobRecord[]; seen: number }> {
     const now = this.now();
     // Promote lazily too, so a due job never waits for the next promoter
@@ -1011,14 +1030,15 @@ export class Engine implements EngineContext {
       promoted = this.store.promoteDueJobs(now);
     }
     const seen = this.notifier.generation;
-    const claiming = this.#claims.add({
+    const claim: ClaimRequest = {
       queues: request.queues,
       count,
       workerId: request.workerId,
       visibilityTimeoutMs: request.visibilityTimeoutMs,
       handlers,
       now,
-    });
+    };
+    const claiming = woken ? this.store.claimJobs(claim) : this.#claims.add(claim);
     const [, jobs] = await Promise.all([promoted, claiming]);
     this.observers.started(jobs);
     return { jobs, seen };

@@ -5,6 +5,9 @@
  * alone (a refused item refuses nothing else; queue bounds admit in order).
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ManualClock, OjsError, type Store } from '@ojs/core';
 import { SqliteStore } from '@ojs/store-sqlite';
@@ -188,5 +191,32 @@ describe('concurrent single operations', () => {
     }
     store = new SqliteStore({ path: ':memory:' });
     await store.init();
+  });
+});
+
+describe('a waiting fetch woken by a PUSH (SQLite file, pipelined writes)', () => {
+  it('is handed the job at the PUSH’s COMMIT, before the PUSH’s fsync answers it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ojs-coalescing-'));
+    const file = new SqliteStore({ path: join(dir, 'ojs.db') });
+    await file.init();
+    const fileEngine = new Engine({ store: file, clock: new ManualClock(T0) });
+    try {
+      assert.equal(file.pipelinedWrites, true);
+      const order: string[] = [];
+      const fetching = fileEngine
+        .fetch({ queues: ['default'], workerId: 'w1', waitMs: 10_000 })
+        .then((jobs) => order.push(`fetch ${jobs.length}`));
+      // The fetch found nothing and waits on the notifier (its claims answered).
+      while (fileEngine.notifier.waiting === 0) await new Promise((r) => setImmediate(r));
+      const pushing = fileEngine.enqueue(push(1)).then(() => order.push('push'));
+      await Promise.all([fetching, pushing]);
+      // The claim joined the insert's group commit: answered at its COMMIT,
+      // while the PUSH waited for the fsync after it.
+      assert.deepEqual(order, ['fetch 1', 'push']);
+    } finally {
+      await fileEngine.stop();
+      await file.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
