@@ -9,13 +9,35 @@
  * Takes the engine's settings structurally (no import of engine.ts), so
  * the engine can expose these functions without an import cycle.
  */
-import { LIMITS, MAX_META_BYTES, MAX_WORKFLOW_STEPS } from '@ojs/core';
+import { invalidRequest, LIMITS, MAX_META_BYTES, MAX_WORKFLOW_STEPS, OjsError } from '@ojs/core';
 
 /** Highest conformance level whose suites pass on every store in CI. */
 export const DECLARED_CONFORMANCE_LEVEL = 4;
 
 /** Largest number of jobs in one push-many request (POST /ojs/v1/jobs/many). */
 export const MAX_PUSH_MANY = 1000;
+
+/**
+ * The items of one push-many request (HTTP `jobs`, gRPC EnqueueMany
+ * `items`): 1 to MAX_PUSH_MANY of them, else the request is refused whole
+ * before anything is stored, with the same errors on both bindings.
+ */
+export function pushManyItems(value: unknown, field: string): unknown[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    // The same mistake as in /jobs/batch, the same code (docs/error-codes.md).
+    throw new OjsError('invalid_payload', `${field} must be a non-empty array of job envelopes.`, {
+      field,
+    });
+  }
+  if (value.length > MAX_PUSH_MANY) {
+    throw invalidRequest(`${field} holds at most ${MAX_PUSH_MANY} items (got ${value.length}).`, {
+      field,
+      max: MAX_PUSH_MANY,
+      actual: value.length,
+    });
+  }
+  return value;
+}
 
 export interface ExtensionEntry {
   name: string;

@@ -1053,7 +1053,10 @@ export class Engine implements EngineContext {
    */
   readonly #claims = new TurnBatch<ClaimRequest, JobRecord[]>(async (requests) => {
     if (requests.length === 1) return [await this.store.claimJobs(requests[0]!)];
-    const groups = new Map<string, { total: number; members: number[] }>();
+    // Each group is one claim; a group full to the fetch maximum is closed
+    // and the next request asking the same thing opens another.
+    const groups: { total: number; members: number[] }[] = [];
+    const open = new Map<string, { total: number; members: number[] }>();
     for (const [index, request] of requests.entries()) {
       const key = JSON.stringify([
         request.queues,
@@ -1061,19 +1064,18 @@ export class Engine implements EngineContext {
         request.visibilityTimeoutMs ?? null,
         request.handlers ?? null,
       ]);
-      const group = groups.get(key);
+      let group = open.get(key);
       if (group === undefined || group.total + request.count > this.maxFetchCount) {
-        // A new group, or the last one is as large as one fetch may be.
-        groups.set(key, { total: request.count, members: [index] });
-        if (group !== undefined) groups.set(`${key}#${index}`, group);
-      } else {
-        group.total += request.count;
-        group.members.push(index);
+        group = { total: 0, members: [] };
+        open.set(key, group);
+        groups.push(group);
       }
+      group.total += request.count;
+      group.members.push(index);
     }
     const answers: JobRecord[][] = new Array(requests.length);
     await Promise.all(
-      [...groups.values()].map(async ({ total, members }) => {
+      groups.map(async ({ total, members }) => {
         const jobs = await this.store.claimJobs({ ...requests[members[0]!]!, count: total });
         let taken = 0;
         for (const index of members) {

@@ -6,6 +6,7 @@ export {
   engineCapabilities,
   MAX_PUSH_MANY,
   type ManifestBinding,
+  pushManyItems,
 } from './capabilities.ts';
 export type { EngineContext, WorkerDirective } from './context.ts';
 export { type CronContext, CronScheduler, cronToWire, parseCronRequest } from './cron.ts';

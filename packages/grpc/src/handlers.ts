@@ -30,9 +30,9 @@ import {
   type Engine,
   type EnqueueManyOutcome,
   healthStatus,
-  MAX_PUSH_MANY,
   type NackRequest,
   offsetPagination,
+  pushManyItems,
   throughputPerSecond,
 } from '@ojs/engine';
 import {
@@ -636,23 +636,8 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
     });
   return {
     async EnqueueMany(request, call) {
-      const items = Array.isArray(request.items) ? (request.items as Obj[]) : [];
       // The limits of POST /ojs/v1/jobs/many, with its errors.
-      if (items.length === 0) {
-        throw new OjsError('invalid_payload', 'items must hold at least one EnqueueManyItem.', {
-          field: 'items',
-        });
-      }
-      if (items.length > MAX_PUSH_MANY) {
-        throw invalidRequest(
-          `items holds at most ${MAX_PUSH_MANY} entries (got ${items.length}).`,
-          {
-            field: 'items',
-            max: MAX_PUSH_MANY,
-            actual: items.length,
-          },
-        );
-      }
+      const items = pushManyItems(request.items, 'items') as Obj[];
       const context = enqueueContext(engine, call);
       const outcomes: EnqueueManyOutcome[] = new Array(items.length);
       const bodies: Obj[] = [];

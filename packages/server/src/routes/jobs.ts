@@ -5,13 +5,13 @@
  * depth and bound on a 429 `QUEUE_FULL` (with Retry-After), and depth,
  * bound and pressure on accepted enqueues above the warning threshold.
  */
-import { invalidRequest, OjsError, toWire } from '@ojs/core';
+import { OjsError, toWire } from '@ojs/core';
 import {
   activateResponse,
   batchPushResponse,
   cancelResponse,
   jobResponse,
-  MAX_PUSH_MANY,
+  pushManyItems,
   pushManyResponse,
   pushResponse,
   type QueuePressure,
@@ -61,20 +61,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
   // refuse the others. A request that is not a list of objects is refused
   // whole before anything is stored.
   app.post('/ojs/v1/jobs/many', async (request) => {
-    const jobs = objectBody(request.body).jobs;
-    if (!Array.isArray(jobs) || jobs.length === 0) {
-      // The same mistake as in /jobs/batch, the same code (docs/error-codes.md).
-      throw new OjsError('invalid_payload', 'jobs must be a non-empty array of job envelopes.', {
-        field: 'jobs',
-      });
-    }
-    if (jobs.length > MAX_PUSH_MANY) {
-      throw invalidRequest(`jobs holds at most ${MAX_PUSH_MANY} items (got ${jobs.length}).`, {
-        field: 'jobs',
-        max: MAX_PUSH_MANY,
-        actual: jobs.length,
-      });
-    }
+    const jobs = pushManyItems(objectBody(request.body).jobs, 'jobs');
     return pushManyResponse(await engine.enqueueMany(jobs));
   });
 
