@@ -28,7 +28,11 @@ export function makeEvent(
   return event;
 }
 
-/** A job event; carries trace_id when the job's meta has one (EV §8). */
+/**
+ * A job event; carries trace_id when the job's meta has one (EV §8), and
+ * tenant_id when the job has a tenant, so webhooks, SSE and the dashboard
+ * scope events by tenant without reading the job (ext-multi-tenancy §2.2).
+ */
 export function jobEvent(
   type: string,
   job: JobRecord,
@@ -44,6 +48,8 @@ export function jobEvent(
   };
   const traceId = job.meta.trace_id ?? job.meta.traceparent;
   if (traceId !== undefined) payload.trace_id = traceId;
+  const tenantId = job.meta.tenant_id;
+  if (typeof tenantId === 'string' && tenantId !== '') payload.tenant_id = tenantId;
   return makeEvent(type, job.id, payload, now);
 }
 

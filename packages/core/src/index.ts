@@ -29,6 +29,7 @@ export * from './state-sequence.ts';
 export * from './states.ts';
 export * from './store.ts';
 export * from './store-columns.ts';
+export * from './tenancy.ts';
 export * from './time.ts';
 export * from './trace-context.ts';
 export * from './unique.ts';
