@@ -53,7 +53,10 @@ import {
   type StateCounts,
   type Store,
   toIso,
+  type WebhookDelivery,
+  type WebhookDeliveryFilter,
   type WorkflowRecord,
+  webhookDeliveryDueAt,
 } from '@ojs/core';
 import { Redis, type RedisOptions } from 'ioredis';
 import { claimJobs } from './claim.ts';
@@ -980,6 +983,76 @@ export class RedisStore implements Store {
     return this.#call(true, () =>
       this.#lib().pruneEvents(this.#seqKey, String(keep), String(limit ?? -1)),
     );
+  }
+
+  async insertWebhookDeliveries(deliveries: WebhookDelivery[]): Promise<number> {
+    if (deliveries.length === 0) return 0;
+    const args = deliveries.flatMap((d) => {
+      const due = webhookDeliveryDueAt(d);
+      return [d.id, String(d.rev), due === null ? '' : String(due), JSON.stringify(d)];
+    });
+    return this.#call(true, () => this.#lib().insertWebhookDeliveries(this.#seqKey, args));
+  }
+
+  async dueWebhookDeliveries(now: number, limit: number): Promise<WebhookDelivery[]> {
+    const ids = await this.#call(false, (r) =>
+      r.zrangebyscore(this.key('whdue'), '-inf', String(now), 'LIMIT', 0, limit),
+    );
+    return this.#webhookDeliveries(ids);
+  }
+
+  async #webhookDeliveries(ids: string[]): Promise<WebhookDelivery[]> {
+    if (ids.length === 0) return [];
+    const docs = await this.#call(false, (r) => r.hmget(this.key('whd'), ...ids));
+    return docs.flatMap((doc) => (doc === null ? [] : [JSON.parse(doc) as WebhookDelivery]));
+  }
+
+  async updateWebhookDelivery(delivery: WebhookDelivery, expectRev: number): Promise<boolean> {
+    const due = webhookDeliveryDueAt(delivery);
+    const args = [
+      delivery.id,
+      String(expectRev),
+      String(delivery.rev),
+      due === null ? '' : String(due),
+      JSON.stringify(delivery),
+    ];
+    const applied = await this.#call(true, () =>
+      this.#lib().updateWebhookDelivery(this.#seqKey, args),
+    );
+    return applied === 1;
+  }
+
+  async getWebhookDelivery(id: string): Promise<WebhookDelivery | null> {
+    const doc = await this.#call(false, (r) => r.hget(this.key('whd'), id));
+    return doc === null ? null : (JSON.parse(doc) as WebhookDelivery);
+  }
+
+  /** Walks the log newest first in pages, filtering each document (the log is an operator's view). */
+  async listWebhookDeliveries(filter: WebhookDeliveryFilter): Promise<WebhookDelivery[]> {
+    let start = 0;
+    if (filter.after !== undefined) {
+      const after = filter.after;
+      const rank = await this.#call(false, (r) => r.zrevrank(this.key('whlog'), after));
+      if (rank === null) return [];
+      start = rank + 1;
+    }
+    const out: WebhookDelivery[] = [];
+    const page = 500;
+    for (;;) {
+      const ids = await this.#call(false, (r) =>
+        r.zrevrange(this.key('whlog'), start, start + page - 1),
+      );
+      for (const d of await this.#webhookDeliveries(ids)) {
+        if (filter.subscriptionId !== undefined && d.subscription_id !== filter.subscriptionId)
+          continue;
+        if (filter.state !== undefined && d.state !== filter.state) continue;
+        if (filter.tenantId !== undefined && d.tenant_id !== filter.tenantId) continue;
+        out.push(d);
+        if (out.length >= filter.limit) return out;
+      }
+      if (ids.length < page) return out;
+      start += page;
+    }
   }
 
   async reset(): Promise<void> {

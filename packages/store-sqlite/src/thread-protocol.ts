@@ -51,6 +51,11 @@ export const STORE_METHODS = [
   'appendEvents',
   'listEvents',
   'pruneEvents',
+  'insertWebhookDeliveries',
+  'dueWebhookDeliveries',
+  'updateWebhookDelivery',
+  'getWebhookDelivery',
+  'listWebhookDeliveries',
   'reset',
 ] as const;
 

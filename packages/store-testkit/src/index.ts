@@ -28,6 +28,7 @@ import { retentionTests } from './retention.ts';
 import { settleTests } from './settle.ts';
 import { timeTests } from './time.ts';
 import { uniqueTests } from './unique.ts';
+import { webhookTests } from './webhooks.ts';
 import { workflowTests } from './workflows.ts';
 
 export type { StoreFactory, StoreUnderTest } from './context.ts';
@@ -53,5 +54,6 @@ export function runStoreSuite(name: string, factory: StoreFactory): void {
     workflowTests(ctx);
     cronTests(ctx);
     adminTests(ctx);
+    webhookTests(ctx);
   });
 }
