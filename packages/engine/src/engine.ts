@@ -76,6 +76,7 @@ import { BackgroundServices, type ServiceIntervals } from './services.ts';
 import { SettingsCache } from './settings-cache.ts';
 import { TurnBatch } from './turn-batch.ts';
 import { Wakeups } from './wakeups.ts';
+import { type WebhookOptions, WebhookService } from './webhooks/service.ts';
 import * as responses from './wire-responses.ts';
 import { WorkerRegistry, type WorkerState } from './workers.ts';
 
@@ -121,6 +122,8 @@ export interface EngineOptions {
   retentionPruner?: RetentionOptions;
   /** The process's logger (pino); silent when not given. */
   logger?: Logger;
+  /** The webhooks extension: target policy, retry schedule, delivery loop (webhooks/service.ts). */
+  webhooks?: WebhookOptions;
 }
 
 export interface FetchRequest {
@@ -265,6 +268,8 @@ export class Engine implements EngineContext {
   readonly observers = new JobObservers();
   /** Live event streams: followers of the event log (SSE). */
   readonly events: EventTail;
+  /** Webhook subscriptions, the fan-out from the event log and the delivery loop. */
+  readonly webhooks: WebhookService;
   readonly #random: () => number;
   #draining = false;
   readonly #services: BackgroundServices;
@@ -287,6 +292,7 @@ export class Engine implements EngineContext {
     this.logger = options.logger ?? silentLogger;
     this.errors = new ErrorThrottle(this.logger);
     this.events = new EventTail(this);
+    this.webhooks = new WebhookService(this, options.webhooks);
     this.settings = new SettingsCache(this.store);
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
     this.queueSettings = new QueueSettingsRegistry(this, options.retention);
@@ -327,6 +333,7 @@ export class Engine implements EngineContext {
   start(): void {
     this.#stopping = false;
     this.#services.start();
+    this.webhooks.start();
   }
 
   /**
@@ -347,7 +354,7 @@ export class Engine implements EngineContext {
   async stop(): Promise<void> {
     this.#stopping = true;
     this.notifier.notify();
-    await this.#services.stop();
+    await Promise.all([this.#services.stop(), this.webhooks.stop()]);
     this.wakeups.close();
     this.notifier.notify();
   }

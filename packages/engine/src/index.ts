@@ -56,6 +56,13 @@ export {
   type ValidationMode,
 } from './schemas.ts';
 export type { ServiceIntervals, ServicesContext } from './services.ts';
+export {
+  type DeliveryQuery,
+  type WebhookObserver,
+  type WebhookOptions,
+  WebhookService,
+  type WebhookTestResult,
+} from './webhooks/service.ts';
 export * from './wire-responses.ts';
 export {
   HEARTBEAT_TIMEOUT_MS,

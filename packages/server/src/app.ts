@@ -40,6 +40,7 @@ import { progressRoutes } from './routes/progress.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { rateLimitRoutes } from './routes/rate-limits.ts';
 import { systemRoutes } from './routes/system.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 import { websocketRoutes } from './routes/websocket.ts';
 import { workerRoutes } from './routes/workers.ts';
 import { workflowRoutes } from './routes/workflows.ts';
@@ -270,6 +271,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(progressRoutes);
   await app.register(rateLimitRoutes);
   await app.register(dashboardApiRoutes);
+  await app.register(webhookRoutes);
   if (config.dashboard) await app.register(dashboardRoutes);
   return app;
 }
