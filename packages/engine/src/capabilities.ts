@@ -114,6 +114,8 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
       event_stream: true,
       // RT §3 subscriptions: served by the HTTP binding at /ojs/v1/ws.
       websocket: true,
+      // ext-webhooks: subscriptions and the delivery log, served by the HTTP binding (no ojs.v1 RPCs).
+      webhooks: true,
     },
     extensions: {
       official: [
@@ -126,6 +128,12 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
         official('graceful-shutdown'),
         official('middleware'),
         official('observability'),
+        {
+          name: 'webhooks',
+          uri: 'urn:ojs:ext:webhooks',
+          version: '1.0.0-rc.1',
+          capability: 'webhooks',
+        },
       ],
       experimental: [
         {
@@ -181,6 +189,7 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
  */
 export const HTTP_ONLY_CAPABILITIES: readonly string[] = [
   'admin_api',
+  'webhooks',
   'job_search',
   'bulk_operations',
   'push_many',

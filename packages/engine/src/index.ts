@@ -34,6 +34,7 @@ export {
   LATENCY_BUCKETS,
   QUEUE_TIME_BUCKETS,
   registerQueueDepth,
+  registerWebhookMetrics,
 } from './observability/metrics.ts';
 export {
   JobTracing,

@@ -13,6 +13,7 @@ import {
   JobTracing,
   LifecycleLog,
   registerQueueDepth,
+  registerWebhookMetrics,
 } from '@ojs/engine';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 
@@ -40,6 +41,7 @@ export function observeEngine(
   const registry = new Registry();
   engine.observers.add(new JobMetrics(registry));
   registerQueueDepth(registry, store);
+  registerWebhookMetrics(registry, engine.webhooks);
   instrumentStore(store, registry);
   collectDefaultMetrics({ register: registry });
   return registry;

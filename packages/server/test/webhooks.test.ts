@@ -145,6 +145,11 @@ for (const kind of kinds) {
           limit: 10,
         });
         assert.ok(events.length > 0);
+        const metrics = await (await fetch(`${server.url}/metrics`)).text();
+        assert.match(metrics, /ojs_webhook_delivery_total\{outcome="delivered"\} 1000\n/);
+        assert.match(metrics, /ojs_webhook_retry_total [1-9]\d*\n/);
+        assert.match(metrics, /ojs_webhook_subscription_count 1\n/);
+        assert.match(metrics, /ojs_webhook_delivery_duration_seconds_count [1-9]/);
         assert.equal(
           (await call(server, 'DELETE', `/ojs/v1/webhooks/subscriptions/${subId}`)).status,
           204,
