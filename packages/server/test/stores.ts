@@ -36,14 +36,14 @@ export interface LiveServer {
   close(): Promise<void>;
 }
 
-type PgClient = {
+export type PgClient = {
   connect(): Promise<void>;
   query(sql: string): Promise<unknown>;
   end(): Promise<void>;
   on(event: string, listener: () => void): void;
 };
 
-async function withPg<T>(fn: (client: PgClient) => Promise<T>): Promise<T> {
+export async function withPg<T>(fn: (client: PgClient) => Promise<T>): Promise<T> {
   const name = 'pg';
   const { default: pg } = (await import(name)) as {
     default: { Client: new (o: { connectionString: string }) => PgClient };
