@@ -6,7 +6,7 @@
  *
  * The SDK has no runtime dependencies, so it cannot import @ojs/core; the
  * few modules both need (the OJS-xxxx error catalogue, UUIDv7 ids, the
- * media type, isObject) are written once in core and copied here, with a
+ * media type, isObject, the webhook signature check) are written once in core and copied here, with a
  * header, into files that are committed. A copied module may import only
  * Node built-ins (`node:*`): the copy must stand alone. `npm run lint`
  * runs the check; the SDK's `npm run build` regenerates first.
@@ -15,7 +15,13 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 
 /** The core modules the SDK gets, by file name (core/src/X -> sdk/src/generated/X). */
-export const SHARED_MODULES = ['error-codes.ts', 'is-object.ts', 'media-type.ts', 'uuid.ts'];
+export const SHARED_MODULES = [
+  'error-codes.ts',
+  'is-object.ts',
+  'media-type.ts',
+  'uuid.ts',
+  'webhook-signature.ts',
+];
 
 const CORE = 'packages/core/src';
 export const GENERATED = 'packages/sdk/src/generated';
