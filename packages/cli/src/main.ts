@@ -39,6 +39,7 @@ Operator commands, over the HTTP API of any OJS server (--url / OJS_URL, --api-k
   workflows     get | cancel
   workers       list | quiet | terminate
   stats         Live statistics (refreshes on a terminal)
+  webhooks      list | create | get | update | delete | test | rotate-secret | deliveries | retry
   completion    Shell completion script: ojs completion bash|zsh|fish
 
   -V, --version Print the version

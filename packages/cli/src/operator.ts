@@ -1,6 +1,6 @@
 /**
  * The operator's commands of `ojs` (jobs, enqueue, queues, dlq, cron,
- * workflows, workers, stats, completion) over the HTTP API of any OJS
+ * workflows, workers, stats, webhooks, completion) over the HTTP API of any OJS
  * server, parsed by commander (docs/decisions/0061): per-command --help,
  * unknown options refused with a suggestion, exit codes 0 (done), 1 (the
  * server refused or is unreachable), 2 (a usage mistake).
@@ -14,6 +14,7 @@ import { enqueueCommand } from './commands/enqueue.ts';
 import { jobsCommand } from './commands/jobs.ts';
 import { queuesCommand } from './commands/queues.ts';
 import { statsCommand } from './commands/stats.ts';
+import { webhooksCommand } from './commands/webhooks.ts';
 import { workersCommand } from './commands/workers.ts';
 import { workflowsCommand } from './commands/workflows.ts';
 import { DEFAULT_URL, UsageError } from './context.ts';
@@ -29,6 +30,7 @@ export const OPERATOR_COMMANDS = [
   'workflows',
   'workers',
   'stats',
+  'webhooks',
   'completion',
 ];
 
@@ -55,6 +57,7 @@ export function buildProgram(io: Io, version: string): Command {
     workflowsCommand,
     workersCommand,
     statsCommand,
+    webhooksCommand,
   ]) {
     program.addCommand(make(io));
   }
