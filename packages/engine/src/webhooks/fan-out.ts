@@ -27,6 +27,8 @@ export const FAN_OUT_NAMESPACE = 'webhooks';
 export const FAN_OUT_KEY = 'fan-out-cursor';
 const PAGE = 500;
 const OVERLAP = 100;
+/** An idle fan-out refreshes `caught_up_at` this often (the pruner wants it within its 60 s). */
+const CAUGHT_UP_REFRESH_MS = 10_000;
 
 interface Cursor {
   /** The last event consumed. */
@@ -95,7 +97,9 @@ export class FanOut {
     const deliveries = this.#deliveries(fresh, subscriptions, now);
     if (deliveries.length > 0) await store.insertWebhookDeliveries(deliveries);
     const caughtUp = page.length < PAGE;
-    if (fresh.length === 0 && !(caughtUp && now - cursor.caught_up_at > 1000)) return false;
+    if (fresh.length === 0 && !(caughtUp && now - cursor.caught_up_at > CAUGHT_UP_REFRESH_MS)) {
+      return false;
+    }
     const next: Cursor = {
       after: page.length > 0 ? page[page.length - 1]!.id : cursor.after,
       recent: [...cursor.recent, ...fresh.map((e) => e.id)].slice(-OVERLAP),
