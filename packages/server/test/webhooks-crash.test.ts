@@ -12,6 +12,9 @@ import { type ServerProcess, startServerProcess } from '../../../scripts/lib.ts'
 import { type StoreKind, storeKinds, tempStore } from './stores.ts';
 import { startReceiver } from './webhook-receiver.ts';
 
+// biome-ignore lint/suspicious/noExplicitAny: JSON bodies are read dynamically in assertions.
+type Json = any;
+
 const SECRET = 'whsec_crash_test_secret';
 const JOBS = 600;
 const ENV = {
@@ -25,7 +28,7 @@ async function post(
   server: ServerProcess,
   path: string,
   body: unknown,
-): Promise<{ status: number; body: any }> {
+): Promise<{ status: number; body: Json }> {
   const res = await fetch(`${server.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
