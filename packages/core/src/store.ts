@@ -336,6 +336,15 @@ export interface Store {
   getWebhookDelivery(id: string): Promise<WebhookDelivery | null>;
   /** The delivery log, newest first, filtered; a page after `after`. */
   listWebhookDeliveries(filter: WebhookDeliveryFilter): Promise<WebhookDelivery[]>;
+  /**
+   * Deletes up to `limit` settled deliveries: delivered ones settled
+   * (core `webhookDeliverySettledAt`) before `before.delivered`, dead ones
+   * before `before.dead`. Returns how many were deleted.
+   */
+  pruneWebhookDeliveries(
+    before: { delivered: number; dead: number },
+    limit: number,
+  ): Promise<number>;
 
   /**
    * Cross-process wake-ups for waiting fetches (LISTEN/NOTIFY, pub/sub):

@@ -90,6 +90,17 @@ export function webhookDeliveryDueAt(d: WebhookDelivery): number | null {
   return null;
 }
 
+/** When a delivery was settled for good (delivered or dead), for the log's pruning; null while it is not. */
+export function webhookDeliverySettledAt(d: WebhookDelivery): number | null {
+  return d.state === 'delivered' || d.state === 'dead' ? Date.parse(d.updated_at) : null;
+}
+
+/** How long the delivery log keeps settled deliveries: delivered 7 days, dead 30 (replayable until then). */
+export const WEBHOOK_LOG_RETENTION = {
+  deliveredMs: 7 * 86_400_000,
+  deadMs: 30 * 86_400_000,
+} as const;
+
 /** A claim: the next attempt starts, held by `owner` until `now + leaseMs`. */
 export function claimWebhookDelivery(
   d: WebhookDelivery,

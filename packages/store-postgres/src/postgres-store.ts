@@ -40,6 +40,7 @@ import {
   type WebhookDeliveryFilter,
   type WorkflowRecord,
   webhookDeliveryDueAt,
+  webhookDeliverySettledAt,
 } from '@ojs/core';
 import pg from 'pg';
 import { claimInTransaction, claimOneQueue, type GatedRow } from './claim.ts';
@@ -686,6 +687,7 @@ export class PostgresStore implements Store {
       tenant_id: d.tenant_id ?? null,
       state: d.state,
       due_at: webhookDeliveryDueAt(d),
+      settled_at: webhookDeliverySettledAt(d),
       rev: d.rev,
       doc: d,
     }));
@@ -711,10 +713,23 @@ export class PostgresStore implements Store {
         delivery.rev,
         JSON.stringify(delivery),
         expectRev,
+        webhookDeliverySettledAt(delivery),
       ],
       false,
     );
     return result.rowCount === 1;
+  }
+
+  async pruneWebhookDeliveries(
+    before: { delivered: number; dead: number },
+    limit: number,
+  ): Promise<number> {
+    const result = await this.#db.query(this.#sql.pruneWebhookDeliveries, [
+      before.delivered,
+      before.dead,
+      limit,
+    ]);
+    return result.rowCount ?? 0;
   }
 
   async getWebhookDelivery(id: string): Promise<WebhookDelivery | null> {

@@ -533,17 +533,25 @@ export function statements(schema: string) {
     // ------------------------------------------------------------ webhooks
     /** $1 = jsonb array of delivery rows; an id already stored is left as it is. */
     insertWebhookDeliveries: `INSERT INTO ${s}.webhook_deliveries
-        (id, subscription_id, tenant_id, state, due_at, rev, doc)
-      SELECT id, subscription_id, tenant_id, state, due_at, rev, doc
+        (id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc)
+      SELECT id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc
         FROM jsonb_to_recordset($1::jsonb) AS d(id text, subscription_id text, tenant_id text,
-             state text, due_at double precision, rev integer, doc jsonb)
+             state text, due_at double precision, settled_at double precision, rev integer,
+             doc jsonb)
       ON CONFLICT (id) DO NOTHING`,
     /** $1 = now, $2 = limit. Soonest first. */
     dueWebhookDeliveries: `SELECT doc FROM ${s}.webhook_deliveries
       WHERE due_at IS NOT NULL AND due_at <= $1 ORDER BY due_at LIMIT $2`,
-    /** $1 = id, $2 = state, $3 = due_at, $4 = rev, $5 = doc, $6 = expected rev. */
+    /** $1 = id, $2 = state, $3 = due_at, $4 = rev, $5 = doc, $6 = expected rev, $7 = settled_at. */
     updateWebhookDelivery: `UPDATE ${s}.webhook_deliveries
-      SET state = $2, due_at = $3, rev = $4, doc = $5::jsonb WHERE id = $1 AND rev = $6`,
+      SET state = $2, due_at = $3, rev = $4, doc = $5::jsonb, settled_at = $7
+      WHERE id = $1 AND rev = $6`,
+    /** $1 = delivered before, $2 = dead before, $3 = limit. */
+    pruneWebhookDeliveries: `DELETE FROM ${s}.webhook_deliveries WHERE seq IN (
+      SELECT seq FROM ${s}.webhook_deliveries WHERE state = 'delivered' AND settled_at < $1
+      UNION ALL
+      SELECT seq FROM ${s}.webhook_deliveries WHERE state = 'dead' AND settled_at < $2
+      LIMIT $3)`,
     getWebhookDelivery: `SELECT doc FROM ${s}.webhook_deliveries WHERE id = $1`,
     /** $1 subscription, $2 state, $3 tenant (each NULL: any), $4 the page's cursor id (NULL: newest), $5 limit. */
     listWebhookDeliveries: `SELECT doc FROM ${s}.webhook_deliveries

@@ -57,6 +57,7 @@ import {
   type WebhookDeliveryFilter,
   type WorkflowRecord,
   webhookDeliveryDueAt,
+  webhookDeliverySettledAt,
 } from '@ojs/core';
 import { Redis, type RedisOptions } from 'ioredis';
 import { claimJobs } from './claim.ts';
@@ -987,10 +988,12 @@ export class RedisStore implements Store {
 
   async insertWebhookDeliveries(deliveries: WebhookDelivery[]): Promise<number> {
     if (deliveries.length === 0) return 0;
-    const args = deliveries.flatMap((d) => {
-      const due = webhookDeliveryDueAt(d);
-      return [d.id, String(d.rev), due === null ? '' : String(due), JSON.stringify(d)];
-    });
+    const args = deliveries.flatMap((d) => [
+      d.id,
+      String(d.rev),
+      ...webhookDeliveryIndexArgs(d),
+      JSON.stringify(d),
+    ]);
     return this.#call(true, () => this.#lib().insertWebhookDeliveries(this.#seqKey, args));
   }
 
@@ -1008,12 +1011,11 @@ export class RedisStore implements Store {
   }
 
   async updateWebhookDelivery(delivery: WebhookDelivery, expectRev: number): Promise<boolean> {
-    const due = webhookDeliveryDueAt(delivery);
     const args = [
       delivery.id,
       String(expectRev),
       String(delivery.rev),
-      due === null ? '' : String(due),
+      ...webhookDeliveryIndexArgs(delivery),
       JSON.stringify(delivery),
     ];
     const applied = await this.#call(true, () =>
@@ -1055,11 +1057,26 @@ export class RedisStore implements Store {
     }
   }
 
+  async pruneWebhookDeliveries(
+    before: { delivered: number; dead: number },
+    limit: number,
+  ): Promise<number> {
+    const args = [String(before.delivered), String(before.dead), String(limit)];
+    return this.#call(true, () => this.#lib().pruneWebhookDeliveries(this.#seqKey, args));
+  }
+
   async reset(): Promise<void> {
     this.#claimed.clear();
     const keep = new Set([this.#seqKey, this.key('evseq'), this.key('layout')]);
     await this.#call(true, (redis) => deleteKeys(redis, this.#tag, keep));
   }
+}
+
+/** A delivery's index arguments for lua/webhooks.lua: due ('' none), state, settled ('' none). */
+function webhookDeliveryIndexArgs(d: WebhookDelivery): [string, string, string] {
+  const due = webhookDeliveryDueAt(d);
+  const settled = webhookDeliverySettledAt(d);
+  return [due === null ? '' : String(due), d.state, settled === null ? '' : String(settled)];
 }
 
 /** A call before the first connection (a server started while Redis is down retries init). */

@@ -65,6 +65,9 @@ export class Functions {
   updateWebhookDelivery(key: string, args: string[]): Promise<number> {
     return this.#fcall('ojs_wh_update', key, args) as Promise<number>;
   }
+  pruneWebhookDeliveries(key: string, args: string[]): Promise<number> {
+    return this.#fcall('ojs_wh_prune', key, args) as Promise<number>;
+  }
 }
 
 const text = (value: string | number | boolean | null | undefined): string =>

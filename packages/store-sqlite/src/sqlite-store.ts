@@ -48,6 +48,7 @@ import {
   type WebhookDeliveryFilter,
   type WorkflowRecord,
   webhookDeliveryDueAt,
+  webhookDeliverySettledAt,
 } from '@ojs/core';
 import { type ClaimContext, claimFromQueue } from './claim.ts';
 import { GroupCommit, Rollback } from './group-commit.ts';
@@ -975,10 +976,11 @@ export class SqliteStore implements Store {
 
   async updateWebhookDelivery(delivery: WebhookDelivery, expectRev: number): Promise<boolean> {
     return this.#write(() => {
-      const [id, , , state, dueAt, rev, doc] = webhookDeliveryColumns(delivery);
+      const [id, , , state, dueAt, settledAt, rev, doc] = webhookDeliveryColumns(delivery);
       const result = this.#stmt(sql.UPDATE_WEBHOOK_DELIVERY).run(
         state,
         dueAt,
+        settledAt,
         rev,
         doc,
         id,
@@ -1010,6 +1012,17 @@ export class SqliteStore implements Store {
     });
   }
 
+  async pruneWebhookDeliveries(
+    before: { delivered: number; dead: number },
+    limit: number,
+  ): Promise<number> {
+    return this.#write(() =>
+      Number(
+        this.#stmt(sql.PRUNE_WEBHOOK_DELIVERIES).run(before.delivered, before.dead, limit).changes,
+      ),
+    );
+  }
+
   async reset(): Promise<void> {
     return this.#write(() => {
       for (const table of sql.RESET_TABLES) this.#db!.exec(sql.deleteAll(table));
@@ -1022,16 +1035,17 @@ export class SqliteStore implements Store {
   }
 }
 
-/** A delivery's row: id, subscription_id, tenant_id, state, due_at, rev, doc. */
+/** A delivery's row: id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc. */
 function webhookDeliveryColumns(
   d: WebhookDelivery,
-): [string, string, string | null, string, number | null, number, string] {
+): [string, string, string | null, string, number | null, number | null, number, string] {
   return [
     d.id,
     d.subscription_id,
     d.tenant_id ?? null,
     d.state,
     webhookDeliveryDueAt(d),
+    webhookDeliverySettledAt(d),
     d.rev,
     JSON.stringify(d),
   ];

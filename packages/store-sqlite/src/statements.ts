@@ -462,15 +462,21 @@ export const DATA_VERSION = 'PRAGMA data_version';
 
 // ------------------------------------------------------------ webhooks
 
-/** ? = id, subscription_id, tenant_id, state, due_at, rev, doc. An id already stored is left as it is. */
+/** ? = id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc. An id already stored is left as it is. */
 export const INSERT_WEBHOOK_DELIVERY =
-  'INSERT INTO ojs_webhook_deliveries (id, subscription_id, tenant_id, state, due_at, rev, doc) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING';
+  'INSERT INTO ojs_webhook_deliveries (id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING';
 /** ? = now, ? = limit. Soonest first. */
 export const DUE_WEBHOOK_DELIVERIES =
   'SELECT doc FROM ojs_webhook_deliveries WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?';
-/** ? = state, due_at, rev, doc, id, expected rev. */
+/** ? = state, due_at, settled_at, rev, doc, id, expected rev. */
 export const UPDATE_WEBHOOK_DELIVERY =
-  'UPDATE ojs_webhook_deliveries SET state = ?, due_at = ?, rev = ?, doc = ? WHERE id = ? AND rev = ?';
+  'UPDATE ojs_webhook_deliveries SET state = ?, due_at = ?, settled_at = ?, rev = ?, doc = ? WHERE id = ? AND rev = ?';
+/** ? = delivered before, ? = dead before, ? = limit. */
+export const PRUNE_WEBHOOK_DELIVERIES = `DELETE FROM ojs_webhook_deliveries WHERE seq IN (
+  SELECT seq FROM ojs_webhook_deliveries WHERE state = 'delivered' AND settled_at < ?1
+  UNION ALL
+  SELECT seq FROM ojs_webhook_deliveries WHERE state = 'dead' AND settled_at < ?2
+  LIMIT ?3)`;
 export const GET_WEBHOOK_DELIVERY = 'SELECT doc FROM ojs_webhook_deliveries WHERE id = ?';
 export const WEBHOOK_DELIVERY_SEQ = 'SELECT seq FROM ojs_webhook_deliveries WHERE id = ?';
 

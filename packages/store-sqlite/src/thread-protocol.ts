@@ -56,6 +56,7 @@ export const STORE_METHODS = [
   'updateWebhookDelivery',
   'getWebhookDelivery',
   'listWebhookDeliveries',
+  'pruneWebhookDeliveries',
   'reset',
 ] as const;
 

@@ -329,6 +329,12 @@ export class SqliteThreadStore implements Store {
   listWebhookDeliveries(filter: WebhookDeliveryFilter): Promise<WebhookDelivery[]> {
     return this.#call('listWebhookDeliveries', [filter]);
   }
+  pruneWebhookDeliveries(
+    before: { delivered: number; dead: number },
+    limit: number,
+  ): Promise<number> {
+    return this.#call('pruneWebhookDeliveries', [before, limit]);
+  }
   reset(): Promise<void> {
     return this.#call('reset', []);
   }

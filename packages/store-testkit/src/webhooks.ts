@@ -174,6 +174,52 @@ export function webhookTests(ctx: SuiteContext): void {
       );
     });
 
+    it('prunes delivered and dead deliveries settled before their cut-offs, at most `limit`', async () => {
+      const [a, b, c, d] = deliveries(4, subscription('sub_a'));
+      await ctx.store.insertWebhookDeliveries([a!, b!, c!, d!]);
+      const settle = async (x: WebhookDelivery, status: number, at: number) => {
+        const claimed = claimWebhookDelivery(x, 'p', SECOND, at);
+        assert.ok(await ctx.store.updateWebhookDelivery(claimed, x.rev));
+        const done = settleWebhookDelivery(
+          claimed,
+          { statusCode: status, responseTimeMs: 1 },
+          WEBHOOK_RETRY_SCHEDULE,
+          at,
+        );
+        assert.ok(await ctx.store.updateWebhookDelivery(done, claimed.rev));
+      };
+      await settle(a!, 200, T0 + SECOND);
+      await settle(b!, 200, T0 + 3 * SECOND);
+      await settle(c!, 410, T0 + SECOND);
+      // d stays pending: never pruned.
+      const cut = { delivered: T0 + 2 * SECOND, dead: T0 };
+      assert.equal(await ctx.store.pruneWebhookDeliveries(cut, 10), 1);
+      assert.equal(await ctx.store.getWebhookDelivery(a!.id), null);
+      assert.notEqual(await ctx.store.getWebhookDelivery(b!.id), null);
+      assert.equal(
+        await ctx.store.pruneWebhookDeliveries(
+          { delivered: T0 + 4 * SECOND, dead: T0 + 4 * SECOND },
+          1,
+        ),
+        1,
+      );
+      assert.equal(
+        await ctx.store.pruneWebhookDeliveries(
+          { delivered: T0 + 4 * SECOND, dead: T0 + 4 * SECOND },
+          10,
+        ),
+        1,
+      );
+      assert.deepEqual(
+        (await ctx.store.listWebhookDeliveries({ limit: 10 })).map((x) => x.id),
+        [d!.id],
+      );
+      assert.deepEqual(
+        (await ctx.store.dueWebhookDeliveries(T0 + 10 * SECOND, 10)).map((x) => x.id),
+        [d!.id],
+      );
+    });
+
     it('reset empties the delivery log', async () => {
       await ctx.store.insertWebhookDeliveries(deliveries(2, subscription('sub_a')));
       await ctx.store.reset();

@@ -15,6 +15,7 @@ import {
   parseRetrySchedule,
   replayWebhookDelivery,
   type Store,
+  WEBHOOK_LOG_RETENTION,
   WEBHOOK_RETRY_SCHEDULE,
   type WebhookDelivery,
   type WebhookDeliveryState,
@@ -75,6 +76,9 @@ const DELIVERY_STATES: readonly WebhookDeliveryState[] = [
   'dead',
 ];
 const MAX_PAGE = 500;
+/** The delivery log is pruned this often while subscriptions exist, this many at a time. */
+const PRUNE_EVERY_MS = 60_000;
+const PRUNE_STEP = 1000;
 
 export class WebhookService {
   readonly #ctx: WebhookContext;
@@ -87,6 +91,7 @@ export class WebhookService {
   readonly #checkMs: number;
   #active: WebhookSubscription[] = [];
   #checkedAt = Number.NEGATIVE_INFINITY;
+  #prunedAt = Date.now();
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #stopped = true;
@@ -138,8 +143,11 @@ export class WebhookService {
     this.#stopped = true;
     clearTimeout(this.#timer);
     await this.#running;
-    await this.#dispatcher.drain();
+    // Attempts in flight end now (their sockets closed) rather than holding
+    // the shutdown up to a receiver's timeout: each settles as a connection
+    // error and is retried on the schedule, by this server or another.
     this.#client.close();
+    await this.#dispatcher.drain();
   }
 
   #arm(ms: number): void {
@@ -176,6 +184,17 @@ export class WebhookService {
       if (!(await this.#fanOut.step(this.#active))) break;
     }
     await this.#dispatcher.step();
+    if (now - this.#prunedAt >= PRUNE_EVERY_MS) {
+      this.#prunedAt = now;
+      const at = this.#ctx.now();
+      await this.#ctx.store.pruneWebhookDeliveries(
+        {
+          delivered: at - WEBHOOK_LOG_RETENTION.deliveredMs,
+          dead: at - WEBHOOK_LOG_RETENTION.deadMs,
+        },
+        PRUNE_STEP,
+      );
+    }
     this.#ctx.errors.succeeded('webhooks');
   }
 
