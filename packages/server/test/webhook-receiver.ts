@@ -14,6 +14,8 @@ export interface Received {
   body: string;
   verified: boolean;
   answered: number | 'destroy';
+  /** When it arrived (ms). */
+  at: number;
 }
 
 export interface Receiver {
@@ -22,6 +24,8 @@ export interface Receiver {
   received: Received[];
   /** Delivery ids answered with a 2xx. */
   acknowledged: Set<string>;
+  /** Sent as Retry-After with every 429 when set. */
+  retryAfter?: string;
   close(): Promise<void>;
   /** Resolves when `check()` holds (checked after each request and every 50 ms), or rejects at the deadline. */
   until(check: () => boolean, timeoutMs: number, what: string): Promise<void>;
@@ -35,6 +39,7 @@ export async function startReceiver(
   const acknowledged = new Set<string>();
   const waiters = new Set<() => void>();
   let n = 0;
+  const receiver = {} as Receiver;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -45,13 +50,16 @@ export async function startReceiver(
       const timestamp = String(req.headers['x-ojs-timestamp'] ?? '');
       const verified = verifyWebhookSignature(secrets(), timestamp, body, signature);
       const answer = respond(n, req);
-      received.push({ n, headers: req.headers, body, verified, answered: answer });
+      received.push({ n, headers: req.headers, body, verified, answered: answer, at: Date.now() });
       if (answer === 'destroy') {
         req.socket.destroy();
       } else {
         if (answer >= 200 && answer < 300)
           acknowledged.add(String(req.headers['x-ojs-delivery-id']));
-        res.writeHead(answer, { 'content-type': 'text/plain' });
+        const headers: Record<string, string> = { 'content-type': 'text/plain' };
+        if (answer === 429 && receiver.retryAfter !== undefined)
+          headers['retry-after'] = receiver.retryAfter;
+        res.writeHead(answer, headers);
         res.end(answer >= 200 && answer < 300 ? 'ok' : 'try again');
       }
       for (const wake of waiters) wake();
@@ -59,7 +67,7 @@ export async function startReceiver(
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
-  return {
+  return Object.assign(receiver, {
     url: `http://127.0.0.1:${port}/hook`,
     port,
     received,
@@ -88,5 +96,5 @@ export async function startReceiver(
         done();
       });
     },
-  };
+  } satisfies Omit<Receiver, 'retryAfter'>);
 }

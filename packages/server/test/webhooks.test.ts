@@ -371,6 +371,95 @@ for (const kind of kinds) {
   });
 }
 
+describe('webhooks transport (sqlite, private targets allowed)', () => {
+  let server: LiveServer;
+  before(async () => {
+    server = await startLiveServer('sqlite', {
+      webhooksAllowPrivate: true,
+      webhooksAllowHttp: true,
+      webhooksRetrySchedule: FAST_SCHEDULE.slice(0, 5),
+    });
+  });
+  after(() => server.close());
+
+  const subscribe = async (url: string, extra: Record<string, unknown> = {}) => {
+    const res = await call(server, 'POST', '/ojs/v1/webhooks/subscriptions', {
+      url,
+      events: ['webhook.never'],
+      secret: SECRET,
+      ...extra,
+    });
+    assert.equal(res.status, 201);
+    return res.body.subscription.id as string;
+  };
+
+  it('follows up to 3 redirects, each re-signed POST arriving; a 4th hop is not followed', async () => {
+    const receiver = await startReceiver(() => [SECRET]);
+    const redirector = await startRedirector(receiver.port);
+    try {
+      const three = await subscribe(`http://127.0.0.1:${redirector.port}/hop3`);
+      const ok = await call(server, 'POST', `/ojs/v1/webhooks/subscriptions/${three}/test`);
+      assert.equal(ok.body.success, true, JSON.stringify(ok.body));
+      assert.equal(receiver.received.length, 1);
+      assert.ok(receiver.received[0]!.verified);
+      const four = await subscribe(`http://127.0.0.1:${redirector.port}/hop4`);
+      const refused = await call(server, 'POST', `/ojs/v1/webhooks/subscriptions/${four}/test`);
+      assert.equal(refused.body.success, false);
+      assert.match(refused.body.error, /more than 3 redirects/);
+      assert.equal(receiver.received.length, 1);
+    } finally {
+      await redirector.close();
+      await receiver.close();
+    }
+  });
+
+  it('retries a 429 no sooner than its Retry-After, and a 500 on the schedule', async () => {
+    const receiver = await startReceiver(
+      () => [SECRET],
+      (n) => (n === 1 ? 429 : 200),
+    );
+    const retryAfter = 2;
+    try {
+      const sub = await subscribe(receiver.url, {
+        events: ['job.enqueued'],
+        filter: { queues: ['ra'] },
+      });
+      receiver.retryAfter = String(retryAfter);
+      await server.engine.enqueue({ type: 't', queue: 'ra', args: [] });
+      await receiver.until(() => receiver.acknowledged.size === 1, 30_000, 'the retried delivery');
+      const [first, second] = receiver.received;
+      assert.equal(first!.answered, 429);
+      const gap = second!.at - first!.at;
+      assert.ok(gap >= retryAfter * 1000 - 50, `retried after ${gap} ms`);
+      await call(server, 'DELETE', `/ojs/v1/webhooks/subscriptions/${sub}`);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
+/** Redirects /hopN to /hop(N-1) on itself, and /hop0 to the receiver. */
+async function startRedirector(target: number): Promise<{ port: number; close(): Promise<void> }> {
+  const { createServer } = await import('node:http');
+  const server = createServer((req, res) => {
+    req.resume();
+    const n = Number(/hop(\d)/.exec(req.url ?? '')?.[1] ?? 0);
+    const port = (server.address() as { port: number }).port;
+    const location =
+      n <= 1 ? `http://127.0.0.1:${target}/hook` : `http://127.0.0.1:${port}/hop${n - 1}`;
+    res.writeHead(307, { location }).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 describe('webhooks SSRF guard and transport (no operator flags)', () => {
   let server: LiveServer;
   before(async () => {
