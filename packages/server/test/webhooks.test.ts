@@ -413,7 +413,26 @@ describe('webhooks transport (sqlite, private targets allowed)', () => {
     }
   });
 
-  it('retries a 429 no sooner than its Retry-After, and a 500 on the schedule', async () => {
+  it('ends an attempt at the subscription timeout', async () => {
+    const { createServer } = await import('node:http');
+    // Reads the request and never answers.
+    const silent = createServer((req) => req.resume());
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (silent.address() as { port: number }).port;
+      const sub = await subscribe(`http://127.0.0.1:${port}/hook`, { timeout_ms: 5000 });
+      const res = await call(server, 'POST', `/ojs/v1/webhooks/subscriptions/${sub}/test`);
+      assert.equal(res.body.success, false);
+      assert.equal(res.body.status_code, null);
+      assert.match(res.body.error, /timeout after 5000 ms/);
+      assert.ok(res.body.response_time_ms >= 4900, String(res.body.response_time_ms));
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  it('retries a 429 no sooner than its Retry-After', async () => {
     const receiver = await startReceiver(
       () => [SECRET],
       (n) => (n === 1 ? 429 : 200),
