@@ -202,6 +202,12 @@ export class WebhookService {
     return this.#active.find((s) => s.id === id) ?? (await this.subscriptions.find(id));
   }
 
+  /** Forgets the subscriptions read (test mode's reset wiped them): re-read on the next tick. */
+  forget(): void {
+    this.#active = [];
+    this.#checkedAt = Number.NEGATIVE_INFINITY;
+  }
+
   /** Re-reads the subscriptions at once (after a local change). */
   async #refresh(): Promise<void> {
     this.#active = await this.subscriptions.all();
