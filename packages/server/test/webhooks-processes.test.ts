@@ -63,5 +63,58 @@ for (const kind of (await storeKinds()).filter((k) => k !== 'sqlite')) {
         await cleanup();
       }
     });
+
+    it("a subscription made by one process gets every later event, while another process's view of the subscriptions is older", async () => {
+      const { store, cleanup } = tempStore(kind);
+      const first = await startReceiver(() => [SECRET]);
+      const second = await startReceiver(() => [SECRET]);
+      const options = {
+        store,
+        port: 0,
+        logLevel: 'silent' as const,
+        webhooksAllowPrivate: true,
+        webhooksAllowHttp: true,
+      };
+      const a = await startServer(options);
+      const b = await startServer(options);
+      try {
+        await a.engine.webhooks.createSubscription(
+          { url: first.url, events: ['job.enqueued'], secret: SECRET },
+          undefined,
+        );
+        // b runs its fan-out knowing one subscription...
+        const deadline = Date.now() + 10_000;
+        while (b.engine.webhooks.subscriptionCount !== 1 && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        assert.equal(b.engine.webhooks.subscriptionCount, 1);
+        // ... when a makes a second one (and stops delivering), and the events come at once.
+        await a.engine.webhooks.createSubscription(
+          { url: second.url, events: ['job.enqueued'], secret: SECRET },
+          undefined,
+        );
+        await a.engine.webhooks.stop();
+        for (let i = 0; i < 10; i++) {
+          await b.engine.enqueueMany(
+            Array.from({ length: 20 }, (_, k) => ({ type: 'late.sub', args: [i * 20 + k] })),
+          );
+        }
+        await second.until(
+          () => second.acknowledged.size >= 200,
+          60_000,
+          'every event at the second subscription',
+        );
+        await first.until(
+          () => first.acknowledged.size >= 200,
+          60_000,
+          'every event at the first subscription',
+        );
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await first.close();
+        await second.close();
+        await cleanup();
+      }
+    });
   });
 }

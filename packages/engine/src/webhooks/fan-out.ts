@@ -78,8 +78,13 @@ export class FanOut {
     return record === null ? 0 : ((record.value as unknown as Cursor).caught_up_at ?? 0);
   }
 
-  /** One pass over the new events; true when there is more to read at once. */
-  async step(subscriptions: readonly WebhookSubscription[]): Promise<boolean> {
+  /**
+   * One pass over the new events; true when there is more to read at once.
+   * The subscriptions are read after the events: an event committed after
+   * a subscription (in any process) finds it, so none is missed while
+   * another process's view of the subscriptions is a few seconds old.
+   */
+  async step(subscriptions: () => Promise<readonly WebhookSubscription[]>): Promise<boolean> {
     const store = this.#ctx.store;
     const record = await store.getSetting(FAN_OUT_NAMESPACE, FAN_OUT_KEY);
     if (record === null) {
@@ -94,7 +99,8 @@ export class FanOut {
     });
     const fresh = page.filter((event) => !seen.has(event.id));
     const now = this.#ctx.now();
-    const deliveries = this.#deliveries(fresh, subscriptions, now);
+    const deliveries =
+      fresh.length === 0 ? [] : this.#deliveries(fresh, await subscriptions(), now);
     if (deliveries.length > 0) await store.insertWebhookDeliveries(deliveries);
     const caughtUp = page.length < PAGE;
     if (fresh.length === 0 && !(caughtUp && now - cursor.caught_up_at > CAUGHT_UP_REFRESH_MS)) {

@@ -180,8 +180,12 @@ export class WebhookService {
     }
     if (this.#active.length === 0 && this.#dispatcher.inFlight === 0) return;
     // Fan out everything new, then claim what is due.
+    const read = async () => {
+      await this.#refresh();
+      return this.#active;
+    };
     for (let pages = 0; pages < 20; pages++) {
-      if (!(await this.#fanOut.step(this.#active))) break;
+      if (!(await this.#fanOut.step(read))) break;
     }
     await this.#dispatcher.step();
     if (now - this.#prunedAt >= PRUNE_EVERY_MS) {
