@@ -1,6 +1,7 @@
 export * from './admin-actions.ts';
 export * from './api-keys.ts';
 export * from './claimed-jobs.ts';
+export * from './codec-meta.ts';
 export * from './clock.ts';
 export * from './cron.ts';
 export * from './database-clock.ts';

@@ -14,6 +14,7 @@ import {
   parseIsoDuration,
   toIso,
   type UniquePolicy,
+  withCodecMirror,
   type WorkflowRecord,
   type WorkflowStepState,
 } from '@ojs/core';
@@ -76,7 +77,7 @@ export function jobToProto(job: JobRecord): Obj {
     type: job.type,
     queue: job.queue,
     args: job.args.map(toValue),
-    meta: toStruct(job.meta),
+    meta: toStruct(withCodecMirror(job.meta)),
     state: stateToProto(job.state),
     priority: job.priority,
     attempt: job.attempt,
