@@ -19,6 +19,7 @@ export {
   type JobListPage,
   type JobListRequest,
 } from './job-admin.ts';
+export * from './enqueue-hooks.ts';
 export * from './middleware.ts';
 export { Notifier } from './notifier.ts';
 export {
