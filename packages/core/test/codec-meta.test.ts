@@ -61,7 +61,10 @@ describe('codec meta mirror', () => {
   it('re-ingest: the mirror of flat keys is dropped, flat keys win, other nested keys stay', () => {
     assert.deepEqual(withoutCodecMirror(withCodecMirror(flat)), flat);
     const conflicting = { ...flat, ojs: { codec: { key_id: 'other', aad: 'x' }, y: 2 } };
-    assert.deepEqual(withoutCodecMirror(conflicting), { ...flat, ojs: { codec: { aad: 'x' }, y: 2 } });
+    assert.deepEqual(withoutCodecMirror(conflicting), {
+      ...flat,
+      ojs: { codec: { aad: 'x' }, y: 2 },
+    });
     const nestedOnly = { ojs: { codec: { key_id: 'n' } } };
     assert.equal(withoutCodecMirror(nestedOnly), nestedOnly);
   });
@@ -78,10 +81,16 @@ describe('codec meta mirror', () => {
 
   it('isCodecEncoded: codec chain in meta (flat or nested), meta.ojs_encoded, or an encoded args envelope', () => {
     assert.equal(isCodecEncoded({ args: ['x'], meta: flat }), true);
-    assert.equal(isCodecEncoded({ args: ['x'], meta: { ojs: { codec: { encodings: [] } } } }), true);
+    assert.equal(
+      isCodecEncoded({ args: ['x'], meta: { ojs: { codec: { encodings: [] } } } }),
+      true,
+    );
     assert.equal(isCodecEncoded({ args: ['eA=='], meta: { ojs_encoded: true } }), true);
     assert.equal(
-      isCodecEncoded({ args: [{ ojs_encoded: true, encoding: 'binary/encrypted', data: 'eA==' }], meta: {} }),
+      isCodecEncoded({
+        args: [{ ojs_encoded: true, encoding: 'binary/encrypted', data: 'eA==' }],
+        meta: {},
+      }),
       true,
     );
     assert.equal(isCodecEncoded({ args: [{ a: 1 }], meta: { ojs_encoded: 'yes' } }), false);

@@ -61,10 +61,10 @@ import {
 } from './capabilities.ts';
 import type { EngineContext, WorkerDirective } from './context.ts';
 import { CronScheduler, cronToWire } from './cron.ts';
+import { addEnqueueHooks, type EnqueueHook } from './enqueue-hooks.ts';
 import { EventTail } from './event-tail.ts';
 import { WaitingFetches } from './fetch-waits.ts';
 import { JobAdmin } from './job-admin.ts';
-import { addEnqueueHooks, type EnqueueHook } from './enqueue-hooks.ts';
 import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './middleware.ts';
 import { Notifier } from './notifier.ts';
 import { JobObservers } from './observability/lifecycle.ts';

@@ -114,7 +114,10 @@ function hooksOfModule(spec: string, module: Record<string, unknown>): EnqueueHo
       `enqueue hook module ${spec}: ${fallback} is not a middleware function (job, next) or {name, hook}.`,
     );
   };
-  const base = spec.split('/').pop()!.replace(/\.[^.]*$/, '');
+  const base = spec
+    .split('/')
+    .pop()!
+    .replace(/\.[^.]*$/, '');
   if (module.default !== undefined) {
     const list = Array.isArray(module.default) ? module.default : [module.default];
     return list.map((value, index) => named(value, `${base}#${index}`));

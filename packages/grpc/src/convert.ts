@@ -14,9 +14,9 @@ import {
   parseIsoDuration,
   toIso,
   type UniquePolicy,
-  withCodecMirror,
   type WorkflowRecord,
   type WorkflowStepState,
+  withCodecMirror,
 } from '@ojs/core';
 import {
   fromDuration,

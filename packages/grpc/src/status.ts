@@ -112,8 +112,7 @@ export function toServiceError(error: unknown, requestId: string): Partial<grpc.
   }
   const trailer = new grpc.Metadata();
   if (code === grpc.status.RESOURCE_EXHAUSTED) {
-    const seconds =
-      ojs.retryAfterSeconds || Number(ojs.details?.retry_after ?? 1) || 1;
+    const seconds = ojs.retryAfterSeconds || Number(ojs.details?.retry_after ?? 1) || 1;
     details.push(any(types.RetryInfo, { retry_delay: { seconds, nanos: 0 } }));
     trailer.set('retry-after', String(seconds));
   }
