@@ -1,5 +1,6 @@
 export * from './admin-actions.ts';
 export * from './api-keys.ts';
+export * from './canonical-json.ts';
 export * from './claimed-jobs.ts';
 export * from './clock.ts';
 export * from './codec-meta.ts';
