@@ -27,6 +27,7 @@ const USAGE = `Usage: ojs <command> [options]      (ojs <command> --help for one
 Commands:
   serve         Start the OJS server (default store: SQLite file ./data/ojs.db)
   conformance   Run conformance suites against any OJS server (report, badge, manifest check)
+  codec keygen  Print a new base64 AES-256-GCM key for the SDK's codec (encryption extension)
   validate      Validate job envelopes (or a state sequence) against the spec (Parser tier)
   migrate       Apply the PostgreSQL schema migrations: ojs migrate --store postgres://... [--schema NAME]
 
@@ -208,6 +209,14 @@ async function main(argv: string[]): Promise<number> {
       return (await import('@ojs/conformance')).conformanceMain(rest);
     case 'validate':
       return (await import('@ojs/conformance')).validateMain(rest);
+    case 'codec':
+      if (rest[0] === 'keygen' && rest.length === 1) {
+        // A key for the SDK's AesGcmCodec (encryption extension): 32 random bytes, base64.
+        process.stdout.write(`${await (await import('@ojs/sdk')).generateKey()}\n`);
+        return 0;
+      }
+      process.stderr.write('Usage: ojs codec keygen   (prints a new base64 AES-256 key)\n');
+      return 2;
     case '--version':
     case '-V':
     case 'version':
