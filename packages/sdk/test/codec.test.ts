@@ -191,6 +191,9 @@ describe('codecs through our server (sqlite)', () => {
       const meta = stored.job.meta as Record<string, unknown>;
       assert.equal(meta[CODEC_META.keyId], 'k1');
       assert.deepEqual((meta.ojs as { codec: { key_id: string } }).codec.key_id, 'k1');
+      // The same output over this mode's transport (in-process: engine.wire; gRPC: the Struct).
+      const read = await producer.client.getJob(job.id);
+      assert.deepEqual(read.meta, meta);
 
       const seen: unknown[] = [];
       const worker = server.worker(mode, { queues: [queue], codec: chainFor('k2') });
