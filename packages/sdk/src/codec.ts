@@ -198,7 +198,7 @@ async function through(
   stream: CompressionStream | DecompressionStream,
 ): Promise<Uint8Array> {
   const writer = stream.writable.getWriter();
-  const written = writer.write(data).then(() => writer.close());
+  const written = writer.write(new Uint8Array(data)).then(() => writer.close());
   const chunks: Uint8Array[] = [];
   const reader = stream.readable.getReader();
   for (;;) {
