@@ -9,8 +9,9 @@
  * `ojs.codec.key_id` and `ojs.codec.nonce` (the JS and Python SDKs' keys).
  * AES-256-GCM as the spec defines it: 32-byte key, a random 12-byte nonce
  * per job, a 16-byte tag, blob `0x01 | nonce | ciphertext | tag`. Gzip is
- * `gzip/plain`. Web Crypto and CompressionStream, so it runs where the SDK
- * runs (Node >= 18, browsers, Deno, Bun) with no dependency.
+ * `gzip/plain` (CompressionStream), `zstd/plain` (node:zlib, Node >=
+ * 22.15). Web Crypto and CompressionStream, so AES and gzip run where the
+ * SDK runs (Node >= 18, browsers, Deno, Bun) with no dependency.
  */
 import type { webcrypto } from 'node:crypto';
 import { canonicalJson } from './generated/canonical-json.ts';
@@ -43,11 +44,15 @@ export class CodecError extends Error {
   }
 }
 
-/** One step of a chain. `meta` is the job's meta: encode may write keys to it. */
+/**
+ * One step of a chain. `meta` is the job's meta: encode may write keys to
+ * it. Encode may answer `null` to be left out of this job's chain (a
+ * compression that would grow the payload, encryption §6: S).
+ */
 export interface Codec {
   /** The name written to `ojs.codec.encodings` and looked up on decode. */
   readonly encoding: string;
-  encode(data: Uint8Array, meta: Obj): Promise<Uint8Array>;
+  encode(data: Uint8Array, meta: Obj): Promise<Uint8Array | null>;
   decode(data: Uint8Array, meta: Readonly<Obj>): Promise<Uint8Array>;
 }
 
@@ -216,12 +221,16 @@ async function through(
   return out;
 }
 
-/** `gzip/plain`: compression, put before encryption in a chain (ciphertext does not compress). */
+/**
+ * `gzip/plain`: compression, put before encryption in a chain (ciphertext
+ * does not compress); left out of a job's chain when it would not shrink it.
+ */
 export class GzipCodec implements Codec {
   readonly encoding = 'gzip/plain';
 
-  encode(data: Uint8Array): Promise<Uint8Array> {
-    return through(data, new CompressionStream('gzip'));
+  async encode(data: Uint8Array): Promise<Uint8Array | null> {
+    const compressed = await through(data, new CompressionStream('gzip'));
+    return compressed.length < data.length ? compressed : null;
   }
 
   async decode(data: Uint8Array): Promise<Uint8Array> {
@@ -229,6 +238,47 @@ export class GzipCodec implements Codec {
       return await through(data, new DecompressionStream('gzip'));
     } catch {
       throw new CodecError('The args are not valid gzip data.');
+    }
+  }
+}
+
+type Zlib = {
+  zstdCompress?: (
+    data: Uint8Array,
+    callback: (error: Error | null, out: Uint8Array) => void,
+  ) => void;
+  zstdDecompress?: (
+    data: Uint8Array,
+    callback: (error: Error | null, out: Uint8Array) => void,
+  ) => void;
+};
+let zlib: Promise<Zlib> | undefined;
+
+/** node:zlib's zstd (Node >= 22.15), loaded on first use: the SDK imports no node:* module for it. */
+async function zstd(direction: 'zstdCompress' | 'zstdDecompress', data: Uint8Array) {
+  zlib ??= import(/* webpackIgnore: true */ 'node:zlib' as string).then((m) => m as Zlib);
+  const fn = (await zlib.catch(() => ({}) as Zlib))[direction];
+  if (fn === undefined) throw new Error('zstd/plain needs node:zlib with zstd (Node >= 22.15).');
+  return new Promise<Uint8Array>((resolve, reject) =>
+    fn(data, (error, out) => (error ? reject(error) : resolve(new Uint8Array(out)))),
+  );
+}
+
+/** `zstd/plain` (the spec's recommended compression), on Node >= 22.15; skipped when it would not shrink. */
+export class ZstdCodec implements Codec {
+  readonly encoding = 'zstd/plain';
+
+  async encode(data: Uint8Array): Promise<Uint8Array | null> {
+    const compressed = await zstd('zstdCompress', data);
+    return compressed.length < data.length ? compressed : null;
+  }
+
+  async decode(data: Uint8Array): Promise<Uint8Array> {
+    try {
+      return await zstd('zstdDecompress', data);
+    } catch (error) {
+      if ((error as Error).message.startsWith('zstd/plain needs')) throw error;
+      throw new CodecError('The args are not valid zstd data.');
     }
   }
 }
@@ -285,8 +335,18 @@ export class CodecChain {
     const meta: Obj = { ...envelope.meta };
     await plaintextUnique(envelope, meta);
     let data: Uint8Array = new TextEncoder().encode(JSON.stringify(envelope.args));
-    for (const codec of this.codecs) data = await codec.encode(data, meta);
-    const encodings = this.codecs.map((c) => c.encoding);
+    const encodings: string[] = [];
+    for (const codec of this.codecs) {
+      const encoded = await codec.encode(data, meta);
+      if (encoded === null) continue;
+      data = encoded;
+      encodings.push(codec.encoding);
+    }
+    // Every codec stood aside (a compression-only chain on a small payload): sent as it is.
+    if (encodings.length === 0) {
+      envelope.meta = meta;
+      return envelope;
+    }
     meta[CODEC_META.encodings] = encodings;
     envelope.meta = meta;
     envelope.args = [

@@ -46,6 +46,7 @@ export {
   generateKey,
   isEncoded,
   toBase64,
+  ZstdCodec,
 } from './codec.ts';
 export {
   consoleLogger,

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { createCipheriv, createDecipheriv } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, zstdDecompressSync } from 'node:zlib';
 import {
   AesGcmCodec,
   CODEC_META,
@@ -24,6 +24,7 @@ import {
   type JobEnvelope,
   OjsClient,
   toBase64,
+  ZstdCodec,
 } from '@ojs/sdk';
 import { type Mode, startTestServer, type TestServer, waitFor } from './helpers.ts';
 
@@ -101,6 +102,25 @@ describe('codec formats', () => {
     assert.deepEqual(JSON.parse(plain.toString('utf8')), args);
     assert.ok(blob.length < 200, 'compressed before encryption');
     assert.deepEqual(await chain.decodeArgs(out as { args: unknown[] }), args);
+  });
+
+  it('zstd then AES by hand; a compression that would grow the payload stands aside', async () => {
+    const args = ['y'.repeat(400)];
+    const zstdChain = new CodecChain([new ZstdCodec(), aes]);
+    const out = await zstdChain.encodeEnvelope(envelope(args));
+    assert.deepEqual(out.meta?.[CODEC_META.encodings], ['zstd/plain', 'binary/encrypted']);
+    const blob = Buffer.from((out.args[0] as { data: string }).data, 'base64');
+    assert.deepEqual(JSON.parse(zstdDecompressSync(openBlob(blob, KEY)).toString('utf8')), args);
+    assert.deepEqual(await zstdChain.decodeArgs(out as { args: unknown[] }), args);
+
+    const gzipChain = new CodecChain([new GzipCodec(), aes]);
+    const small = await gzipChain.encodeEnvelope(envelope([1]));
+    assert.deepEqual(small.meta?.[CODEC_META.encodings], ['binary/encrypted']);
+    assert.equal((small.args[0] as { encoding: string }).encoding, 'binary/encrypted');
+    assert.deepEqual(await gzipChain.decodeArgs(small as { args: unknown[] }), [1]);
+    const onlyGzip = await new CodecChain([new GzipCodec()]).encodeEnvelope(envelope([1]));
+    assert.deepEqual(onlyGzip.args, [1], 'nothing applied: sent as it is');
+    assert.equal(onlyGzip.meta?.[CODEC_META.encodings], undefined);
   });
 
   it('a fresh random nonce per job; tampering and bad keys are CodecErrors', async () => {
