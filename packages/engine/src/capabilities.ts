@@ -126,6 +126,8 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
         official('graceful-shutdown'),
         official('middleware'),
         official('observability'),
+        // Codecs run in the SDK; the server keeps codec data byte-exact (decision 0104).
+        { ...official('encryption'), version: '1.0.0-rc.1' },
       ],
       experimental: [
         {
