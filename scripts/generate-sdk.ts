@@ -16,6 +16,7 @@ import { join } from 'node:path';
 
 /** The core modules the SDK gets, by file name (core/src/X -> sdk/src/generated/X). */
 export const SHARED_MODULES = [
+  'canonical-json.ts',
   'error-codes.ts',
   'is-object.ts',
   'media-type.ts',

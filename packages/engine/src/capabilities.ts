@@ -134,6 +134,8 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
           version: '1.0.0-rc.1',
           capability: 'webhooks',
         },
+        // Codecs run in the SDK; the server keeps codec data byte-exact (decision 0104).
+        { ...official('encryption'), version: '1.0.0-rc.1' },
       ],
       experimental: [
         {
