@@ -121,7 +121,7 @@ describe('ojs operator commands', () => {
     const refused = await cli.ojs([
       'webhooks',
       'create',
-      'http://example.com/hook',
+      'ftp://example.com/hook',
       '--events',
       '*',
     ]);
@@ -134,6 +134,62 @@ describe('ojs operator commands', () => {
       `webhook subscription ${id} deleted\n`,
     );
     assert.equal((await cli.ojs(['webhooks', 'list'])).stdout, 'no webhook subscriptions\n');
+  });
+
+  it('webhooks test and deliveries against a receiver on loopback', async () => {
+    const { createServer } = await import('node:http');
+    const receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(204).end());
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+      const sub = await cli.json<Json>([
+        'webhooks',
+        'create',
+        url,
+        '--events',
+        'job.enqueued',
+        '--queues',
+        'hooked',
+      ]);
+      const id = sub.id as string;
+      assert.match(
+        (await cli.ojs(['webhooks', 'test', id])).stdout,
+        /^delivered: 204 in \d+ ms\n$/,
+      );
+      await cli.ojs(['enqueue', 'a.b', '--queue', 'hooked']);
+      const deadline = Date.now() + 10_000;
+      let page = await cli.json<{ deliveries: Json[] }>([
+        'webhooks',
+        'deliveries',
+        '--subscription',
+        id,
+      ]);
+      while (page.deliveries[0]?.state !== 'delivered' && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+        page = await cli.json<{ deliveries: Json[] }>([
+          'webhooks',
+          'deliveries',
+          '--subscription',
+          id,
+        ]);
+      }
+      assert.equal(page.deliveries[0]?.state, 'delivered');
+      const table = await cli.ojs(['webhooks', 'deliveries', '--state', 'delivered']);
+      assert.match(
+        table.stdout,
+        /^ID +SUBSCRIPTION +EVENT +STATE +ATTEMPTS +LAST RESULT +UPDATED\n/,
+      );
+      assert.match(
+        table.stdout,
+        new RegExp(`^whd_\\S+ +${id} +job.enqueued +delivered +1 +204 `, 'm'),
+      );
+      await cli.ojs(['webhooks', 'delete', id]);
+    } finally {
+      receiver.close();
+    }
   });
 
   it('cron add, list, trigger, remove', async () => {
