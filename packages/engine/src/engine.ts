@@ -25,6 +25,7 @@ import {
   type FailureReport,
   type HandlerDeclaration,
   type InsertResult,
+  interleaveByQueue,
   invalidRequest,
   isExpirable,
   isTerminal,
@@ -43,6 +44,7 @@ import {
   type RetentionPolicy,
   recordProgress,
   reviveDeadLetter,
+  type SchedulingStrategy,
   type SettleItem,
   type Store,
   systemClock,
@@ -71,6 +73,7 @@ import { ErrorThrottle, type Logger, silentLogger } from './observability/log.ts
 import { type QueuePressure, QueueSettingsRegistry, setsRetry } from './queue-settings.ts';
 import { type RetentionOptions, RetentionPruner } from './retention.ts';
 import { VersionRouter } from './routing.ts';
+import { FairScheduler } from './scheduling.ts';
 import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
 import { SettingsCache } from './settings-cache.ts';
@@ -133,6 +136,14 @@ export interface FetchRequest {
   /** Version routing: job types and version ranges this worker runs (VER-003). */
   handlers?: HandlerDeclaration[];
   signal?: AbortSignal;
+  /**
+   * Fair scheduling: the worker's pool (else its registration's), and the
+   * fetch's own strategy and weights (a pool's config wins). With a pool,
+   * `queues` may be empty: the pool's queues are fetched.
+   */
+  pool?: string;
+  strategy?: SchedulingStrategy;
+  weights?: Record<string, number>;
 }
 
 export interface AckRequest {
@@ -164,6 +175,8 @@ export interface HeartbeatRequest {
     queues?: string[];
     concurrency?: number;
     version?: string;
+    /** Fair scheduling: the worker's pool. */
+    pool?: string;
   };
   handlers?: HandlerDeclaration[];
   visibilityTimeoutMs?: number;
@@ -255,6 +268,8 @@ export class Engine implements EngineContext {
   readonly jobs: JobAdmin = new JobAdmin(this);
   /** Workers seen through heartbeats, and operator directives to them. */
   readonly workers: WorkerRegistry = new WorkerRegistry(this);
+  /** Pools, the fetch's queue choice and the dispatch window (scheduling.ts). */
+  readonly scheduling: FairScheduler;
   readonly queueSettings: QueueSettingsRegistry;
   readonly retention: RetentionPruner;
   /** The process's logger: services, stores and the binding log through it. */
@@ -288,6 +303,7 @@ export class Engine implements EngineContext {
     this.errors = new ErrorThrottle(this.logger);
     this.events = new EventTail(this);
     this.settings = new SettingsCache(this.store);
+    this.scheduling = new FairScheduler(this);
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
     this.queueSettings = new QueueSettingsRegistry(this, options.retention);
     this.retention = new RetentionPruner(this, options.retentionPruner);
@@ -923,7 +939,10 @@ export class Engine implements EngineContext {
   // ---------------------------------------------------------------- FETCH
 
   async fetch(request: FetchRequest): Promise<JobRecord[]> {
-    if (!Array.isArray(request.queues) || request.queues.length === 0) {
+    if (
+      !Array.isArray(request.queues) ||
+      (request.queues.length === 0 && request.pool === undefined)
+    ) {
       throw invalidRequest('queues must be a non-empty array of queue names.', { field: 'queues' });
     }
     for (const queue of request.queues) {
@@ -948,8 +967,9 @@ export class Engine implements EngineContext {
     // Graceful shutdown: a draining server, or a worker that is quiet or
     // draining (its heartbeat, or an operator), gets no new jobs.
     if (this.#draining) return [];
-    if (request.workerId !== undefined && !(await this.workers.mayFetch(request.workerId))) {
-      return [];
+    if (request.workerId !== undefined) {
+      if (!(await this.workers.mayFetch(request.workerId))) return [];
+      await this.workers.seen(request.workerId, request.queues, request.pool);
     }
     const handlers = await this.#handlersFor(request);
     if (waitMs <= 0 || request.workerId === undefined)
@@ -1030,16 +1050,36 @@ export class Engine implements EngineContext {
       promoted = this.store.promoteDueJobs(now);
     }
     const seen = this.notifier.generation;
-    const claim: ClaimRequest = {
+    const plan = await this.scheduling.plan({
       queues: request.queues,
       count,
+      workerId: request.workerId,
+      pool: request.pool,
+      strategy: request.strategy,
+      weights: request.weights,
+    });
+    if (plan.queues.length === 0 || plan.count === 0) {
+      await promoted;
+      return { jobs: [], seen };
+    }
+    const claim: ClaimRequest = {
+      queues: plan.queues,
+      count: plan.count,
       workerId: request.workerId,
       visibilityTimeoutMs: request.visibilityTimeoutMs,
       handlers,
       now,
     };
-    const claiming = woken ? this.store.claimJobs(claim) : this.#claims.add(claim);
-    const [, jobs] = await Promise.all([promoted, claiming]);
+    if (plan.takes !== undefined) claim.takes = plan.takes;
+    // A claim with takes is its own: summed with others its takes would not hold.
+    const claiming =
+      woken || claim.takes !== undefined ? this.store.claimJobs(claim) : this.#claims.add(claim);
+    const [, claimed] = await Promise.all([promoted, claiming]);
+    let jobs = claimed;
+    if (plan.takes !== undefined) {
+      this.scheduling.record(plan, claimed);
+      jobs = interleaveByQueue(claimed, plan.queues);
+    }
     this.observers.started(jobs);
     return { jobs, seen };
   }
