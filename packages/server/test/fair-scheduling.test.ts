@@ -282,6 +282,8 @@ describe('fair scheduling on every store', async () => {
         assert.equal(a.active_jobs, 3);
         assert.ok((a.dispatch_ratio_1m as number) > 0 && (a.dispatch_ratio_1m as number) <= 1);
         assert.equal(typeof a.avg_wait_ms, 'number');
+        const metrics = await (await fetch(`${server.url}/metrics`)).text();
+        assert.match(metrics, /^ojs_scheduling_dispatch_total\{queue="st-a"\} 3$/m);
       });
 
       it('a worker is listed from its first fetch; a drain beat makes it unhealthy and fetch nothing', async () => {
