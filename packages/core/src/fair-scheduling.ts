@@ -249,7 +249,7 @@ export function dispatchShares(
   const raw = queues.map((q) => weights?.[q] ?? 1);
   const total = raw.reduce((a, b) => a + b, 0);
   const shares = new Map<string, number>();
-  queues.forEach((q, i) => shares.set(q, raw[i]! / total));
+  for (const [i, q] of queues.entries()) shares.set(q, raw[i]! / total);
   const floor = Math.min(minRatio, 1 / queues.length);
   if (floor <= 0) return shares;
   const low = queues.filter((q) => shares.get(q)! < floor);
@@ -350,7 +350,10 @@ export function interleaveByQueue<T extends { queue: string }>(
   const byQueue = new Map<string, T[]>();
   for (const job of jobs) {
     let list = byQueue.get(job.queue);
-    if (list === undefined) byQueue.set(job.queue, (list = []));
+    if (list === undefined) {
+      list = [];
+      byQueue.set(job.queue, list);
+    }
     list.push(job);
   }
   const lists = queues.map((q) => byQueue.get(q)).filter((l): l is T[] => l !== undefined);

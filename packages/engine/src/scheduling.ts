@@ -111,8 +111,10 @@ export class DispatchWindow implements JobObserver {
     }
     for (const job of jobs) {
       let entry = bucket.queues.get(job.queue);
-      if (entry === undefined)
-        bucket.queues.set(job.queue, (entry = { count: 0, waitMs: 0, waited: 0 }));
+      if (entry === undefined) {
+        entry = { count: 0, waitMs: 0, waited: 0 };
+        bucket.queues.set(job.queue, entry);
+      }
       entry.count++;
       const from = Date.parse(job.scheduled_at ?? job.enqueued_at ?? '');
       const to = Date.parse(job.started_at ?? '');
