@@ -398,7 +398,9 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     this.workerId = options.workerId ?? uuidv7();
     this.pool = options.pool;
     this.queues = options.queues ?? envQueues() ?? (options.pool === undefined ? ['default'] : []);
-    if (this.queues.length === 0) throw new TypeError('A worker needs at least one queue.');
+    if (this.queues.length === 0 && this.pool === undefined) {
+      throw new TypeError('A worker needs at least one queue (or a pool).');
+    }
     this.concurrency = options.concurrency ?? envInt('OJS_CONCURRENCY') ?? 10;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) {
       throw new TypeError(`concurrency must be a positive integer (got ${this.concurrency}).`);
