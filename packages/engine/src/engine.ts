@@ -26,6 +26,7 @@ import {
   type HandlerDeclaration,
   type InsertResult,
   interleaveByQueue,
+  interleaveTakes,
   invalidRequest,
   isExpirable,
   isTerminal,
@@ -1071,9 +1072,10 @@ export class Engine implements EngineContext {
       now,
     };
     if (plan.takes !== undefined) claim.takes = plan.takes;
-    // A claim with takes is its own: summed with others its takes would not hold.
+    // A weighted or round-robin claim is its own: its takes come from the
+    // pool's carried counts, which a sum with other claims would not follow.
     const claiming =
-      woken || claim.takes !== undefined ? this.store.claimJobs(claim) : this.#claims.add(claim);
+      woken || plan.policy !== undefined ? this.store.claimJobs(claim) : this.#claims.add(claim);
     const [, claimed] = await Promise.all([promoted, claiming]);
     let jobs = claimed;
     if (plan.takes !== undefined) {
@@ -1103,6 +1105,7 @@ export class Engine implements EngineContext {
         request.workerId ?? null,
         request.visibilityTimeoutMs ?? null,
         request.handlers ?? null,
+        request.takes !== undefined,
       ]);
       let group = open.get(key);
       if (group === undefined || group.total + request.count > this.maxFetchCount) {
@@ -1116,7 +1119,15 @@ export class Engine implements EngineContext {
     const answers: JobRecord[][] = new Array(requests.length);
     await Promise.all(
       groups.map(async ({ total, members }) => {
-        const jobs = await this.store.claimJobs({ ...requests[members[0]!]!, count: total });
+        const first = requests[members[0]!]!;
+        const claim: ClaimRequest = { ...first, count: total };
+        // C17's interleave, dealt again for the group's total, and the
+        // group's jobs interleaved before each member takes its slice.
+        if (first.takes !== undefined) claim.takes = interleaveTakes(first.queues, total);
+        let jobs = await this.store.claimJobs(claim);
+        if (first.takes !== undefined && members.length > 1) {
+          jobs = interleaveByQueue(jobs, first.queues);
+        }
         let taken = 0;
         for (const index of members) {
           const want = requests[index]!.count;

@@ -125,6 +125,22 @@ describe('fair scheduling on every store', async () => {
         );
       });
 
+      it("C17: one worker's concurrent fetches, claimed together, each get a mix", async () => {
+        await enqueue(server, 'c17g-a', 2);
+        await enqueue(server, 'c17g-b', 2);
+        // Listed first, so both fetches below take the same steps and claim in one turn.
+        await server.engine.fetch({ queues: ['c17g-none'], workerId: 'c17g-w' });
+        const ask = () =>
+          server.engine.fetch({ queues: ['c17g-a', 'c17g-b'], count: 2, workerId: 'c17g-w' });
+        const answers = await Promise.all([ask(), ask()]);
+        for (const jobs of answers) {
+          assert.deepEqual(
+            jobs.map((j) => j.queue),
+            ['c17g-a', 'c17g-b'],
+          );
+        }
+      });
+
       it("an isolated pool's queues go only to its own workers", async () => {
         await call(server, 'PUT', '/ojs/v1/admin/pools/iso', {
           queues: ['iso-secret'],
