@@ -285,6 +285,10 @@ export class FairScheduler {
     const pools = await this.pools();
     let queues = request.queues;
     let pool: PoolConfig | undefined;
+    // A fetch of a pool's queues (none named) needs the pool to exist.
+    if (queues.length === 0 && !pools.some((p) => p.name === request.pool)) {
+      throw notFound('pool', request.pool ?? '');
+    }
     if (pools.length > 0) {
       const name = await this.#workerPool(request);
       pool = name === undefined ? undefined : pools.find((p) => p.name === name);

@@ -141,6 +141,33 @@ describe('fair scheduling on every store', async () => {
         }
       });
 
+      it("a fetch's own strategy and weights, without a pool", async () => {
+        await enqueue(server, 'own-a', 40);
+        await enqueue(server, 'own-b', 40);
+        const strict = await call(server, 'POST', '/ojs/v1/workers/fetch', {
+          queues: ['own-a', 'own-b'],
+          count: 3,
+          strategy: 'strict',
+        });
+        assert.deepEqual(
+          (strict.body.jobs as Obj[]).map((j) => j.queue),
+          ['own-a', 'own-a', 'own-a'],
+        );
+        const jobs: JobRecord[] = [];
+        for (let i = 0; i < 10; i++) {
+          jobs.push(
+            ...(await server.engine.fetch({
+              queues: ['own-a', 'own-b'],
+              count: 4,
+              strategy: 'weighted',
+              weights: { 'own-a': 3, 'own-b': 1 },
+            })),
+          );
+        }
+        const counts = byQueue(jobs);
+        assert.deepEqual([counts.get('own-a'), counts.get('own-b')], [30, 10]);
+      });
+
       it("an isolated pool's queues go only to its own workers", async () => {
         await call(server, 'PUT', '/ojs/v1/admin/pools/iso', {
           queues: ['iso-secret'],
@@ -326,6 +353,23 @@ describe('fair scheduling on every store', async () => {
         });
         assert.deepEqual(http.body.jobs, []);
         assert.equal((await call(server, 'GET', '/ojs/v1/workers/nobody/health')).status, 404);
+        const unknownPool = await call(server, 'POST', '/ojs/v1/workers/fetch', {
+          pool: 'no-such-pool',
+        });
+        assert.equal(unknownPool.status, 404);
+        const badPool = await call(server, 'POST', '/ojs/v1/workers/fetch', { pool: 'Bad Pool!' });
+        assert.equal(badPool.status, 400);
+        const badStrategy = await call(server, 'POST', '/ojs/v1/workers/fetch', {
+          queues: ['a', 'b'],
+          count: 2,
+          strategy: 'random',
+        });
+        assert.equal(badStrategy.status, 400);
+        const badWeights = await call(server, 'POST', '/ojs/v1/workers/fetch', {
+          queues: ['a', 'b'],
+          weights: { a: -1 },
+        });
+        assert.equal(badWeights.status, 400);
       });
     });
   }
