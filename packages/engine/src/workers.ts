@@ -61,6 +61,8 @@ export interface WorkerRecord {
 const MAX_TRIES = 20;
 /** Worker ids this process has listed from a fetch: bounded, like the settings cache. */
 const MAX_SEEN = 10_000;
+/** A fetching worker's record is checked again this often (the pruner may have removed it). */
+const SEEN_RECHECK_MS = 3600 * 1000;
 
 /** A worker's health (graceful shutdown, C22): 200 only while running. */
 export interface WorkerHealth {
@@ -80,7 +82,8 @@ export function parseWorkerState(value: unknown): WorkerState | undefined {
 
 export class WorkerRegistry {
   readonly #engine: EngineContext;
-  readonly #seen = new Set<string>();
+  /** Worker id -> when this process last made sure it is listed. */
+  readonly #seen = new Map<string, number>();
 
   constructor(engine: EngineContext) {
     this.#engine = engine;
@@ -141,14 +144,17 @@ export class WorkerRegistry {
   /**
    * A fetching worker is listed from its first fetch (with its queues and
    * pool), not only once it heartbeats: one guarded write per worker id per
-   * process, none after. A record that exists (a heartbeat, another
-   * process) keeps its state; only queues and pool it lacks are added.
+   * process (again after an hour, in case the pruner removed a worker that
+   * never heartbeats), none in between. A record that exists (a heartbeat,
+   * another process) keeps its state; only queues and pool it lacks are added.
    */
   async seen(workerId: string, queues: string[], pool: string | undefined): Promise<void> {
-    if (this.#seen.has(workerId)) return;
+    const now = this.#engine.now();
+    const last = this.#seen.get(workerId);
+    if (last !== undefined && now - last < SEEN_RECHECK_MS) return;
     if (this.#seen.size >= MAX_SEEN) this.#seen.clear();
-    this.#seen.add(workerId);
-    const at = toIso(this.#engine.now());
+    this.#seen.set(workerId, now);
+    const at = toIso(now);
     try {
       await this.#update(workerId, (current) => {
         if (
