@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { JobRecord } from '@ojs/core';
+import { startServer } from '../src/serve.ts';
 import { type LiveServer, startLiveServer, storeKinds } from './stores.ts';
 
 type Obj = Record<string, unknown>;
@@ -265,6 +266,42 @@ describe('fair scheduling on every store', async () => {
           workerId: 'll-1',
         });
         assert.equal(third.length, 0);
+      });
+
+      it('a pool written through one server process is applied by another within the cache TTL', async () => {
+        const other = await startServer({
+          store: server.store,
+          port: 0,
+          logLevel: 'silent',
+          sqliteSynchronous: 'NORMAL',
+        });
+        try {
+          await enqueue(server, 'mp-public', 1);
+          // The other process reads the (still empty) pool list first: it is cached now.
+          assert.deepEqual(await other.engine.scheduling.pools(), []);
+          const put = await call(server, 'PUT', '/ojs/v1/admin/pools/mp-iso', {
+            queues: ['mp-secret'],
+            isolated: true,
+          });
+          assert.equal(put.status, 201);
+          await enqueue(server, 'mp-secret', 1);
+          const deadline = Date.now() + 5000;
+          while (!(await other.engine.scheduling.pools()).some((p) => p.name === 'mp-iso')) {
+            assert.ok(Date.now() < deadline, 'the other process never saw the pool');
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+          const jobs = await other.engine.fetch({
+            queues: ['mp-secret', 'mp-public'],
+            count: 2,
+            workerId: 'mp-outsider',
+          });
+          assert.deepEqual(
+            jobs.map((j) => j.queue),
+            ['mp-public'],
+          );
+        } finally {
+          await other.close();
+        }
       });
 
       it('pool routes: both body forms, name mismatch, list with workers, delete', async () => {
