@@ -160,9 +160,13 @@ describe('ojs operator commands', () => {
     await cli.http('POST', '/ojs/v1/workers/fetch', {
       queues: ['fetch-only-a', 'fetch-only-b'],
       worker_id: 'fetch-only-worker',
+      pool: 'fetch-only-pool',
     });
     const table = await cli.ojs(['workers', 'list']);
-    assert.match(table.stdout, /^fetch-only-worker +running +.*fetch-only-a,fetch-only-b /m);
+    assert.match(
+      table.stdout,
+      /^fetch-only-worker +running +.*fetch-only-a,fetch-only-b +fetch-only-pool /m,
+    );
   });
 
   it('pools set, list, delete and scheduling stats', async () => {
