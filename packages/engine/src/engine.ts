@@ -363,6 +363,7 @@ export class Engine implements EngineContext {
   /** Stops the background services and ends every waiting fetch now (shutdown). */
   async stop(): Promise<void> {
     this.#stopping = true;
+    this.scheduling.stop();
     this.notifier.notify();
     await this.#services.stop();
     this.wakeups.close();

@@ -5,13 +5,16 @@
  * (isolation, the pool's or the fetch's strategy) into the claim's queues
  * and takes (core fair-scheduling.ts decides), the per-pool dispatch counts
  * the weighted and round-robin strategies carry between fetches, and the
- * one-minute dispatch window of the stats route.
+ * one-minute dispatch window of the stats route (each process flushes its
+ * window to a settings document of its own, so the stats sum every
+ * process's dispatches).
  *
  * A server with no pools pays one cached settings read per multi-queue
- * fetch; single-queue and count-1 fetches are claimed exactly as before.
- * Dispatch counts and the stats window are this process's: with several
- * server processes each deals its own fetches in proportion, so the sum
- * is proportional too.
+ * fetch; single-queue and count-1 fetches are claimed exactly as before;
+ * a dispatching process writes one small document every FLUSH_MS. The
+ * carried dispatch counts are this process's: with several server
+ * processes each deals its own fetches in proportion, so the sum is
+ * proportional too.
  */
 import {
   carryDispatched,
@@ -28,6 +31,7 @@ import {
   type QueueTake,
   type SchedulingStrategy,
   type SettingRecord,
+  uuidv7,
   validateQueueName,
   weightedTakes,
 } from '@ojs/core';
@@ -36,6 +40,12 @@ import type { JobObserver } from './observability/lifecycle.ts';
 import { WORKER_NAMESPACE, type WorkerRecord, type WorkerRegistry } from './workers.ts';
 
 export const POOL_NAMESPACE = 'scheduling-pool';
+/** Each server process's dispatch window, one document per process (the stats route sums them). */
+export const DISPATCH_NAMESPACE = 'scheduling-dispatch';
+/** A process flushes its window at most this often, and within this long of a dispatch. */
+const FLUSH_MS = 2000;
+/** Windows of processes silent this long are deleted by the stats route. */
+const STALE_WINDOW_MS = 10 * 60_000;
 /** The stats window (C16: `window: "PT1M"`). */
 const WINDOW_MS = 60_000;
 const MAX_TRIES = 20;
@@ -87,15 +97,24 @@ export interface QueueDispatchStats {
   active_jobs: number;
 }
 
+/** One queue's dispatches in one second: count, summed wait (ms) of first attempts, their number. */
+type Tally = [count: number, waitMs: number, waited: number];
+
+/** One second of dispatches, as kept and as flushed to the shared document. */
 interface Bucket {
-  second: number;
-  queues: Map<string, { count: number; waitMs: number; waited: number }>;
+  s: number;
+  q: Record<string, Tally>;
 }
 
-/** Jobs dispatched per queue over the last minute, by second (a job observer). */
+/**
+ * Jobs dispatched per queue over the last minute, by second (a job
+ * observer). `changed` is told of each new dispatch, so the scheduler can
+ * flush the window for the other server processes.
+ */
 export class DispatchWindow implements JobObserver {
-  readonly #buckets: Bucket[] = [];
+  #buckets: Bucket[] = [];
   readonly #now: () => number;
+  changed: (() => void) | undefined;
 
   constructor(now: () => number) {
     this.#now = now;
@@ -104,43 +123,46 @@ export class DispatchWindow implements JobObserver {
   started(jobs: readonly JobRecord[]): void {
     const second = Math.floor(this.#now() / 1000);
     let bucket = this.#buckets.at(-1);
-    if (bucket === undefined || bucket.second !== second) {
-      bucket = { second, queues: new Map() };
+    if (bucket === undefined || bucket.s !== second) {
+      bucket = { s: second, q: {} };
       this.#buckets.push(bucket);
-      while (this.#buckets[0]!.second <= second - WINDOW_MS / 1000) this.#buckets.shift();
+      while (this.#buckets[0]!.s <= second - WINDOW_MS / 1000) this.#buckets.shift();
     }
     for (const job of jobs) {
-      let entry = bucket.queues.get(job.queue);
-      if (entry === undefined) {
-        entry = { count: 0, waitMs: 0, waited: 0 };
-        bucket.queues.set(job.queue, entry);
-      }
-      entry.count++;
+      const tally = (bucket.q[job.queue] ??= [0, 0, 0]);
+      tally[0]++;
       const from = Date.parse(job.scheduled_at ?? job.enqueued_at ?? '');
       const to = Date.parse(job.started_at ?? '');
       if (job.attempt === 1 && Number.isFinite(from) && Number.isFinite(to)) {
-        entry.waitMs += Math.max(0, to - from);
-        entry.waited++;
+        tally[1] += Math.max(0, to - from);
+        tally[2]++;
       }
     }
+    this.changed?.();
   }
 
-  /** Per queue over the window: dispatches and summed wait. */
-  totals(): Map<string, { count: number; waitMs: number; waited: number }> {
+  /** The buckets still in the window. */
+  snapshot(): Bucket[] {
     const since = Math.floor(this.#now() / 1000) - WINDOW_MS / 1000;
-    const totals = new Map<string, { count: number; waitMs: number; waited: number }>();
-    for (const bucket of this.#buckets) {
-      if (bucket.second <= since) continue;
-      for (const [queue, entry] of bucket.queues) {
-        const total = totals.get(queue) ?? { count: 0, waitMs: 0, waited: 0 };
-        total.count += entry.count;
-        total.waitMs += entry.waitMs;
-        total.waited += entry.waited;
-        totals.set(queue, total);
+    this.#buckets = this.#buckets.filter((b) => b.s > since);
+    return this.#buckets;
+  }
+}
+
+/** Per queue over the window: dispatches and summed wait, from several processes' buckets. */
+function sumBuckets(lists: readonly Bucket[][], nowMs: number): Map<string, Tally> {
+  const since = Math.floor(nowMs / 1000) - WINDOW_MS / 1000;
+  const totals = new Map<string, Tally>();
+  for (const buckets of lists) {
+    for (const bucket of buckets) {
+      if (bucket.s <= since) continue;
+      for (const [queue, [count, waitMs, waited]] of Object.entries(bucket.q)) {
+        const total = totals.get(queue) ?? [0, 0, 0];
+        totals.set(queue, [total[0] + count, total[1] + waitMs, total[2] + waited]);
       }
     }
-    return totals;
   }
+  return totals;
 }
 
 export class FairScheduler {
@@ -150,11 +172,62 @@ export class FairScheduler {
   readonly #dispatched = new Map<string, Map<string, number>>();
   /** When each (pool, queue) last raised scheduling.queue_starved. */
   readonly #starvedAt = new Map<string, number>();
+  /** This process's key among the dispatch documents. */
+  readonly #processKey: string;
+  #flushTimer: ReturnType<typeof setTimeout> | undefined;
+  #flushedRev: number | null = null;
+  #stopped = false;
 
   constructor(engine: SchedulingContext) {
     this.#engine = engine;
     this.window = new DispatchWindow(() => engine.now());
+    this.#processKey = uuidv7(Date.now());
+    this.window.changed = () => this.#scheduleFlush();
     engine.observers.add(this.window);
+  }
+
+  /** Ends the pending flush (engine stop). */
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushTimer !== undefined || this.#stopped) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = undefined;
+      this.#flush().catch((error: unknown) => {
+        this.#engine.errors.failed('scheduling stats flush', error);
+      });
+    }, FLUSH_MS);
+    this.#flushTimer.unref?.();
+  }
+
+  /** Writes this process's window to its document (it alone writes that key). */
+  async #flush(): Promise<void> {
+    const { store } = this.#engine;
+    const now = this.#engine.now();
+    const value = { at: now, buckets: this.window.snapshot() } as unknown as Record<
+      string,
+      unknown
+    >;
+    for (let tries = 0; tries < 2; tries++) {
+      const written = await store.putSetting(
+        DISPATCH_NAMESPACE,
+        this.#processKey,
+        value,
+        this.#flushedRev,
+        now,
+      );
+      if (written !== null) {
+        this.#flushedRev = written.rev;
+        return;
+      }
+      // Removed as stale by another process's stats read, or a first write lost: read the rev again.
+      this.#flushedRev =
+        (await store.getSetting(DISPATCH_NAMESPACE, this.#processKey))?.rev ?? null;
+    }
   }
 
   // ------------------------------------------------------------ pools
@@ -243,20 +316,39 @@ export class FairScheduler {
     return counts;
   }
 
-  /** C16: `{queues:[…], window:"PT1M"}`, this process's dispatches. */
+  /**
+   * C16: `{queues:[…], window:"PT1M"}`: this process's dispatches as they
+   * are, the other processes' as of their last flush (at most FLUSH_MS
+   * behind). Windows of processes silent for STALE_WINDOW_MS are deleted.
+   */
   async stats(): Promise<{ queues: QueueDispatchStats[]; window: string }> {
-    const totals = this.window.totals();
-    const active = await this.#activeByQueue();
-    const all = [...totals.values()].reduce((sum, t) => sum + t.count, 0);
+    const { store } = this.#engine;
+    const now = this.#engine.now();
+    const [docs, active] = await Promise.all([
+      store.listSettings(DISPATCH_NAMESPACE),
+      this.#activeByQueue(),
+    ]);
+    const lists: Bucket[][] = [this.window.snapshot()];
+    for (const doc of docs) {
+      if (doc.key === this.#processKey) continue;
+      const at = doc.value.at as number;
+      if (now - at > STALE_WINDOW_MS) {
+        await store.deleteSetting(DISPATCH_NAMESPACE, doc.key);
+        continue;
+      }
+      if (Array.isArray(doc.value.buckets)) lists.push(doc.value.buckets as Bucket[]);
+    }
+    const totals = sumBuckets(lists, now);
+    const all = [...totals.values()].reduce((sum, t) => sum + t[0], 0);
     const names = [...new Set([...totals.keys(), ...active.keys()])].sort();
     return {
       queues: names.map((name) => {
-        const t = totals.get(name) ?? { count: 0, waitMs: 0, waited: 0 };
+        const [count, waitMs, waited] = totals.get(name) ?? [0, 0, 0];
         return {
           name,
-          dispatch_count_1m: t.count,
-          dispatch_ratio_1m: all === 0 ? 0 : t.count / all,
-          avg_wait_ms: t.waited === 0 ? 0 : Math.round(t.waitMs / t.waited),
+          dispatch_count_1m: count,
+          dispatch_ratio_1m: all === 0 ? 0 : count / all,
+          avg_wait_ms: waited === 0 ? 0 : Math.round(waitMs / waited),
           active_jobs: active.get(name) ?? 0,
         };
       }),

@@ -316,7 +316,7 @@ export class OjsAdmin {
     );
   }
 
-  /** Dispatches per queue over the last minute (the answering server process's). */
+  /** Dispatches per queue over the last minute, summed over every server process. */
   async schedulingStats(options?: RequestOptions): Promise<SchedulingStats> {
     const body = await this.#call(
       { method: 'GET', path: '/admin/scheduling/stats', idempotent: true },

@@ -268,7 +268,7 @@ describe('fair scheduling on every store', async () => {
         assert.equal(third.length, 0);
       });
 
-      it('a pool written through one server process is applied by another within the cache TTL', async () => {
+      it('a pool written through one server process is applied by another; stats count both', async () => {
         const other = await startServer({
           store: server.store,
           port: 0,
@@ -278,7 +278,8 @@ describe('fair scheduling on every store', async () => {
         try {
           await enqueue(server, 'mp-public', 1);
           // The other process reads the (still empty) pool list first: it is cached now.
-          assert.deepEqual(await other.engine.scheduling.pools(), []);
+          const before = await other.engine.scheduling.pools();
+          assert.ok(!before.some((p) => p.name === 'mp-iso'));
           const put = await call(server, 'PUT', '/ojs/v1/admin/pools/mp-iso', {
             queues: ['mp-secret'],
             isolated: true,
@@ -299,6 +300,15 @@ describe('fair scheduling on every store', async () => {
             jobs.map((j) => j.queue),
             ['mp-public'],
           );
+          // The other process's dispatch reaches this one's stats (its window, flushed).
+          const statsDeadline = Date.now() + 10_000;
+          for (;;) {
+            const { body } = await call(server, 'GET', '/ojs/v1/admin/scheduling/stats');
+            const queues = (body.stats as { queues: Obj[] }).queues;
+            if (queues.find((q) => q.name === 'mp-public')?.dispatch_count_1m === 1) break;
+            assert.ok(Date.now() < statsDeadline, `never counted: ${JSON.stringify(queues)}`);
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
         } finally {
           await other.close();
         }

@@ -144,7 +144,7 @@ export function schedulingCommand(io: Io): Command {
   const scheduling = new Command('scheduling').description('fair scheduling: stats');
   scheduling.addCommand(
     new Command('stats')
-      .description('dispatches per queue over the last minute (the answering server process)')
+      .description('dispatches per queue over the last minute, every server process')
       .action(action(io, stats)),
     { isDefault: true },
   );

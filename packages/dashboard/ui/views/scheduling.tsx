@@ -172,7 +172,8 @@ export function SchedulingView() {
             </tbody>
           </table>
           <p class="muted small">
-            Counted by the server process that answered ({stats.data.stats.window} window).
+            Every server process's dispatches ({stats.data.stats.window} window; other processes' up
+            to 2 s behind).
           </p>
         </div>
       )}
