@@ -129,7 +129,11 @@ export class DispatchWindow implements JobObserver {
       while (this.#buckets[0]!.s <= second - WINDOW_MS / 1000) this.#buckets.shift();
     }
     for (const job of jobs) {
-      const tally = (bucket.q[job.queue] ??= [0, 0, 0]);
+      let tally = bucket.q[job.queue];
+      if (tally === undefined) {
+        tally = [0, 0, 0];
+        bucket.q[job.queue] = tally;
+      }
       tally[0]++;
       const from = Date.parse(job.scheduled_at ?? job.enqueued_at ?? '');
       const to = Date.parse(job.started_at ?? '');
