@@ -969,18 +969,25 @@ export class Engine implements EngineContext {
     // Graceful shutdown: a draining server, or a worker that is quiet or
     // draining (its heartbeat, or an operator), gets no new jobs.
     if (this.#draining) return [];
+    let listed: Promise<void> | undefined;
     if (request.workerId !== undefined) {
       if (!(await this.workers.mayFetch(request.workerId))) return [];
-      await this.workers.seen(request.workerId, request.queues, request.pool);
+      // A new worker's listing is written beside its first claim, not before
+      // it (its claim joins its turn's as any other), and awaited before the answer.
+      listed = this.workers.seen(request.workerId, request.queues, request.pool);
     }
-    const handlers = await this.#handlersFor(request);
-    if (waitMs <= 0 || request.workerId === undefined)
-      return this.#claimLoop(request, handlers, count, deadline, request.signal);
-    const wait = this.#waitingFetches.enter(request.workerId, request.signal);
     try {
-      return await this.#claimLoop(request, handlers, count, deadline, wait.signal);
+      const handlers = await this.#handlersFor(request);
+      if (waitMs <= 0 || request.workerId === undefined)
+        return await this.#claimLoop(request, handlers, count, deadline, request.signal);
+      const wait = this.#waitingFetches.enter(request.workerId, request.signal);
+      try {
+        return await this.#claimLoop(request, handlers, count, deadline, wait.signal);
+      } finally {
+        wait.leave();
+      }
     } finally {
-      wait.leave();
+      await listed;
     }
   }
 

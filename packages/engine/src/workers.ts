@@ -148,13 +148,22 @@ export class WorkerRegistry {
    * never heartbeats), none in between. A record that exists (a heartbeat,
    * another process) keeps its state; only queues and pool it lacks are added.
    */
-  async seen(workerId: string, queues: string[], pool: string | undefined): Promise<void> {
+  seen(workerId: string, queues: string[], pool: string | undefined): Promise<void> | undefined {
     const now = this.#engine.now();
     const last = this.#seen.get(workerId);
-    if (last !== undefined && now - last < SEEN_RECHECK_MS) return;
+    // Known: nothing to do, and no promise (this runs on every fetch).
+    if (last !== undefined && now - last < SEEN_RECHECK_MS) return undefined;
     if (this.#seen.size >= MAX_SEEN) this.#seen.clear();
     this.#seen.set(workerId, now);
-    const at = toIso(now);
+    return this.#list(workerId, queues, pool, toIso(now));
+  }
+
+  async #list(
+    workerId: string,
+    queues: string[],
+    pool: string | undefined,
+    at: string,
+  ): Promise<void> {
     try {
       await this.#update(workerId, (current) => {
         if (
