@@ -191,6 +191,11 @@ describe('fair scheduling on every store', async () => {
           pool: 'iso',
         });
         assert.equal(reg.status, 200, JSON.stringify(reg.body));
+        const badReg = await call(server, 'POST', '/ojs/v1/workers/register', {
+          worker_id: 'insider-2',
+          pool: ['iso'],
+        });
+        assert.equal(badReg.status, 400);
         const insider = await server.engine.fetch({
           queues: ['iso-secret'],
           count: 4,

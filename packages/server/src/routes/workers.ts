@@ -212,6 +212,8 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
   app.post('/ojs/v1/workers/register', async (request) => {
     const body = objectBody(request.body);
     const workerId = validateWorkerId(requiredString(body, 'worker_id'))!;
+    // Fair scheduling: the one pool the worker declares (a name, like a queue's).
+    if (body.pool !== undefined) validateQueueName(body.pool, 'pool');
     const { handlers: _raw, worker_id: _id, ...info } = body;
     // The registration is read back on fetches: keep it small.
     const infoBytes = byteLength(JSON.stringify(info));
