@@ -12,6 +12,7 @@ import { cronCommand } from './commands/cron.ts';
 import { dlqCommand } from './commands/dlq.ts';
 import { enqueueCommand } from './commands/enqueue.ts';
 import { jobsCommand } from './commands/jobs.ts';
+import { poolsCommand, schedulingCommand } from './commands/pools.ts';
 import { queuesCommand } from './commands/queues.ts';
 import { statsCommand } from './commands/stats.ts';
 import { workersCommand } from './commands/workers.ts';
@@ -28,6 +29,8 @@ export const OPERATOR_COMMANDS = [
   'cron',
   'workflows',
   'workers',
+  'pools',
+  'scheduling',
   'stats',
   'completion',
 ];
@@ -54,6 +57,8 @@ export function buildProgram(io: Io, version: string): Command {
     cronCommand,
     workflowsCommand,
     workersCommand,
+    poolsCommand,
+    schedulingCommand,
     statsCommand,
   ]) {
     program.addCommand(make(io));
