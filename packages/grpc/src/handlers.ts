@@ -22,6 +22,7 @@ import {
   notFound,
   OjsError,
   uuidv7,
+  validateQueueName,
   validateWorkerId,
 } from '@ojs/core';
 import {
@@ -217,6 +218,11 @@ const WORKER_STATE_FROM_PROTO: Record<string, 'running' | 'quiet' | 'terminate'>
   WORKER_STATE_TERMINATE: 'terminate',
 };
 
+/** A worker's pool from x-ojs-pool (validated like a queue name, as over HTTP). */
+function poolOf(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : validateQueueName(value, 'pool');
+}
+
 /** The HTTP health status (engine healthStatus) as grpc-proto's HealthStatus. */
 const HEALTH_STATUS = {
   ok: 'HEALTH_STATUS_OK',
@@ -363,6 +369,8 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         ),
         waitMs,
         signal: call.signal,
+        // Fair scheduling: FetchRequest has no pool field; ours in metadata, like x-ojs-wait-ms.
+        pool: poolOf(meta(call, 'x-ojs-pool')),
       });
       return fetchReply(engine, jobs, limit, (job) => encodeFetch({ jobs: [jobToProto(job)] }));
     },

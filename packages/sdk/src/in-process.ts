@@ -283,6 +283,7 @@ export class InProcessTransport implements Transport {
         waitMs: request.wait_ms,
         handlers: this.engine.wire.handlers(request.handlers),
         signal: options.signal,
+        pool: request.pool,
       });
       return copy<Job[]>(this.engine.wire.fetchResponse(jobs).jobs);
     });
@@ -346,6 +347,15 @@ export class InProcessTransport implements Transport {
         workerId: request.worker_id,
         jobIds: request.active_job_ids,
         visibilityTimeoutMs: request.visibility_timeout_ms,
+        // The registry (and a quiet worker's empty fetches) see the same as over HTTP.
+        workerState: request.state,
+        info: {
+          hostname: request.hostname,
+          pid: request.pid,
+          queues: request.queues,
+          concurrency: request.concurrency,
+          pool: request.pool,
+        },
       });
       return parseHeartbeat(copy<Obj>(this.engine.wire.heartbeatResponse(result)));
     });

@@ -20,7 +20,12 @@ export {
   type JobQuery,
   type JobQueryPage,
   OjsAdmin,
+  type Pool,
+  type PoolDefinition,
+  type PoolStatus,
   type QueueConfigUpdate,
+  type SchedulingStats,
+  type SchedulingStrategy,
 } from './admin.ts';
 export {
   buildEnvelope,
