@@ -44,6 +44,12 @@ export interface ClaimRequest {
    * any handler of the type. Jobs no handler admits stay available.
    */
   handlers?: HandlerDeclaration[];
+  /**
+   * Claim only this tenant's jobs (ext-multi-tenancy: a worker fetching for
+   * one tenant); `_default` means the jobs that name no tenant. Absent: every
+   * tenant, at no extra cost.
+   */
+  tenant?: string;
   now: number;
 }
 

@@ -201,13 +201,27 @@ export async function claimInTransaction(
   // No limited queue in the request: each claim statement inserts its own
   // job.started events (one round trip fewer). Otherwise they are built
   // here and appended by the caller, in claim order across all queues.
-  const logged = !plan.some((row) => limited(row) || row.keyed);
+  // A tenant's claim (ClaimRequest.tenant) takes the candidate path, which
+  // filters by tenant; the claim of every tenant stays as it was.
+  const scoped = request.tenant !== undefined;
+  const logged = !scoped && !plan.some((row) => limited(row) || row.keyed);
   for (const queue of plan) {
     const wanted = request.count - claimed.length;
     if (wanted <= 0) break;
     if (queue.paused) continue;
-    if (limited(queue) || queue.keyed) {
-      take(await claimLimited(ctx, queue, wanted, params, limits, request.now, handlers));
+    if (scoped || limited(queue) || queue.keyed) {
+      take(
+        await claimLimited(
+          ctx,
+          queue,
+          wanted,
+          params,
+          limits,
+          request.now,
+          handlers,
+          request.tenant,
+        ),
+      );
     } else if (logged) {
       const { rows } = await client.query<ClaimedRow>(
         sql.claimQueueLogged,
@@ -288,6 +302,7 @@ async function claimLimited(
   limits: LimitState,
   now: number,
   handlers: string | null,
+  tenant: string | undefined,
 ): Promise<ClaimedRow[]> {
   const { client, sql } = ctx;
   let queueActive: number | undefined;
@@ -318,6 +333,7 @@ async function claimLimited(
       Math.min(page, MAX_LIMITED_SCAN - scanned),
       [...blocked],
       handlers,
+      tenant ?? null,
     ]);
     if (rows.length === 0) break;
     for (const row of rows) {

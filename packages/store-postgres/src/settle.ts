@@ -297,7 +297,8 @@ function settleParams(
   const rows = jobs
     .map((job) => {
       const read = basis.get(job.id)!;
-      const { doc: _whole, ...columns } = jobRow(job);
+      // A settlement never changes the tenant: its column is not sent.
+      const { doc: _whole, tenant_id: _tenant, ...columns } = jobRow(job);
       return { ...columns, ...docPatch(read.doc, job), ...guard(read) };
     })
     // Rows not read first are locked by the UPDATE itself, in the order

@@ -8,6 +8,8 @@
  * (FOR UPDATE [SKIP LOCKED], unique-lock rows, advisory locks) carry the
  * correctness, never snapshot timing.
  */
+
+import { DEFAULT_TENANT } from '@ojs/core';
 import pg from 'pg';
 import { quoteSchema } from './names.ts';
 
@@ -15,7 +17,7 @@ const JOB_COLUMNS = `id text, seq bigint, queue text, type text, state text, pri
   attempt integer, rev integer, run_at double precision, deadline double precision,
   expires_at double precision, finished_at double precision, dead_letter boolean,
   unique_key text, workflow_id text, rate_key text, version_num double precision, worker_id text,
-  doc jsonb`;
+  tenant_id text, doc jsonb`;
 
 /**
  * Version routing (ClaimRequest.handlers) over the jobs row `j`: $n is null
@@ -190,10 +192,11 @@ export function statements(schema: string) {
     /** $1 = jsonb array of job rows (rows.ts jobRow). Fails on a duplicate id (jobs_pkey). */
     insertJobs: `INSERT INTO ${s}.jobs
       (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
-       finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id, doc)
+       finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id,
+       tenant_id, doc)
       SELECT id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
              finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id,
-             doc
+             tenant_id, doc
         FROM jsonb_to_recordset($1::jsonb) AS r(${JOB_COLUMNS})`,
     /**
      * An enqueue in ONE statement, run on its own (autocommit): the fast
@@ -221,10 +224,10 @@ export function statements(schema: string) {
         INSERT INTO ${s}.jobs
           (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
            finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id,
-           doc)
+           tenant_id, doc)
         SELECT i.id, n.seq, i.queue, i.type, i.state, i.priority, i.attempt, i.rev, i.run_at,
                i.deadline, i.expires_at, i.finished_at, i.dead_letter, i.unique_key,
-               i.workflow_id, i.rate_key, i.version_num, i.worker_id,
+               i.workflow_id, i.rate_key, i.version_num, i.worker_id, i.tenant_id,
                i.doc || jsonb_build_object('seq', n.seq)
           FROM input i JOIN numbered n ON n.ord = i.ord
         RETURNING id, seq, state),
@@ -425,7 +428,8 @@ export function statements(schema: string) {
     /**
      * Limited path: the next page of candidates after the (priority, seq)
      * cursor, leaving out rate keys already found at their limit ($6) and
-     * jobs the handlers do not admit ($7), locked (SKIP LOCKED) while the
+     * jobs the handlers do not admit ($7) and, for a tenant's claim ($8, else
+     * null), other tenants' jobs, locked (SKIP LOCKED) while the
      * limits are checked. ORDER BY names the table's columns (j.seq): a bare
      * `seq` would mean the text output column, ordering '10' before '9' and
      * ruling out the jobs_claim index.
@@ -437,6 +441,7 @@ export function statements(schema: string) {
         AND (priority < $3::integer OR (priority = $3::integer AND seq > $4::bigint))
         AND (rate_key IS NULL OR NOT (rate_key = ANY($6::text[])))
         AND ${admitted(7, 'j')}
+        AND ($8::text IS NULL OR tenant_id IS NOT DISTINCT FROM nullif($8::text, '${DEFAULT_TENANT}'))
       ORDER BY j.priority DESC, j.seq
       LIMIT $5
       FOR UPDATE SKIP LOCKED`,

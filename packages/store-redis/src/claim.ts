@@ -17,6 +17,7 @@ import {
   handlersAdmit,
   type JobRecord,
   jobEvent,
+  jobTenant,
 } from '@ojs/core';
 import { mergeJob, type Reply, splitJob, splitStored } from './records.ts';
 import { type Applied, Ops } from './scripts.ts';
@@ -77,6 +78,9 @@ export async function claimJobs(
         const job = mergeJob(stored.seq, base, stored.life);
         if (job.expires_at_ms !== undefined && job.expires_at_ms <= request.now) continue;
         if (!handlersAdmit(request.handlers, job)) continue;
+        // A tenant's claim skips other tenants' jobs (read, not indexed: a
+        // queue shared with a large foreign backlog is scanned up to MAX_SCANNED).
+        if (request.tenant !== undefined && jobTenant(job) !== request.tenant) continue;
         const limit = job.rate_limit;
         if (limit !== undefined && blocked.has(limit.key)) continue;
         const active = claim(job, {

@@ -66,7 +66,7 @@ export function claimFromQueue(
     // jobs is crossed in few statements.
     const limit = scanned === 0 ? wanted : Math.max(wanted - claimed.length, 16);
     const rows = (
-      blocked.size === 0 && handlers === null
+      blocked.size === 0 && handlers === null && request.tenant === undefined
         ? limit <= LITERAL_CLAIM_LIMIT
           ? stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq)
           : stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq, limit)
@@ -78,6 +78,7 @@ export function claimFromQueue(
             JSON.stringify([...blocked]),
             handlers,
             limit,
+            request.tenant ?? null,
           )
     ) as Row[];
     // A short page was the last: no candidate is left after it (keys
