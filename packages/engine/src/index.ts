@@ -56,6 +56,13 @@ export {
   type ValidationMode,
 } from './schemas.ts';
 export type { ServiceIntervals, ServicesContext } from './services.ts';
+export {
+  TENANT_LIMITS_LINK,
+  TENANT_NAMESPACE,
+  type TenancyOptions,
+  TenantRegistry,
+  type TenantStats,
+} from './tenants.ts';
 export * from './wire-responses.ts';
 export {
   HEARTBEAT_TIMEOUT_MS,

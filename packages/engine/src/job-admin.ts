@@ -22,6 +22,7 @@ import {
   OjsError,
   type OjsEvent,
   type PageOrder,
+  type TenantScope,
 } from '@ojs/core';
 import type { EngineContext } from './context.ts';
 
@@ -81,7 +82,10 @@ export class JobAdmin {
     this.maxBulkJobs = maxBulkJobs;
   }
 
-  async list(request: JobListRequest): Promise<JobListPage> {
+  /** A page of jobs; with `tenant`, of that tenant's jobs only. */
+  async list(request: JobListRequest, tenant?: TenantScope): Promise<JobListPage> {
+    if (tenant !== undefined)
+      request = { ...request, filter: { ...request.filter, tenant: tenant.id } };
     const order = request.order ?? 'desc';
     const store = this.#engine.store;
     const afterSeq = request.cursor === undefined ? undefined : decodeCursor(request.cursor, order);
@@ -134,7 +138,14 @@ export class JobAdmin {
    * Applies `action` to every job `filter` matches (up to maxBulkJobs),
    * oldest first. Jobs the action does not apply to fail with the reason.
    */
-  async bulk(action: BulkAction, filter: JobFilter, step: BulkStep = {}): Promise<BulkResult> {
+  /** With `tenant`, the action reaches that tenant's jobs only. */
+  async bulk(
+    action: BulkAction,
+    filter: JobFilter,
+    step: BulkStep = {},
+    tenant?: TenantScope,
+  ): Promise<BulkResult> {
+    if (tenant !== undefined) filter = { ...filter, tenant: tenant.id };
     const store = this.#engine.store;
     const result: BulkResult = {
       action,

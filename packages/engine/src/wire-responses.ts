@@ -16,9 +16,11 @@ import {
   type OjsEvent,
   type QueueInfo,
   type QueueStats,
+  type TenantRecord,
   toIso,
   toWire,
 } from '@ojs/core';
+import type { TenantStats } from './tenants.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -341,5 +343,20 @@ export function healthResponse(
       latency_ms: report.latencyMs,
       ...(report.ok ? {} : { error: at.showError ? report.error : 'store unreachable' }),
     },
+  };
+}
+
+/** A tenant's record as the admin API shows it (ext-multi-tenancy §2.4). */
+export function tenantWire(record: TenantRecord, stats?: TenantStats): Obj {
+  return stats === undefined ? { ...record } : { ...record, stats };
+}
+
+/** GET /admin/tenants: every tenant with its stats (MT-005). */
+export function tenantListResponse(
+  items: readonly { record: TenantRecord; stats: TenantStats }[],
+): Obj {
+  return {
+    tenants: items.map(({ record, stats }) => tenantWire(record, stats)),
+    pagination: { total: items.length },
   };
 }
