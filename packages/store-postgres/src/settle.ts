@@ -267,7 +267,13 @@ async function settleOn(
       results[index] = { status: 'settled', job: decision.job };
       events.push(...taggedEvents(item.id, decision.events));
     } catch (error) {
-      if (!(error instanceof OjsError) || error.code !== 'conflict') throw error;
+      // A fence or state refusal (409), or another tenant's job (404, as the engine reports it).
+      if (
+        !(error instanceof OjsError) ||
+        (error.code !== 'conflict' && error.code !== 'not_found')
+      ) {
+        throw error;
+      }
       results[index] = { status: 'conflict', error, job };
     }
   }

@@ -85,7 +85,8 @@ ${claimSet(s)}`;
  * job, {worker_id, attempt}, now)` builds it, over the claimed row `o`:
  * $2 the time (ISO of now), $9 the event source, `id` the event id.
  * trace_id: meta.trace_id unless absent or null, else meta.traceparent when
- * present (JS `??`). The store-testkit compares it with core's.
+ * present (JS `??`); tenant_id: meta.tenant_id when a non-empty string. The
+ * store-testkit compares it with core's.
  */
 const startedEvent = (id: string) => `jsonb_build_object(
          'specversion', '1.0', 'id', ${id}, 'type', 'job.started', 'source', $9::text,
@@ -99,6 +100,12 @@ const startedEvent = (id: string) => `jsonb_build_object(
                   THEN jsonb_build_object('trace_id', o.doc->'meta'->'trace_id')
                 WHEN o.doc->'meta' ? 'traceparent'
                   THEN jsonb_build_object('trace_id', o.doc->'meta'->'traceparent')
+                ELSE '{}'::jsonb
+              END
+           || CASE
+                WHEN jsonb_typeof(o.doc->'meta'->'tenant_id') = 'string'
+                     AND o.doc->'meta'->>'tenant_id' <> ''
+                  THEN jsonb_build_object('tenant_id', o.doc->'meta'->'tenant_id')
                 ELSE '{}'::jsonb
               END)`;
 
