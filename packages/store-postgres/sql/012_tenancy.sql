@@ -11,3 +11,7 @@
 ALTER TABLE jobs ADD COLUMN tenant_id text;
 CREATE INDEX jobs_tenant ON jobs (tenant_id, queue, state, priority DESC, seq)
   WHERE tenant_id IS NOT NULL;
+-- The active jobs of each named tenant: the claim counts them against the
+-- tenant's max_concurrency per candidate, so the index holds active jobs only.
+CREATE INDEX jobs_tenant_active ON jobs (tenant_id)
+  WHERE state = 'active' AND tenant_id IS NOT NULL;

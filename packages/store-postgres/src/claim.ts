@@ -62,6 +62,7 @@ interface CandidateRow {
   priority: number;
   seq: string;
   rate_limit: RateLimitPolicy | null;
+  tenant_id: string | null;
 }
 
 interface Window {
@@ -86,11 +87,30 @@ class LimitState {
     this.#now = now;
   }
 
-  async key(key: string): Promise<{ active: number } | null> {
+  /**
+   * A tenant with a concurrency limit: its lock (taken like a rate key's:
+   * the first lock of a claim waited for, later ones only tried) and its
+   * active job count; null = another claimer holds it, skip its jobs now.
+   */
+  tenant(id: string): Promise<{ active: number } | null> {
+    const { schema, sql } = this.#ctx;
+    return this.#counted(`tenant:${id}`, lockText.tenant(schema, id), sql.activeInTenant, id);
+  }
+
+  key(key: string): Promise<{ active: number } | null> {
+    const { schema, sql } = this.#ctx;
+    return this.#counted(key, lockText.rateKey(schema, key), sql.activeWithKey, key);
+  }
+
+  async #counted(
+    key: string,
+    lockKey: string,
+    countSql: string,
+    countParam: string,
+  ): Promise<{ active: number } | null> {
     const cached = this.#keys.get(key);
     if (cached !== undefined) return cached;
-    const { client, sql, schema } = this.#ctx;
-    const lockKey = lockText.rateKey(schema, key);
+    const { client, sql } = this.#ctx;
     if (this.#heldKeys === 0) {
       await client.query(sql.advisoryLock, [lockKey]);
     } else {
@@ -101,7 +121,7 @@ class LimitState {
       }
     }
     this.#heldKeys++;
-    const { rows } = await client.query<{ n: string }>(sql.activeWithKey, [key]);
+    const { rows } = await client.query<{ n: string }>(countSql, [countParam]);
     const state = { active: toNumber(rows[0]!.n) };
     this.#keys.set(key, state);
     return state;
@@ -203,7 +223,7 @@ export async function claimInTransaction(
   // here and appended by the caller, in claim order across all queues.
   // A tenant's claim (ClaimRequest.tenant) takes the candidate path, which
   // filters by tenant; the claim of every tenant stays as it was.
-  const scoped = request.tenant !== undefined;
+  const scoped = request.tenant !== undefined || request.tenantConcurrency !== undefined;
   const logged = !scoped && !plan.some((row) => limited(row) || row.keyed);
   for (const queue of plan) {
     const wanted = request.count - claimed.length;
@@ -220,6 +240,7 @@ export async function claimInTransaction(
           request.now,
           handlers,
           request.tenant,
+          request.tenantConcurrency,
         ),
       );
     } else if (logged) {
@@ -303,6 +324,7 @@ async function claimLimited(
   now: number,
   handlers: string | null,
   tenant: string | undefined,
+  tenantConcurrency: Record<string, number> | undefined,
 ): Promise<ClaimedRow[]> {
   const { client, sql } = ctx;
   let queueActive: number | undefined;
@@ -341,6 +363,13 @@ async function claimLimited(
       cursor = { priority: row.priority, seq: row.seq };
       if (accepted.length >= wanted) break scan;
       if (queueActive !== undefined && queueActive >= queue.concurrency!) break scan;
+      // The tenant's concurrency (MT-003), held under its lock until commit.
+      const tenantMax = row.tenant_id === null ? undefined : tenantConcurrency?.[row.tenant_id];
+      let ofTenant: { active: number } | null = null;
+      if (tenantMax !== undefined) {
+        ofTenant = await limits.tenant(row.tenant_id!);
+        if (ofTenant === null || ofTenant.active >= tenantMax) continue;
+      }
       const limit = row.rate_limit;
       let key: { active: number } | null = null;
       if (limit !== null && blocked.has(limit.key)) continue;
@@ -364,6 +393,7 @@ async function claimLimited(
       accepted.push(row.id);
       if (queueActive !== undefined) queueActive++;
       if (key !== null) key.active++;
+      if (ofTenant !== null) ofTenant.active++;
       if (queueRate) limits.take(queueRate.key, queueRate.period);
       if (limit?.rate) limits.take(limit.key, limit.rate.period_ms);
     }

@@ -441,7 +441,7 @@ export function statements(schema: string) {
      * `seq` would mean the text output column, ordering '10' before '9' and
      * ruling out the jobs_claim index.
      */
-    claimCandidates: `SELECT id, priority, seq::text AS seq, doc->'rate_limit' AS rate_limit
+    claimCandidates: `SELECT id, priority, seq::text AS seq, doc->'rate_limit' AS rate_limit, tenant_id
       FROM ${s}.jobs j
       WHERE queue = $1 AND state = 'available'
         AND (expires_at IS NULL OR expires_at > $2::double precision)
@@ -454,6 +454,8 @@ export function statements(schema: string) {
       FOR UPDATE SKIP LOCKED`,
     activeInQueue: `SELECT count(*) AS n FROM ${s}.jobs WHERE queue = $1 AND state = 'active'`,
     activeWithKey: `SELECT count(*) AS n FROM ${s}.jobs WHERE rate_key = $1 AND state = 'active'`,
+    /** A named tenant's active jobs (jobs_tenant_active), against its max_concurrency. */
+    activeInTenant: `SELECT count(*) AS n FROM ${s}.jobs WHERE tenant_id = $1 AND state = 'active'`,
     /** Serialises limited claims of one queue / one rate key across processes. */
     advisoryLock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
     tryAdvisoryLock: 'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',

@@ -18,6 +18,7 @@ import {
   type JobRecord,
   jobEvent,
   jobTenant,
+  tenantColumn,
 } from '@ojs/core';
 import { mergeJob, type Reply, splitJob, splitStored } from './records.ts';
 import { type Applied, Ops } from './scripts.ts';
@@ -41,6 +42,8 @@ export async function claimJobs(
   const cursors = new Map<string, string>();
   const closed = new Set<string>();
   const blocked = new Set<string>();
+  /** Tenants found at their max_concurrency: their jobs are left for later claims. */
+  const blockedTenants = new Set<string>();
   let scanned = 0;
   while (claimed.length < request.count && scanned < MAX_SCANNED) {
     const queues = request.queues.filter((q) => !closed.has(q));
@@ -53,8 +56,14 @@ export async function claimJobs(
       ...queues.flatMap((q) => [q, cursors.get(q) ?? '-inf']),
     ])) as Reply[][];
     const ops = new Ops();
-    const decided: { job: JobRecord; base: string; life: string; queue: string; key?: string }[] =
-      [];
+    const decided: {
+      job: JobRecord;
+      base: string;
+      life: string;
+      queue: string;
+      key?: string;
+      tenant?: string;
+    }[] = [];
     let found = 0;
     for (let i = 0; i < queues.length; i++) {
       const queue = queues[i]!;
@@ -81,6 +90,9 @@ export async function claimJobs(
         // A tenant's claim skips other tenants' jobs (read, not indexed: a
         // queue shared with a large foreign backlog is scanned up to MAX_SCANNED).
         if (request.tenant !== undefined && jobTenant(job) !== request.tenant) continue;
+        const tenant = tenantColumn(job);
+        const tenantMax = tenant === null ? undefined : request.tenantConcurrency?.[tenant];
+        if (tenant !== null && blockedTenants.has(tenant)) continue;
         const limit = job.rate_limit;
         if (limit !== undefined && blocked.has(limit.key)) continue;
         const active = claim(job, {
@@ -91,6 +103,7 @@ export async function claimJobs(
         const parts = splitJob(active, job);
         ops.job(job.id, job.rev, 'available').queueAdmits(queue);
         if (limit?.concurrency !== undefined) ops.keyConcurrency(limit.key, limit.concurrency);
+        if (tenantMax !== undefined) ops.tenantConcurrency(tenant!, tenantMax);
         if (limit?.rate) ops.keyRate(limit.key, limit.rate.limit, limit.rate.period_ms);
         ops.put(active, job, parts).takeQueueRate(queue);
         if (limit?.rate) ops.takeKeyRate(limit.key, limit.rate.period_ms);
@@ -103,14 +116,21 @@ export async function claimJobs(
           ),
         ]);
         ops.end();
-        decided.push({ job: active, base, life: parts.life, queue, key: limit?.key });
+        decided.push({
+          job: active,
+          base,
+          life: parts.life,
+          queue,
+          key: limit?.key,
+          tenant: tenant ?? undefined,
+        });
       }
     }
     if (found === 0) break;
     if (decided.length === 0) continue;
     const applied = await io.apply(ops, 'each', request.now, wanted);
     applied.statuses.forEach((status, i) => {
-      const { job, base, life, queue, key } = decided[i]!;
+      const { job, base, life, queue, key, tenant } = decided[i]!;
       if (status === 1) {
         claimed.push(job);
         if (job.workflow_id === undefined) {
@@ -121,6 +141,8 @@ export async function claimJobs(
         closed.add(queue);
       } else if ((status === 'kconc' || status === 'krate') && key !== undefined) {
         blocked.add(key);
+      } else if (status === 'tconc' && tenant !== undefined) {
+        blockedTenants.add(tenant);
       }
     });
   }

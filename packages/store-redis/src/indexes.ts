@@ -21,6 +21,7 @@
  * | `fin:<queue>:<state>` | finished jobs (throughput) | finished_at |
  * | `ret:<queue>:<class>` | finished jobs outside workflows, by retention class | finished_at |
  * | `rka:<key>` / `rkw:<key>` | active / available jobs with a rate-limit key | seq |
+ * | `ta:<tenant>` | active jobs of a named tenant (its max_concurrency) | seq |
  * | `wfj:<workflow>` | a workflow's jobs | seq |
  */
 import type { JobColumns } from '@ojs/core';
@@ -66,6 +67,7 @@ export function indexEntries(c: JobColumns): Map<string, Score> {
     if (state === 'active') e.set(`rka:${c.rate_key}`, 's0');
     if (state === 'available') e.set(`rkw:${c.rate_key}`, 's0');
   }
+  if (c.tenant_id !== null && state === 'active') e.set(`ta:${c.tenant_id}`, 's0');
   if (c.workflow_id !== null) e.set(`wfj:${c.workflow_id}`, 's0');
   return e;
 }

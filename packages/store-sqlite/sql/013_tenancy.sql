@@ -8,3 +8,7 @@
 ALTER TABLE ojs_jobs ADD COLUMN tenant_id TEXT;
 CREATE INDEX ojs_jobs_tenant ON ojs_jobs (tenant_id, queue, state, priority DESC, seq)
   WHERE tenant_id IS NOT NULL;
+-- The active jobs of each named tenant: the claim counts them against the
+-- tenant's max_concurrency per candidate, so the index holds active jobs only.
+CREATE INDEX ojs_jobs_tenant_active ON ojs_jobs (tenant_id)
+  WHERE state = 'active' AND tenant_id IS NOT NULL;

@@ -5,11 +5,18 @@
  * available.
  */
 import type { StatementSync } from 'node:sqlite';
-import { type ClaimedJobs, type ClaimRequest, claim, type JobRecord } from '@ojs/core';
+import {
+  type ClaimedJobs,
+  type ClaimRequest,
+  claim,
+  type JobRecord,
+  tenantColumn,
+} from '@ojs/core';
 import type { JobCountDeltas } from './job-counts.ts';
 import { handlerFilter, lifecycleValues, parseJob, type Row } from './rows.ts';
 import {
   ACTIVE_IN_QUEUE,
+  ACTIVE_IN_TENANT,
   ACTIVE_WITH_KEY,
   CLAIM_JOB,
   CLAIM_PAGE,
@@ -95,6 +102,7 @@ export function claimFromQueue(
       }
       const limit = job.rate_limit;
       if (limit !== undefined && blocked.has(limit.key)) continue;
+      if (request.tenantConcurrency !== undefined && !tenantAdmits(stmt, request, job)) continue;
       if (limit?.concurrency !== undefined) {
         if (((activeWithKey.get(limit.key) as Row).n as number) >= limit.concurrency) {
           blocked.add(limit.key);
@@ -143,6 +151,17 @@ export function claimFromQueue(
     }
   }
   return claimed;
+}
+
+/**
+ * The job's tenant is below its concurrency limit (ClaimRequest.tenantConcurrency).
+ * Jobs claimed earlier in this claim are active already (same transaction).
+ */
+function tenantAdmits(stmt: Prepare, request: ClaimRequest, job: JobRecord): boolean {
+  const tenant = tenantColumn(job);
+  const max = tenant === null ? undefined : request.tenantConcurrency![tenant];
+  if (max === undefined) return true;
+  return ((stmt(ACTIVE_IN_TENANT).get(tenant) as Row).n as number) < max;
 }
 
 /** Fixed window: a window starts at the first start after the previous one ended. */

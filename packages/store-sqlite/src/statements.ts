@@ -254,6 +254,10 @@ export function claimPagePlain(limit: number): string {
     : `${CLAIM_PAGE_PLAIN} LIMIT ?5`;
 }
 
+/** ? = tenant. Its active jobs (tenant concurrency, served by ojs_jobs_tenant). */
+export const ACTIVE_IN_TENANT = `SELECT count(*) AS n FROM ojs_jobs
+  WHERE tenant_id = ? AND state = 'active'`;
+
 /** ? = rate key. Its current fixed window (no row: never started). */
 export const RATE_WINDOW = 'SELECT window_start, count FROM ojs_rate_windows WHERE key = ?';
 

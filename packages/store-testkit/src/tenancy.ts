@@ -36,6 +36,47 @@ export function tenancyTests(ctx: SuiteContext): void {
       assert.deepEqual(idsOf(rest), idsOf([b1!, b2!]));
     });
 
+    it('holds a tenant to its max_concurrency (tenantConcurrency), others unaffected', async () => {
+      await insertOk(ctx.store, [
+        ...Array.from({ length: 5 }, () => tenant('c', 'cc')),
+        tenant('d', 'cc'),
+      ]);
+      const now = T0 + SECOND;
+      const limits = { c: 2 };
+      const first = await ctx.store.claimJobs({
+        queues: ['cc'],
+        count: 10,
+        workerId: 'w',
+        tenantConcurrency: limits,
+        now,
+      });
+      assert.equal(first.filter((j) => j.meta.tenant_id === 'c').length, 2);
+      assert.equal(first.filter((j) => j.meta.tenant_id === 'd').length, 1);
+      const none = await ctx.store.claimJobs({
+        queues: ['cc'],
+        count: 10,
+        workerId: 'w',
+        tenantConcurrency: limits,
+        now,
+      });
+      assert.equal(none.length, 0, 'c is at its limit');
+      const done = first.find((j) => j.meta.tenant_id === 'c')!;
+      const [settled] = await ctx.store.settleJobs({
+        items: [{ id: done.id, workerId: 'w', settlement: { kind: 'complete' } }],
+        now,
+      });
+      assert.equal(settled!.status, 'settled');
+      const next = await ctx.store.claimJobs({
+        queues: ['cc'],
+        count: 10,
+        workerId: 'w',
+        tenantConcurrency: limits,
+        now,
+      });
+      assert.equal(next.length, 1, 'one slot freed');
+      assert.equal(await ctx.store.countJobs({ tenant: 'c', states: ['active'] }), 2);
+    });
+
     it('lists and counts by tenant', async () => {
       const [a1, , d1] = await insertOk(ctx.store, [
         tenant('a', 'l1'),
