@@ -84,6 +84,7 @@ import { VersionRouter } from './routing.ts';
 import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
 import { SettingsCache } from './settings-cache.ts';
+import type { TenantWeight } from './tenant-fairness.ts';
 import { type TenancyOptions, TenantRegistry } from './tenants.ts';
 import { TurnBatch } from './turn-batch.ts';
 import { Wakeups } from './wakeups.ts';
@@ -1098,6 +1099,7 @@ export class Engine implements EngineContext {
       promoted = this.store.promoteDueJobs(now);
     }
     const seen = this.notifier.generation;
+    const dispatch = await this.tenants.dispatch();
     const claim: ClaimRequest = {
       queues: request.queues,
       count,
@@ -1107,10 +1109,35 @@ export class Engine implements EngineContext {
       now,
     };
     if (request.tenant !== undefined) claim.tenant = request.tenant;
-    const claiming = woken ? this.store.claimJobs(claim) : this.#claims.add(claim);
+    if (dispatch.limits !== undefined) claim.tenantConcurrency = dispatch.limits;
+    const claiming =
+      request.tenant === undefined && dispatch.tenants !== undefined
+        ? this.#fairClaim(claim, dispatch.tenants)
+        : woken
+          ? this.store.claimJobs(claim)
+          : this.#claims.add(claim);
     const [, jobs] = await Promise.all([promoted, claiming]);
     this.observers.started(jobs);
     return { jobs, seen };
+  }
+
+  /**
+   * A claim over every tenant, its slots interleaved among them by
+   * weighted round-robin (tenant-fairness.ts); slots a tenant cannot fill
+   * go to one claim over all tenants, so no job waits while a slot is free.
+   */
+  async #fairClaim(claim: ClaimRequest, tenants: TenantWeight[]): Promise<JobRecord[]> {
+    const roundRobin = this.tenants.roundRobin;
+    const jobs: JobRecord[] = [];
+    for (const [tenant, slots] of roundRobin.plan(tenants, claim.count, claim.now)) {
+      const got = await this.store.claimJobs({ ...claim, tenant, count: slots });
+      if (got.length < slots) roundRobin.idle(tenant, claim.now);
+      jobs.push(...got);
+    }
+    if (jobs.length < claim.count) {
+      jobs.push(...(await this.store.claimJobs({ ...claim, count: claim.count - jobs.length })));
+    }
+    return jobs;
   }
 
   /**

@@ -23,6 +23,7 @@ import {
   parseIsoDuration,
   parseTenantLimits,
   parseTenantRecord,
+  type SettingRecord,
   type TenantBreach,
   type TenantRecord,
   type TenantUsage,
@@ -32,6 +33,7 @@ import {
 } from '@ojs/core';
 import type { EngineContext } from './context.ts';
 import type { EnqueueMiddleware, MiddlewareChain } from './middleware.ts';
+import { dispatchTenants, TenantRoundRobin, type TenantWeight } from './tenant-fairness.ts';
 
 export const TENANT_NAMESPACE = 'tenant';
 /** The enqueue chain link that checks tenant limits (middleware.ts names). */
@@ -44,6 +46,16 @@ const DAY_MS = 86_400_000;
 export interface TenancyOptions {
   /** C9's opt-in: a request and job with no tenant is refused (400) instead of `_default`. */
   strict?: boolean;
+  /** Interleave tenants at dispatch (tenant-fairness.ts); default true. */
+  fairness?: boolean;
+}
+
+/** What a claim applies of the tenants (from their records, cached). */
+export interface TenantDispatch {
+  /** Named tenant -> max_concurrency, when any tenant has one. */
+  limits?: Record<string, number>;
+  /** The tenants a fetch without a tenant interleaves, when there is more than one. */
+  tenants?: TenantWeight[];
 }
 
 export interface TenantContext extends EngineContext {
@@ -72,10 +84,41 @@ export class TenantRegistry {
   /** Tenants known to have a record (registered by this process or read). */
   readonly #known = new Set<string>();
   #linked = false;
+  readonly #fairness: boolean;
+  /** Dispatch among tenants (fetches without a tenant). */
+  readonly roundRobin = new TenantRoundRobin();
+  #dispatch?: { source: SettingRecord[]; value: TenantDispatch };
 
   constructor(ctx: TenantContext, options: TenancyOptions = {}) {
     this.#ctx = ctx;
     this.strict = options.strict ?? false;
+    this.#fairness = options.fairness ?? true;
+  }
+
+  /**
+   * The tenants' limits and weights a claim applies, from the records
+   * through the settings cache (a change anywhere is seen within its TTL);
+   * derived once per cached read. No tenant records: nothing to apply.
+   */
+  async dispatch(): Promise<TenantDispatch> {
+    const records = await this.#ctx.settings.list(TENANT_NAMESPACE, '');
+    if (this.#dispatch?.source === records) return this.#dispatch.value;
+    const value: TenantDispatch = {};
+    const weights: { id: string; weight: number }[] = [];
+    for (const { value: raw } of records) {
+      const record = raw as unknown as TenantRecord;
+      const max = record.limits?.max_concurrency;
+      if (max !== undefined) {
+        value.limits ??= {};
+        value.limits[record.tenant_id] = max;
+      }
+      weights.push({ id: record.tenant_id, weight: record.fairness_weight ?? 1 });
+    }
+    if (this.#fairness && weights.some((w) => w.id !== DEFAULT_TENANT)) {
+      value.tenants = dispatchTenants(weights);
+    }
+    this.#dispatch = { source: records, value };
+    return value;
   }
 
   /** The tenant's record, through the settings cache (another process's change shows within its TTL). */
@@ -112,6 +155,7 @@ export class TenantRegistry {
       // The common case, no tenant: one property read per job.
       if (meta.tenant_id === undefined) continue;
       const tenant = jobTenant(job);
+      this.roundRobin.woke(tenant);
       if (tenant === DEFAULT_TENANT || this.#known.has(tenant)) continue;
       fresh ??= new Set();
       fresh.add(tenant);

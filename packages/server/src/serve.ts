@@ -11,7 +11,13 @@ import {
   type Store,
   startQuietGc,
 } from '@ojs/core';
-import { Engine, ErrorThrottle, VALIDATION_MODES, type ValidationMode } from '@ojs/engine';
+import {
+  Engine,
+  ErrorThrottle,
+  type TenancyOptions,
+  VALIDATION_MODES,
+  type ValidationMode,
+} from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { AppConfig } from './config.ts';
@@ -77,6 +83,12 @@ export interface ServeOptions extends GrpcServeOptions {
    * Default true; --no-quiet-gc, OJS_QUIET_GC=off.
    */
   quietGc?: boolean;
+  /**
+   * Multi-tenancy: `strict` refuses jobs and requests naming no tenant
+   * (400; C9's opt-in, --tenancy-strict, OJS_TENANCY_STRICT=on); `fairness`
+   * interleaves tenants at dispatch (default on).
+   */
+  tenancy?: TenancyOptions;
 }
 
 /**
@@ -276,6 +288,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     requireFencing: options.requireFencing,
     retention: options.retention,
     logger,
+    tenancy: options.tenancy,
   });
   const metrics = observeEngine(engine, store, { metrics: options.metrics });
   const appConfig: AppConfig = {

@@ -1,0 +1,160 @@
+/**
+ * Tenants at dispatch, on real servers of every store:
+ * - max_concurrency under load: many concurrent fetching workers never
+ *   hold more than N active jobs of a tenant limited to N (read from the
+ *   store's own counts after every claim and by a watcher meanwhile),
+ *   while another tenant's jobs run beside them;
+ * - fairness: a noisy tenant's backlog (5,000 jobs enqueued first) does
+ *   not starve a quiet tenant (100 jobs enqueued after): every quiet job
+ *   starts while most of the noisy backlog still waits (a property of the
+ *   start order, not a timing). The quiet tenant's p99 wait (enqueue to
+ *   start) with and without fairness is printed for the record.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { JobRecord } from '@ojs/core';
+import { Engine } from '@ojs/engine';
+import { SqliteStore } from '@ojs/store-sqlite';
+import { type LiveServer, startLiveServer, storeKinds } from './stores.ts';
+
+const kinds = await storeKinds();
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** `workers` loops fetching `count` jobs of `queue` and ACKing them, until `total` are done. */
+async function work(
+  engine: Engine,
+  queue: string,
+  options: { workers: number; count: number; total: number },
+  onClaim: (jobs: JobRecord[]) => Promise<void> | void,
+): Promise<void> {
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: options.workers }, async (_, worker) => {
+      const workerId = `w-${worker}`;
+      while (done < options.total) {
+        const jobs = await engine.fetch({
+          queues: [queue],
+          count: options.count,
+          workerId,
+          waitMs: 20,
+        });
+        await onClaim(jobs);
+        // The work takes a turn, so the other workers' claims interleave.
+        await nextTurn();
+        for (const job of jobs) await engine.ack({ jobId: job.id, workerId });
+        done += jobs.length;
+      }
+    }),
+  );
+}
+
+const jobsOf = (queue: string, n: number) =>
+  Array.from({ length: n }, (_, i) => ({ type: 'load', args: [i], options: { queue } }));
+
+for (const kind of kinds) {
+  describe(`tenant max_concurrency under load on ${kind}`, () => {
+    let server: LiveServer;
+    before(async () => {
+      server = await startLiveServer(kind, { testMode: true });
+    });
+    after(async () => server?.close());
+
+    it('never more than N active jobs of the limited tenant, 12 concurrent workers', async () => {
+      const engine = server.engine;
+      const N = 3;
+      await engine.tenants.setLimits('capped', { max_concurrency: N });
+      const queue = 'mt-load';
+      await engine.enqueueBatch(jobsOf(queue, 60), {}, { id: 'capped' });
+      await engine.enqueueBatch(jobsOf(queue, 60), {}, { id: 'free' });
+      let maxSeen = 0;
+      let freeStarted = 0;
+      const check = async () => {
+        const active = await engine.store.countJobs({ tenant: 'capped', states: ['active'] });
+        maxSeen = Math.max(maxSeen, active);
+        assert.ok(active <= N, `${active} active jobs of a tenant limited to ${N}`);
+      };
+      let running = true;
+      const watcher = (async () => {
+        while (running) {
+          await check();
+          await nextTurn();
+        }
+      })();
+      try {
+        await work(engine, queue, { workers: 12, count: 3, total: 120 }, async (claimed) => {
+          freeStarted += claimed.filter((j) => j.meta.tenant_id === 'free').length;
+          const capped = claimed.filter((j) => j.meta.tenant_id === 'capped').length;
+          assert.ok(capped <= N, `one claim took ${capped} jobs of the capped tenant`);
+          await check();
+        });
+      } finally {
+        running = false;
+        await watcher;
+      }
+      const completed = await engine.store.countJobs({ queues: [queue], states: ['completed'] });
+      assert.equal(completed, 120);
+      assert.equal(freeStarted, 60);
+      assert.equal(maxSeen, N, 'the limit was reached: the test loaded it');
+    });
+  });
+}
+
+/** Starts the noisy backlog and the quiet jobs on SQLite; the quiet tenant's waits and start positions. */
+async function noisyNeighbour(fairness: boolean): Promise<{
+  p99WaitMs: number;
+  lastQuietPosition: number;
+  noisyLeftAtLastQuiet: number;
+}> {
+  const store = new SqliteStore({ path: ':memory:' });
+  await store.init();
+  const engine = new Engine({ store, tenancy: { fairness } });
+  try {
+    const queue = 'shared';
+    await engine.enqueueBatch(jobsOf(queue, 5000), {}, { id: 'noisy' });
+    await engine.enqueueBatch(jobsOf(queue, 100), {}, { id: 'quiet' });
+    const waits: number[] = [];
+    let position = 0;
+    let lastQuietPosition = -1;
+    let noisyStarted = 0;
+    let noisyLeftAtLastQuiet = -1;
+    await work(engine, queue, { workers: 4, count: 10, total: 5100 }, (claimed) => {
+      for (const job of claimed) {
+        position++;
+        if (job.meta.tenant_id === 'noisy') noisyStarted++;
+        else {
+          waits.push(Date.parse(job.started_at!) - Date.parse(job.enqueued_at!));
+          lastQuietPosition = position;
+          noisyLeftAtLastQuiet = 5000 - noisyStarted;
+        }
+      }
+    });
+    waits.sort((a, b) => a - b);
+    return {
+      p99WaitMs: waits[Math.ceil(waits.length * 0.99) - 1]!,
+      lastQuietPosition,
+      noisyLeftAtLastQuiet,
+    };
+  } finally {
+    await engine.stop();
+    await store.close();
+  }
+}
+
+describe('fairness between tenants at dispatch', () => {
+  it('a noisy backlog does not starve a quiet tenant', async () => {
+    const fair = await noisyNeighbour(true);
+    const unfair = await noisyNeighbour(false);
+    process.stdout.write(
+      `# quiet tenant p99 wait: ${fair.p99WaitMs} ms with fairness ` +
+        `(last quiet job started at position ${fair.lastQuietPosition}, ${fair.noisyLeftAtLastQuiet} noisy jobs still waiting), ` +
+        `${unfair.p99WaitMs} ms without (position ${unfair.lastQuietPosition}, ${unfair.noisyLeftAtLastQuiet} waiting)\n`,
+    );
+    // Equal weights: the quiet tenant gets every other slot, so its 100 jobs
+    // have started by about the 200th start, long before the backlog ends.
+    assert.ok(fair.lastQuietPosition <= 300, `last quiet job at ${fair.lastQuietPosition}`);
+    assert.ok(fair.noisyLeftAtLastQuiet >= 4700, `${fair.noisyLeftAtLastQuiet} noisy jobs left`);
+    // Without fairness the quiet jobs wait behind the whole backlog (FIFO).
+    assert.equal(unfair.noisyLeftAtLastQuiet, 0);
+  });
+});
