@@ -76,6 +76,10 @@ ojs serve options (environment variables in brackets):
                           Beyond loopback gRPC needs TLS (or --allow-insecure): API keys travel in metadata
   --no-dashboard          Do not serve the web dashboard at /ojs/admin/ [OJS_DASHBOARD=off]
   --no-quiet-gc           Keep the heap a burst grew instead of giving it back when quiet [OJS_QUIET_GC=off]
+  --tenancy-strict        Refuse a job naming no tenant (400) instead of the default tenant
+                          [OJS_TENANCY_STRICT=on]
+  --no-tenant-fairness    Dispatch in priority and FIFO order across tenants, without interleaving
+                          them [OJS_TENANT_FAIRNESS=off]
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -110,6 +114,8 @@ async function serve(argv: string[]): Promise<number> {
       'grpc-tls-ca': { type: 'string' },
       'no-dashboard': { type: 'boolean' },
       'no-quiet-gc': { type: 'boolean' },
+      'tenancy-strict': { type: 'boolean' },
+      'no-tenant-fairness': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -166,6 +172,8 @@ async function serve(argv: string[]): Promise<number> {
   if (values['grpc-tls-ca'] !== undefined) options.grpcTlsCa = values['grpc-tls-ca'];
   if (values['no-dashboard']) options.dashboard = false;
   if (values['no-quiet-gc']) options.quietGc = false;
+  if (values['tenancy-strict']) options.tenancy = { ...options.tenancy, strict: true };
+  if (values['no-tenant-fairness']) options.tenancy = { ...options.tenancy, fairness: false };
   options.handleSignals = true;
   const server = await startServer(options);
   // Written now, not at exit: a server runs until stopped.

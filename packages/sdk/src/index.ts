@@ -21,6 +21,9 @@ export {
   type JobQueryPage,
   OjsAdmin,
   type QueueConfigUpdate,
+  type TenantInfo,
+  type TenantLimits,
+  type TenantUpdate,
 } from './admin.ts';
 export {
   buildEnvelope,

@@ -207,6 +207,18 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   if (env.OJS_DASHBOARD !== undefined && env.OJS_DASHBOARD !== '') {
     options.dashboard = parseSwitch('OJS_DASHBOARD', env.OJS_DASHBOARD);
   }
+  if (env.OJS_TENANCY_STRICT !== undefined && env.OJS_TENANCY_STRICT !== '') {
+    options.tenancy = {
+      ...options.tenancy,
+      strict: parseSwitch('OJS_TENANCY_STRICT', env.OJS_TENANCY_STRICT),
+    };
+  }
+  if (env.OJS_TENANT_FAIRNESS !== undefined && env.OJS_TENANT_FAIRNESS !== '') {
+    options.tenancy = {
+      ...options.tenancy,
+      fairness: parseSwitch('OJS_TENANT_FAIRNESS', env.OJS_TENANT_FAIRNESS),
+    };
+  }
   if (env.OJS_QUIET_GC !== undefined && env.OJS_QUIET_GC !== '') {
     options.quietGc = parseSwitch('OJS_QUIET_GC', env.OJS_QUIET_GC);
   }
