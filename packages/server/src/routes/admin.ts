@@ -203,12 +203,13 @@ export async function adminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/ojs/v1/admin/jobs', async (request) => {
     const listing = listRequest(request.query as Obj, true);
-    const page = await engine.jobs.list(listing);
+    // A request naming a tenant sees that tenant's jobs; none: every job.
+    const page = await engine.jobs.list(listing, request.ojsTenant);
     return { items: page.jobs.map(toWire), pagination: pagination(page, listing.limit) };
   });
 
   app.get<{ Params: { id: string } }>('/ojs/v1/admin/jobs/:id', async (request) =>
-    jobDetail(await engine.getJob(request.params.id)),
+    jobDetail(await engine.getJob(request.params.id, request.ojsTenant)),
   );
 
   for (const action of ['retry', 'cancel'] as const) {
@@ -225,7 +226,7 @@ export async function adminRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: { action: string } }>('/ojs/v1/admin/jobs/bulk/:action', async (request) => {
     const action = bulkAction(request.params.action);
     const body = objectBody(request.body);
-    return engine.jobs.bulk(action, bulkFilter(body), bulkStep(body));
+    return engine.jobs.bulk(action, bulkFilter(body), bulkStep(body), request.ojsTenant);
   });
 
   // ------------------------------------------------------------ workers
