@@ -32,8 +32,10 @@ export {
   instrumentStore,
   JobMetrics,
   LATENCY_BUCKETS,
+  MAX_TENANT_LABELS,
   QUEUE_TIME_BUCKETS,
   registerQueueDepth,
+  TenantMetrics,
 } from './observability/metrics.ts';
 export {
   JobTracing,
