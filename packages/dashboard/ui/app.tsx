@@ -15,6 +15,7 @@ import { JobsView } from './views/jobs.tsx';
 import { LoginView } from './views/login.tsx';
 import { OverviewView } from './views/overview.tsx';
 import { QueuesView } from './views/queues.tsx';
+import { TenantsView } from './views/tenants.tsx';
 import { WorkersView } from './views/workers.tsx';
 import { WorkflowsView, WorkflowView } from './views/workflows.tsx';
 
@@ -32,6 +33,7 @@ const NAV: [path: string, label: string][] = [
   ['cron', 'Cron'],
   ['workflows', 'Workflows'],
   ['workers', 'Workers'],
+  ['tenants', 'Tenants'],
 ];
 
 type Gate =
@@ -158,6 +160,8 @@ function View({ path, query }: { path: string[]; query: URLSearchParams }) {
       return id === undefined ? <WorkflowsView /> : <WorkflowView id={id} />;
     case 'workers':
       return <WorkersView />;
+    case 'tenants':
+      return <TenantsView />;
     default:
       return (
         <p role="alert">
