@@ -1605,6 +1605,7 @@ export class Engine implements EngineContext {
     if (!this.testMode) throw new OjsError('not_found', 'Reset is only available in test mode.');
     await this.store.reset();
     this.settings.clear();
+    this.tenants.forgetAll();
     this.#draining = false;
   }
 }

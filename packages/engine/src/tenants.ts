@@ -257,6 +257,12 @@ export class TenantRegistry {
     ]);
   }
 
+  /** After a store reset (test mode): no tenant is known any more. */
+  forgetAll(): void {
+    this.#known.clear();
+    this.#dispatch = undefined;
+  }
+
   /** PUT /admin/tenants/{id}: an upsert, guarded on the record's rev. */
   async put(id: string, body: unknown): Promise<{ record: TenantRecord; created: boolean }> {
     return this.#update(id, (existing, now) => parseTenantRecord(id, body, existing, now));

@@ -551,16 +551,19 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       // gets the default `skip`; re-registering keeps the entry's policy
       // and enabled flag (decision 0044).
       const existing = (await engine.store.listCrons()).find((c) => c.name === name);
-      const { cron } = await engine.cron.register({
-        name,
-        cron: request.cron,
-        timezone:
-          typeof request.timezone === 'string' && request.timezone ? request.timezone : 'UTC',
-        ...template,
-        ...(existing === undefined
-          ? {}
-          : { overlap_policy: existing.overlap_policy, enabled: existing.enabled }),
-      });
+      const { cron } = await engine.cron.register(
+        {
+          name,
+          cron: request.cron,
+          timezone:
+            typeof request.timezone === 'string' && request.timezone ? request.timezone : 'UTC',
+          ...template,
+          ...(existing === undefined
+            ? {}
+            : { overlap_policy: existing.overlap_policy, enabled: existing.enabled }),
+        },
+        call.tenant,
+      );
       return { name: cron.name, next_run_at: toTimestamp(cron.next_run_at) };
     },
 

@@ -419,7 +419,7 @@ export class InProcessTransport implements Transport {
 
   registerCron(body: Obj): Promise<CronJob> {
     return this.#do('register_cron', async () =>
-      this.#cron((await this.engine.cron.register(this.#checked(body))).cron),
+      this.#cron((await this.engine.cron.register(this.#checked(body), this.#tenant)).cron),
     );
   }
 

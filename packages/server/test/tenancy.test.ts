@@ -413,6 +413,23 @@ describe('multi-tenancy: enqueue', () => {
     assert.equal(mismatch.statusCode, 400, mismatch.body);
   });
 
+  it('a cron registered for a tenant stamps its jobs; another tenant cannot replace it', async () => {
+    const cron = {
+      name: 'mt-nightly',
+      expression: '0 3 * * *',
+      job_template: { type: 'report', args: [] },
+    };
+    const res = await ctx.req('POST', '/ojs/v1/cron', cron, { 'x-ojs-tenant': 'cron-a' });
+    assert.equal(res.statusCode, 201, res.body);
+    const stored = await ctx.engine.store.getCron('mt-nightly');
+    assert.equal(stored?.job_template.meta?.tenant_id, 'cron-a');
+    const other = await ctx.req('POST', '/ojs/v1/cron', cron, { 'x-ojs-tenant': 'cron-b' });
+    assert.equal(other.statusCode, 403, other.body);
+    assert.equal(other.json().error.code, 'tenant_access_denied');
+    const triggered = await ctx.req('POST', '/ojs/v1/cron/mt-nightly/trigger', {});
+    assert.equal(triggered.json().job.meta.tenant_id, 'cron-a');
+  });
+
   it('registers a tenant on its first enqueue (tenant.created), operator-scoped admin routes', async () => {
     await ctx.req('POST', '/ojs/v1/jobs', { type: 't', args: [] }, { 'x-ojs-tenant': 'fresh' });
     const created = await ctx.req('GET', '/ojs/v1/events?types=tenant.created');
