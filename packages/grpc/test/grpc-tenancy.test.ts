@@ -194,6 +194,43 @@ for (const kind of kinds) {
       assert.equal(await snapshot(ctx.server.engine), before);
     });
 
+    test("StreamJobs and StreamEvents with a tenant carry that tenant's jobs only", async () => {
+      type Stream = grpc.ClientReadableStream<Msg>;
+      const open = (name: string, request: Msg, tenant: string): Stream => {
+        const metadata = new grpc.Metadata();
+        metadata.set('x-ojs-tenant', tenant);
+        const stream = (
+          ctx.client as unknown as Record<string, (r: Msg, m: grpc.Metadata) => Stream>
+        )[name]!.call(ctx.client, request, metadata);
+        stream.on('error', () => {});
+        return stream;
+      };
+      const first = (stream: Stream) =>
+        new Promise<Msg>((resolve) => stream.once('data', (m: Msg) => resolve(m)));
+      const events = open('StreamEvents', { queues: ['gs-q'] }, 'gs-a');
+      // The event stream fixes its start before it answers: wait for its headers.
+      await new Promise((resolve) => events.once('metadata', resolve));
+      const foreign = await ctx.call(
+        'Enqueue',
+        { type: 's', args: [], options: { queue: 'gs-q' } },
+        { 'x-ojs-tenant': 'gs-b' },
+      );
+      const own = await ctx.call(
+        'Enqueue',
+        { type: 's', args: [], options: { queue: 'gs-q' } },
+        { 'x-ojs-tenant': 'gs-a' },
+      );
+      const event = await first(events);
+      assert.equal(event.job_id, own.job.id, 'the other tenant was enqueued first');
+      events.cancel();
+      const jobs = open('StreamJobs', { queues: ['gs-q'], worker_id: 'w-gs' }, 'gs-a');
+      const delivered = await first(jobs);
+      assert.equal(delivered.id, own.job.id);
+      jobs.cancel();
+      const still = await ctx.call('GetJob', { job_id: foreign.job.id });
+      assert.equal(still.job.state, 'JOB_STATE_AVAILABLE');
+    });
+
     test('EnqueueBatch and EnqueueMany carry the tenant', async () => {
       const md = { 'x-ojs-tenant': 'grpc-batch' };
       const batch = await ctx.call(
