@@ -37,7 +37,7 @@ describe('multi-tenancy on event streams', () => {
       const own = await enqueue('sse-a', 'sse-q');
       const event = await stream.nextEvent();
       assert.equal(event?.json.subject, own);
-      assert.equal((event?.json.data as Message).tenant_id, 'sse-a');
+      assert.equal((event!.json.data as Message).tenant_id, 'sse-a');
     } finally {
       stream.close();
     }

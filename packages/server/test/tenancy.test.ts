@@ -422,7 +422,7 @@ describe('multi-tenancy: enqueue', () => {
     const res = await ctx.req('POST', '/ojs/v1/cron', cron, { 'x-ojs-tenant': 'cron-a' });
     assert.equal(res.statusCode, 201, res.body);
     const stored = await ctx.engine.store.getCron('mt-nightly');
-    assert.equal((stored?.job_template.meta as { tenant_id?: string }).tenant_id, 'cron-a');
+    assert.equal((stored!.job_template.meta as { tenant_id?: string }).tenant_id, 'cron-a');
     const other = await ctx.req('POST', '/ojs/v1/cron', cron, { 'x-ojs-tenant': 'cron-b' });
     assert.equal(other.statusCode, 403, other.body);
     assert.equal(other.json().error.code, 'tenant_access_denied');
