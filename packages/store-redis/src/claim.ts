@@ -14,6 +14,7 @@ import {
   type ClaimedJobs,
   type ClaimRequest,
   claim,
+  DEFAULT_TENANT,
   handlersAdmit,
   type JobRecord,
   jobEvent,
@@ -39,6 +40,10 @@ export async function claimJobs(
   kept: ClaimedJobs,
 ): Promise<JobRecord[]> {
   const claimed: JobRecord[] = [];
+  // A named tenant's claim reads its own index (avt:<queue>:<tenant>); the
+  // default tenant's jobs have none, so its claim reads the queue's and skips.
+  const indexedTenant =
+    request.tenant === undefined || request.tenant === DEFAULT_TENANT ? '' : request.tenant;
   const cursors = new Map<string, string>();
   const closed = new Set<string>();
   const blocked = new Set<string>();
@@ -53,6 +58,7 @@ export async function claimJobs(
     const reply = (await io.read([
       'claim',
       String(page),
+      indexedTenant,
       ...queues.flatMap((q) => [q, cursors.get(q) ?? '-inf']),
     ])) as Reply[][];
     const ops = new Ops();
@@ -87,8 +93,8 @@ export async function claimJobs(
         const job = mergeJob(stored.seq, base, stored.life);
         if (job.expires_at_ms !== undefined && job.expires_at_ms <= request.now) continue;
         if (!handlersAdmit(request.handlers, job)) continue;
-        // A tenant's claim skips other tenants' jobs (read, not indexed: a
-        // queue shared with a large foreign backlog is scanned up to MAX_SCANNED).
+        // The default tenant's claim skips named tenants' jobs (read from
+        // the queue's index: a large named backlog is scanned up to MAX_SCANNED).
         if (request.tenant !== undefined && jobTenant(job) !== request.tenant) continue;
         const tenant = tenantColumn(job);
         const tenantMax = tenant === null ? undefined : request.tenantConcurrency?.[tenant];
