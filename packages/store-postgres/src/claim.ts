@@ -31,6 +31,7 @@
  */
 import {
   type ClaimRequest,
+  DEFAULT_TENANT,
   EVENT_SOURCE,
   type JobRecord,
   jobEvent,
@@ -347,7 +348,11 @@ async function claimLimited(
   let page = 0;
   scan: while (accepted.length < wanted && scanned < MAX_LIMITED_SCAN) {
     page = Math.min(Math.max(page * 4, wanted - accepted.length), MAX_PAGE);
-    const { rows } = await client.query<CandidateRow>(sql.claimCandidates, [
+    const candidates =
+      tenant !== undefined && tenant !== DEFAULT_TENANT
+        ? sql.claimCandidatesTenant
+        : sql.claimCandidates;
+    const { rows } = await client.query<CandidateRow>(candidates, [
       queue.name,
       now,
       cursor.priority,

@@ -452,6 +452,18 @@ export function statements(schema: string) {
       ORDER BY j.priority DESC, j.seq
       LIMIT $5
       FOR UPDATE SKIP LOCKED`,
+    /** claimCandidates of a named tenant ($8): served by the jobs_tenant index. */
+    claimCandidatesTenant: `SELECT id, priority, seq::text AS seq, doc->'rate_limit' AS rate_limit, tenant_id
+      FROM ${s}.jobs j
+      WHERE queue = $1 AND state = 'available'
+        AND (expires_at IS NULL OR expires_at > $2::double precision)
+        AND (priority < $3::integer OR (priority = $3::integer AND seq > $4::bigint))
+        AND (rate_key IS NULL OR NOT (rate_key = ANY($6::text[])))
+        AND ${admitted(7, 'j')}
+        AND tenant_id = $8::text
+      ORDER BY j.priority DESC, j.seq
+      LIMIT $5
+      FOR UPDATE SKIP LOCKED`,
     activeInQueue: `SELECT count(*) AS n FROM ${s}.jobs WHERE queue = $1 AND state = 'active'`,
     activeWithKey: `SELECT count(*) AS n FROM ${s}.jobs WHERE rate_key = $1 AND state = 'active'`,
     /** A named tenant's active jobs (jobs_tenant_active), against its max_concurrency. */

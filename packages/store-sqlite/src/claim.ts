@@ -9,6 +9,7 @@ import {
   type ClaimedJobs,
   type ClaimRequest,
   claim,
+  DEFAULT_TENANT,
   type JobRecord,
   tenantColumn,
 } from '@ojs/core';
@@ -20,6 +21,7 @@ import {
   ACTIVE_WITH_KEY,
   CLAIM_JOB,
   CLAIM_PAGE,
+  CLAIM_PAGE_TENANT,
   claimPagePlain,
   LITERAL_CLAIM_LIMIT,
   QUEUE_LIMITS,
@@ -58,7 +60,11 @@ export function claimFromQueue(
   if (config?.paused === 1) return [];
   const activeInQueue = stmt(ACTIVE_IN_QUEUE);
   const activeWithKey = stmt(ACTIVE_WITH_KEY);
-  const page = stmt(CLAIM_PAGE);
+  const page = stmt(
+    request.tenant !== undefined && request.tenant !== DEFAULT_TENANT
+      ? CLAIM_PAGE_TENANT
+      : CLAIM_PAGE,
+  );
   const handlers = handlerFilter(request);
   const claimed: JobRecord[] = [];
   let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };

@@ -225,6 +225,16 @@ export const CLAIM_PAGE = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state =
   ORDER BY priority DESC, seq ASC LIMIT ?7`;
 
 /**
+ * CLAIM_PAGE of a named tenant (?8): `tenant_id = ?8` lets the planner walk
+ * the partial index ojs_jobs_tenant (tenant, queue, state, priority, seq)
+ * instead of the queue's every available job.
+ */
+export const CLAIM_PAGE_TENANT = CLAIM_PAGE.replace(
+  `(?8 IS NULL OR tenant_id IS nullif(?8, '${DEFAULT_TENANT}'))`,
+  'tenant_id = ?8',
+);
+
+/**
  * CLAIM_PAGE without the blocked keys and the handler filter, for the
  * common claim that has neither: ?1 queue, ?2 now, ?3 priority and ?4 seq
  * (the cursor), then the limit (claimPagePlain). The full statement builds
