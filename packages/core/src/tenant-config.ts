@@ -218,3 +218,36 @@ export function tenantLimitError(tenant: string, breach: TenantBreach): OjsError
     },
   );
 }
+
+/** What noisy-neighbour detection reads of each tenant (ext-multi-tenancy §2.3). */
+export interface TenantLoad {
+  tenant_id: string;
+  /** Available plus scheduled jobs. */
+  depth: number;
+  active: number;
+  enqueuedPerMinute: number;
+}
+
+/**
+ * The spec's noisy-neighbour signals per tenant: depth above 10x the
+ * median depth, enqueue rate above 5x the mean, or more than half of all
+ * active jobs. Only with at least two tenants (alone, a tenant is its own
+ * median). Error rates are not tracked per tenant.
+ */
+export function noisyNeighbours(loads: readonly TenantLoad[]): Map<string, string[]> {
+  const flagged = new Map<string, string[]>();
+  if (loads.length < 2) return flagged;
+  const depths = loads.map((l) => l.depth).sort((a, b) => a - b);
+  const mid = Math.floor(depths.length / 2);
+  const median = depths.length % 2 === 1 ? depths[mid]! : (depths[mid - 1]! + depths[mid]!) / 2;
+  const meanRate = loads.reduce((sum, l) => sum + l.enqueuedPerMinute, 0) / loads.length;
+  const active = loads.reduce((sum, l) => sum + l.active, 0);
+  for (const load of loads) {
+    const signals: string[] = [];
+    if (load.depth > 10 * median && load.depth > 0) signals.push('depth');
+    if (load.enqueuedPerMinute > 5 * meanRate && load.enqueuedPerMinute > 0) signals.push('rate');
+    if (active > 0 && load.active > active / 2) signals.push('active_share');
+    if (signals.length > 0) flagged.set(load.tenant_id, signals);
+  }
+  return flagged;
+}

@@ -12,6 +12,7 @@
 import {
   isTerminal,
   type JobRecord,
+  noisyNeighbours,
   type OjsError,
   type OjsEvent,
   type QueueInfo,
@@ -351,12 +352,28 @@ export function tenantWire(record: TenantRecord, stats?: TenantStats): Obj {
   return stats === undefined ? { ...record } : { ...record, stats };
 }
 
-/** GET /admin/tenants: every tenant with its stats (MT-005). */
+/**
+ * GET /admin/tenants: every tenant with its stats (MT-005) and, for a
+ * tenant showing noisy-neighbour signals (core noisyNeighbours), `noisy`.
+ */
 export function tenantListResponse(
   items: readonly { record: TenantRecord; stats: TenantStats }[],
 ): Obj {
+  const noisy = noisyNeighbours(
+    items.map(({ stats }) => ({
+      tenant_id: stats.tenant_id,
+      depth: stats.jobs.available + stats.jobs.scheduled,
+      active: stats.jobs.active,
+      enqueuedPerMinute: stats.throughput.enqueued_per_minute,
+    })),
+  );
   return {
-    tenants: items.map(({ record, stats }) => tenantWire(record, stats)),
+    tenants: items.map(({ record, stats }) => {
+      const signals = noisy.get(record.tenant_id);
+      return signals === undefined
+        ? tenantWire(record, stats)
+        : { ...tenantWire(record, stats), noisy: signals };
+    }),
     pagination: { total: items.length },
   };
 }
