@@ -16,6 +16,7 @@ import {
   decideAdminAction,
   decodeCursor,
   encodeCursor,
+  inTenant,
   type JobFilter,
   type JobRecord,
   notFound,
@@ -108,11 +109,15 @@ export class JobAdmin {
     };
   }
 
-  /** Retry, cancel or delete one job (admin endpoints); throws 404 / 409. */
-  async act(action: BulkAction, id: string): Promise<JobRecord> {
+  /**
+   * Retry, cancel or delete one job (admin endpoints); throws 404 / 409.
+   * With `tenant`, another tenant's job is not found.
+   */
+  async act(action: BulkAction, id: string, tenant?: TenantScope): Promise<JobRecord> {
     const engine = this.#engine;
     if (action !== 'delete') {
       const { after } = await engine.transitionJob(id, (job, now) => {
+        if (!inTenant(job, tenant)) throw notFound('job', id);
         const decision = decideAdminAction(action, job, now);
         if (decision.kind !== 'update') throw new Error('unreachable');
         return decision;
@@ -123,7 +128,7 @@ export class JobAdmin {
     }
     for (let tries = 0; tries < 20; tries++) {
       const job = await engine.store.getJob(id);
-      if (job === null) throw notFound('job', id);
+      if (job === null || !inTenant(job, tenant)) throw notFound('job', id);
       const decision = decideAdminAction('delete', job, engine.now());
       const deleted = await engine.store.commit({
         deletes: [{ id, expectRev: job.rev }],

@@ -257,6 +257,24 @@ const ROUTES: RouteCase[] = [
     run: (ctx, job, h) => ctx.req('DELETE', `/ojs/v1/workflows/${job.id}`, undefined, h),
   },
   {
+    name: 'GET /admin/jobs/:id',
+    state: 'available',
+    ok: 200,
+    run: (ctx, job, h) => ctx.req('GET', `/ojs/v1/admin/jobs/${job.id}`, undefined, h),
+  },
+  {
+    name: 'POST /admin/jobs/:id/cancel',
+    state: 'available',
+    ok: 200,
+    run: (ctx, job, h) => ctx.req('POST', `/ojs/v1/admin/jobs/${job.id}/cancel`, {}, h),
+  },
+  {
+    name: 'POST /admin/jobs/:id/retry',
+    state: 'dead',
+    ok: 200,
+    run: (ctx, job, h) => ctx.req('POST', `/ojs/v1/admin/jobs/${job.id}/retry`, {}, h),
+  },
+  {
     name: 'GET /queues/:name',
     state: 'available',
     ok: 200,

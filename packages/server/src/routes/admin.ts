@@ -215,11 +215,13 @@ export async function adminRoutes(app: FastifyInstance): Promise<void> {
   for (const action of ['retry', 'cancel'] as const) {
     app.post<{ Params: { id: string } }>(`/ojs/v1/admin/jobs/:id/${action}`, async (request) => {
       objectBody(request.body, { allowEmpty: true });
-      return { job: toWire(await engine.jobs.act(action, request.params.id)) };
+      return {
+        job: toWire(await engine.jobs.act(action, request.params.id, request.ojsTenant)),
+      };
     });
   }
   app.delete<{ Params: { id: string } }>('/ojs/v1/admin/jobs/:id', async (request, reply) => {
-    await engine.jobs.act('delete', request.params.id);
+    await engine.jobs.act('delete', request.params.id, request.ojsTenant);
     reply.code(204);
   });
 
