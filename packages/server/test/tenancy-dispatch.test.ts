@@ -1,7 +1,8 @@
 /**
  * Tenants at dispatch, on real servers of every store:
- * - max_concurrency under load: many concurrent fetching workers never
- *   hold more than N active jobs of a tenant limited to N (read from the
+ * - max_concurrency under load: many concurrent fetching workers, over two
+ *   engines on one store (two server processes), never hold more than N
+ *   active jobs of a tenant limited to N (read from the
  *   store's own counts after every claim and by a watcher meanwhile),
  *   while another tenant's jobs run beside them;
  * - fairness: a noisy tenant's backlog (5,000 jobs enqueued first) does
@@ -15,24 +16,30 @@ import { after, before, describe, it } from 'node:test';
 import type { JobRecord } from '@ojs/core';
 import { Engine } from '@ojs/engine';
 import { SqliteStore } from '@ojs/store-sqlite';
+import { createStore } from '../src/stores.ts';
 import { type LiveServer, startLiveServer, storeKinds } from './stores.ts';
 
 const kinds = await storeKinds();
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
+interface Shared {
+  done: number;
+}
+
 /** `workers` loops fetching `count` jobs of `queue` and ACKing them, until `total` are done. */
 async function work(
   engine: Engine,
   queue: string,
-  options: { workers: number; count: number; total: number },
+  options: { workers: number; count: number; total: number; shared?: Shared },
   onClaim: (jobs: JobRecord[]) => Promise<void> | void,
 ): Promise<void> {
-  let done = 0;
+  // Workers of several engines count their jobs together.
+  const shared = options.shared ?? { done: 0 };
   await Promise.all(
     Array.from({ length: options.workers }, async (_, worker) => {
-      const workerId = `w-${worker}`;
-      while (done < options.total) {
+      const workerId = `w-${worker}-${Math.random().toString(36).slice(2, 8)}`;
+      while (shared.done < options.total) {
         const jobs = await engine.fetch({
           queues: [queue],
           count: options.count,
@@ -43,7 +50,7 @@ async function work(
         // The work takes a turn, so the other workers' claims interleave.
         await nextTurn();
         for (const job of jobs) await engine.ack({ jobId: job.id, workerId });
-        done += jobs.length;
+        shared.done += jobs.length;
       }
     }),
   );
@@ -60,8 +67,12 @@ for (const kind of kinds) {
     });
     after(async () => server?.close());
 
-    it('never more than N active jobs of the limited tenant, 12 concurrent workers', async () => {
+    it('never more than N active jobs of the limited tenant, 12 workers over two engines', async () => {
       const engine = server.engine;
+      // A second engine on the same store: another server process.
+      const otherStore = await createStore(server.store);
+      await otherStore.init();
+      const other = new Engine({ store: otherStore });
       const N = 3;
       await engine.tenants.setLimits('capped', { max_concurrency: N });
       const queue = 'mt-load';
@@ -81,16 +92,23 @@ for (const kind of kinds) {
           await nextTurn();
         }
       })();
+      const onClaim = async (claimed: JobRecord[]) => {
+        freeStarted += claimed.filter((j) => j.meta.tenant_id === 'free').length;
+        const capped = claimed.filter((j) => j.meta.tenant_id === 'capped').length;
+        assert.ok(capped <= N, `one claim took ${capped} jobs of the capped tenant`);
+        await check();
+      };
+      const shared: Shared = { done: 0 };
       try {
-        await work(engine, queue, { workers: 12, count: 3, total: 120 }, async (claimed) => {
-          freeStarted += claimed.filter((j) => j.meta.tenant_id === 'free').length;
-          const capped = claimed.filter((j) => j.meta.tenant_id === 'capped').length;
-          assert.ok(capped <= N, `one claim took ${capped} jobs of the capped tenant`);
-          await check();
-        });
+        await Promise.all([
+          work(engine, queue, { workers: 6, count: 3, total: 120, shared }, onClaim),
+          work(other, queue, { workers: 6, count: 3, total: 120, shared }, onClaim),
+        ]);
       } finally {
         running = false;
         await watcher;
+        await other.stop();
+        await otherStore.close();
       }
       const completed = await engine.store.countJobs({ queues: [queue], states: ['completed'] });
       assert.equal(completed, 120);
