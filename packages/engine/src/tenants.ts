@@ -161,7 +161,17 @@ export class TenantRegistry {
       fresh.add(tenant);
     }
     if (fresh === undefined) return;
-    for (const tenant of fresh) await this.#register(tenant);
+    for (const tenant of fresh) {
+      // The jobs are stored: a failed registration must not fail their
+      // enqueue (a retried PUSH would be a duplicate). The next enqueue of
+      // the tenant tries again.
+      try {
+        await this.#register(tenant);
+        this.#ctx.errors.succeeded('tenant registration');
+      } catch (error) {
+        this.#ctx.errors.failed('tenant registration', error, 'tenant registration failed');
+      }
+    }
   }
 
   async #register(tenant: string): Promise<void> {
