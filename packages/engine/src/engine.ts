@@ -1131,6 +1131,10 @@ export class Engine implements EngineContext {
     const jobs: JobRecord[] = [];
     for (const [tenant, slots] of roundRobin.plan(tenants, claim.count, claim.now)) {
       const got = await this.store.claimJobs({ ...claim, tenant, count: slots });
+      roundRobin.claimed(
+        tenant,
+        got.map((job) => job.priority),
+      );
       if (got.length < slots) roundRobin.idle(tenant, claim.now);
       jobs.push(...got);
     }

@@ -9,6 +9,13 @@
  * dispatch never idles while any job waits. A tenant found empty is left
  * out for a short while instead of being asked on every fetch.
  *
+ * Priority first: the round-robin runs among the tenants whose next job
+ * has the highest priority, estimated from what their claims returned
+ * (claims come in priority order; a tenant not yet claimed from, or whose
+ * enqueue raised it, counts as highest). A tenant whose head estimate is
+ * lower waits until the others' claims come down to it, so tenants are
+ * interleaved within a priority, not across priorities.
+ *
  * State is per process (the credits of the round-robin): several server
  * processes each interleave their own fetches, which interleaves the
  * whole. Only used when more than one tenant exists: a server without
@@ -27,6 +34,8 @@ export interface TenantWeight {
 export class TenantRoundRobin {
   readonly #credit = new Map<string, number>();
   readonly #idleUntil = new Map<string, number>();
+  /** Estimated priority of each tenant's next job (absent: unknown, counts as highest). */
+  readonly #head = new Map<string, number>();
 
   /**
    * The tenants `count` slots go to, in order (a tenant may appear with
@@ -34,7 +43,10 @@ export class TenantRoundRobin {
    * caller) minus those found idle recently.
    */
   plan(tenants: readonly TenantWeight[], count: number, now: number): Map<string, number> {
-    const live = tenants.filter((t) => (this.#idleUntil.get(t.id) ?? 0) <= now);
+    const awake = tenants.filter((t) => (this.#idleUntil.get(t.id) ?? 0) <= now);
+    const head = (t: TenantWeight) => this.#head.get(t.id) ?? Number.POSITIVE_INFINITY;
+    const top = Math.max(...awake.map(head));
+    const live = awake.filter((t) => head(t) >= top);
     const slots = new Map<string, number>();
     if (live.length === 0) return slots;
     const total = live.reduce((sum, t) => sum + t.weight, 0);
@@ -55,15 +67,23 @@ export class TenantRoundRobin {
     return slots;
   }
 
+  /** What a claim of the tenant returned (in claim order): its next job is at most as urgent as the last. */
+  claimed(tenant: string, priorities: readonly number[]): void {
+    if (priorities.length > 0) this.#head.set(tenant, priorities[priorities.length - 1]!);
+  }
+
   /** The tenant had fewer jobs than slots: skip it for a while, and forget its credit. */
   idle(tenant: string, now: number): void {
     this.#idleUntil.set(tenant, now + IDLE_MS);
     this.#credit.delete(tenant);
+    this.#head.delete(tenant);
   }
 
-  /** New jobs of the tenant: it is asked again at once. */
-  woke(tenant: string): void {
+  /** A new job of the tenant: it is asked again at once, at the job's priority if higher. */
+  woke(tenant: string, priority: number): void {
     this.#idleUntil.delete(tenant);
+    const head = this.#head.get(tenant);
+    if (head !== undefined && priority > head) this.#head.set(tenant, priority);
   }
 }
 

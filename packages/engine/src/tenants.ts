@@ -155,7 +155,7 @@ export class TenantRegistry {
       // The common case, no tenant: one property read per job.
       if (meta.tenant_id === undefined) continue;
       const tenant = jobTenant(job);
-      this.roundRobin.woke(tenant);
+      this.roundRobin.woke(tenant, job.priority);
       if (tenant === DEFAULT_TENANT || this.#known.has(tenant)) continue;
       fresh ??= new Set();
       fresh.add(tenant);

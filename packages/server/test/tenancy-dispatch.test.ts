@@ -160,6 +160,42 @@ async function noisyNeighbour(fairness: boolean): Promise<{
 }
 
 describe('fairness between tenants at dispatch', () => {
+  it('interleaves tenants within a priority, not across priorities', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    await store.init();
+    const engine = new Engine({ store });
+    try {
+      const queue = 'prio';
+      const of = (n: number, priority: number) =>
+        Array.from({ length: n }, (_, i) => ({
+          type: 'p',
+          args: [i],
+          options: { queue, priority },
+        }));
+      await engine.enqueueBatch(of(50, 0), {}, { id: 'low' });
+      await engine.enqueueBatch(of(50, 10), {}, { id: 'high' });
+      await engine.enqueueBatch(of(50, 10), {}, { id: 'high2' });
+      const order: string[] = [];
+      await work(engine, queue, { workers: 1, count: 10, total: 150 }, (claimed) => {
+        for (const job of claimed) order.push(job.meta.tenant_id as string);
+      });
+      const lastHigh = Math.max(order.lastIndexOf('high'), order.lastIndexOf('high2'));
+      const lowBefore = order.slice(0, lastHigh).filter((t) => t === 'low').length;
+      // Only the first round, before any claim showed the tenants' priorities, may take a low job.
+      assert.ok(lowBefore <= 4, `${lowBefore} low-priority jobs started before the last high one`);
+      // The two priority-10 tenants alternate.
+      const firstHundred = order.slice(0, 100).filter((t) => t !== 'low');
+      const high = firstHundred.filter((t) => t === 'high').length;
+      assert.ok(
+        Math.abs(high - (firstHundred.length - high)) <= 10,
+        `high ${high} of ${firstHundred.length}`,
+      );
+    } finally {
+      await engine.stop();
+      await store.close();
+    }
+  });
+
   it('a noisy backlog does not starve a quiet tenant', async () => {
     const fair = await noisyNeighbour(true);
     const unfair = await noisyNeighbour(false);
