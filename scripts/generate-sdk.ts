@@ -15,7 +15,13 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 
 /** The core modules the SDK gets, by file name (core/src/X -> sdk/src/generated/X). */
-export const SHARED_MODULES = ['error-codes.ts', 'is-object.ts', 'media-type.ts', 'uuid.ts'];
+export const SHARED_MODULES = [
+  'canonical-json.ts',
+  'error-codes.ts',
+  'is-object.ts',
+  'media-type.ts',
+  'uuid.ts',
+];
 
 const CORE = 'packages/core/src';
 export const GENERATED = 'packages/sdk/src/generated';

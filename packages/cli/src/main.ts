@@ -27,6 +27,7 @@ const USAGE = `Usage: ojs <command> [options]      (ojs <command> --help for one
 Commands:
   serve         Start the OJS server (default store: SQLite file ./data/ojs.db)
   conformance   Run conformance suites against any OJS server (report, badge, manifest check)
+  codec keygen  Print a new base64 AES-256-GCM key for the SDK's codec (encryption extension)
   validate      Validate job envelopes (or a state sequence) against the spec (Parser tier)
   migrate       Apply the PostgreSQL schema migrations: ojs migrate --store postgres://... [--schema NAME]
 
@@ -80,6 +81,12 @@ ojs serve options (environment variables in brackets):
                           [OJS_TENANCY_STRICT=on]
   --no-tenant-fairness    Dispatch in priority and FIFO order across tenants, without interleaving
                           them [OJS_TENANT_FAIRNESS=off]
+  --enqueue-hook SPEC     Add a server enqueue hook (repeatable, runs in order) [OJS_ENQUEUE_HOOKS, ';'-separated]:
+                          a module path (default export: a (job, next) function or an ordered list; else
+                          its exported functions) or a built-in: ojs_validate (on in test mode),
+                          required_meta:KEY,...  max_args_bytes:N | max_args_bytes:QUEUE=N,...,*=N
+  --enqueue-hook-timeout-ms N  Refuse (500) a job the hooks have not passed within N ms
+                          [OJS_ENQUEUE_HOOK_TIMEOUT_MS] (default 5000; 0: no bound)
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -116,6 +123,8 @@ async function serve(argv: string[]): Promise<number> {
       'no-quiet-gc': { type: 'boolean' },
       'tenancy-strict': { type: 'boolean' },
       'no-tenant-fairness': { type: 'boolean' },
+      'enqueue-hook': { type: 'string', multiple: true },
+      'enqueue-hook-timeout-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -174,6 +183,16 @@ async function serve(argv: string[]): Promise<number> {
   if (values['no-quiet-gc']) options.quietGc = false;
   if (values['tenancy-strict']) options.tenancy = { ...options.tenancy, strict: true };
   if (values['no-tenant-fairness']) options.tenancy = { ...options.tenancy, fairness: false };
+  if (values['enqueue-hook'] !== undefined) {
+    options.enqueueHooks = [...(options.enqueueHooks ?? []), ...values['enqueue-hook']];
+  }
+  if (values['enqueue-hook-timeout-ms'] !== undefined) {
+    const ms = Number(values['enqueue-hook-timeout-ms']);
+    if (!Number.isInteger(ms) || ms < 0) {
+      throw new Error('--enqueue-hook-timeout-ms must be an integer >= 0.');
+    }
+    options.enqueueHookTimeoutMs = ms;
+  }
   options.handleSignals = true;
   const server = await startServer(options);
   // Written now, not at exit: a server runs until stopped.
@@ -198,6 +217,14 @@ async function main(argv: string[]): Promise<number> {
       return (await import('@ojs/conformance')).conformanceMain(rest);
     case 'validate':
       return (await import('@ojs/conformance')).validateMain(rest);
+    case 'codec':
+      if (rest[0] === 'keygen' && rest.length === 1) {
+        // A key for the SDK's AesGcmCodec (encryption extension): 32 random bytes, base64.
+        process.stdout.write(`${await (await import('@ojs/sdk')).generateKey()}\n`);
+        return 0;
+      }
+      process.stderr.write('Usage: ojs codec keygen   (prints a new base64 AES-256 key)\n');
+      return 2;
     case '--version':
     case '-V':
     case 'version':

@@ -121,6 +121,76 @@ describe('the ojs binary', () => {
     assert.equal(code, 0);
   });
 
+  it('codec keygen prints a new base64 AES-256 key', async () => {
+    const a = await ojs(['codec', 'keygen']);
+    const b = await ojs(['codec', 'keygen']);
+    assert.equal(a.code, 0);
+    assert.equal(Buffer.from(a.stdout.trim(), 'base64').length, 32);
+    assert.notEqual(a.stdout, b.stdout);
+    assert.equal((await ojs(['codec'])).code, 2);
+  });
+
+  it('serve --enqueue-hook: a bad spec refuses to start; a built-in refuses jobs', {
+    timeout: 30_000,
+  }, async () => {
+    const bad = await ojs([
+      'serve',
+      '--port',
+      '0',
+      '--store',
+      ':memory:',
+      '--enqueue-hook',
+      'nope',
+    ]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /Unknown enqueue hook 'nope'/);
+    const child = spawn(
+      process.execPath,
+      [
+        MAIN,
+        'serve',
+        '--port',
+        '0',
+        '--store',
+        ':memory:',
+        '--no-grpc',
+        '--no-dashboard',
+        '--log-level',
+        'silent',
+        '--enqueue-hook',
+        'required_meta:tenant_id',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      let output = '';
+      const url = await new Promise<string>((resolve) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+          const match = /listening on (http:\/\/\S+)/.exec(output);
+          if (match) resolve(match[1]!);
+        });
+      });
+      const post = (meta: object) =>
+        fetch(`${url}/ojs/v1/jobs`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'a.b', args: [], meta }),
+        });
+      const refused = await post({});
+      assert.equal(refused.status, 422);
+      assert.match(
+        ((await refused.json()) as { error: { message: string } }).error.message,
+        /tenant_id/,
+      );
+      assert.equal((await post({ tenant_id: 'acme' })).status, 201);
+    } finally {
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
   it('an unknown command: usage, exit 2', async () => {
     const result = await ojs(['jbos']);
     assert.equal(result.code, 2);

@@ -6,6 +6,7 @@
  * throws the first problem as its OjsError; `ojs validate`'s collects them all.
  */
 
+import { withoutCodecMirror } from './codec-meta.ts';
 import { parseIsoDuration } from './duration.ts';
 import { OBJECT_ARGS_HINT } from './envelope-hints.ts';
 import {
@@ -253,11 +254,12 @@ function parseMeta(meta: unknown, metadata: unknown, problems: Problems): Obj {
       invalidPayload('options.metadata must be a JSON object.', { field: 'options.metadata' }),
     );
   }
-  // options.metadata (OA) is merged into meta.
-  const merged: Obj = {
+  // options.metadata (OA) is merged into meta; a codec mirror read back
+  // from our own output is not stored (the flat keys win, codec-meta.ts).
+  const merged: Obj = withoutCodecMirror({
     ...(isObject(meta) ? meta : {}),
     ...(isObject(metadata) ? metadata : {}),
-  };
+  });
   const size = byteLength(JSON.stringify(merged));
   if (size > MAX_META_BYTES) {
     problems.reject(

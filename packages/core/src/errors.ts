@@ -139,37 +139,76 @@ export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, CatalogueEntry>> = {
   internal_error: { status: 500, retryable: true, hint: 'Unexpected server error; retry later.' },
 };
 
+function catalogued(code: string): CatalogueEntry | undefined {
+  return Object.hasOwn(ERROR_CATALOGUE, code) ? ERROR_CATALOGUE[code as ErrorCode] : undefined;
+}
+
 export const DOCS_BASE_URL = 'https://openjobspec.org/spec/errors#';
 
+/**
+ * A code of the catalogue, or one of the caller's own (an enqueue hook's,
+ * say: lowercase or `x_`-prefixed by the binding's convention), which then
+ * carries its own status and retryability.
+ */
+export type OjsErrorCode = ErrorCode | (string & {});
+
+/** Overrides of the catalogue for one error (an enqueue hook's answer). */
+export interface OjsErrorOverrides {
+  /** The HTTP status (a code outside the catalogue without one is a 500). */
+  status?: number;
+  retryable?: boolean;
+}
+
 export class OjsError extends Error {
-  readonly code: ErrorCode;
+  readonly code: OjsErrorCode;
+  /**
+   * `retry_after_seconds` here becomes Retry-After on HTTP and RetryInfo
+   * (plus `retry-after`) on gRPC for a 429 or 503.
+   */
   readonly details: Record<string, unknown> | undefined;
   readonly retryable: boolean;
   /** A hint for this occurrence (how to fix this very mistake), over the catalogue's. */
   readonly hint: string | undefined;
+  readonly #status: number | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, hint?: string) {
+  constructor(
+    code: OjsErrorCode,
+    message: string,
+    details?: Record<string, unknown>,
+    hint?: string,
+    overrides: OjsErrorOverrides = {},
+  ) {
     super(message);
     this.name = 'OjsError';
     this.code = code;
     this.details = details;
-    this.retryable = ERROR_CATALOGUE[code].retryable;
+    const entry = catalogued(code);
+    this.retryable = overrides.retryable ?? entry?.retryable ?? false;
     this.hint = hint;
+    this.#status = overrides.status;
   }
 
   get status(): number {
-    return ERROR_CATALOGUE[this.code].status;
+    return this.#status ?? catalogued(this.code)?.status ?? 500;
+  }
+
+  /** Seconds a client should wait before sending again (`details.retry_after_seconds`), if said. */
+  get retryAfterSeconds(): number | undefined {
+    const seconds = this.details?.retry_after_seconds;
+    return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0
+      ? Math.ceil(seconds)
+      : undefined;
   }
 
   /** The wire body of HB §16.1 plus `type`, `hint` and `docs_url`. */
   toBody(requestId: string): { error: Record<string, unknown> } {
-    const entry = ERROR_CATALOGUE[this.code];
+    const entry = catalogued(this.code);
     const error: Record<string, unknown> = {
       code: this.code,
       type: this.code,
       message: this.message,
       retryable: this.retryable,
-      hint: this.hint ?? entry.hint,
+      hint: this.hint ?? entry?.hint ?? 'See the error message and details.',
       docs_url: DOCS_BASE_URL + this.code,
       request_id: requestId,
     };

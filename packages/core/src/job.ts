@@ -2,6 +2,7 @@
  * The job as it goes on the wire (`toWire`). The record itself (JobRecord)
  * and its policies are declared in job-types.ts.
  */
+import { withCodecMirror } from './codec-meta.ts';
 import type { JobRecord } from './job-types.ts';
 import { currentProgress } from './progress.ts';
 
@@ -34,6 +35,7 @@ export function toWire(job: JobRecord): Record<string, unknown> {
     if (key === 'errors' && job.errors.length === 0) continue;
     out[key] = value;
   }
+  out.meta = withCodecMirror(job.meta);
   out.max_attempts = job.retry.max_attempts;
   out.retry = job.retry;
   if (job.unique_key !== undefined) out.unique_key = job.unique_key;

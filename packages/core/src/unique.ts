@@ -4,23 +4,8 @@
  * still holds it. Stores enforce the lock; this module only decides.
  */
 import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical-json.ts';
 import type { JobRecord, UniquePolicy } from './job-types.ts';
-
-/** JSON with object keys sorted, so equal values always hash equally. */
-export function canonicalJson(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.normalize('NFC'));
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value as Record<string, unknown>)
-      .sort()
-      .map(
-        (k) =>
-          `${JSON.stringify(k.normalize('NFC'))}:${canonicalJson((value as Record<string, unknown>)[k])}`,
-      );
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
 
 function selectFields(source: unknown, fields: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};

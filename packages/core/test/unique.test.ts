@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
+import { canonicalJson } from '../src/canonical-json.ts';
 import type { JobRecord, UniquePolicy } from '../src/job-types.ts';
 import { JOB_STATES, type JobState } from '../src/states.ts';
-import {
-  canonicalJson,
-  computeUniqueKey,
-  uniqueConflicts,
-  uniqueKeyMaterial,
-} from '../src/unique.ts';
+import { computeUniqueKey, uniqueConflicts, uniqueKeyMaterial } from '../src/unique.ts';
 import { parseVersion } from '../src/version.ts';
 
 type Material = Pick<JobRecord, 'type' | 'queue' | 'args' | 'meta' | 'extensions' | 'version_num'>;

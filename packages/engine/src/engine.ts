@@ -71,6 +71,7 @@ import {
 } from './capabilities.ts';
 import type { EngineContext, WorkerDirective } from './context.ts';
 import { CronScheduler, cronToWire } from './cron.ts';
+import { addEnqueueHooks, type EnqueueHook } from './enqueue-hooks.ts';
 import { EventTail } from './event-tail.ts';
 import { WaitingFetches } from './fetch-waits.ts';
 import { JobAdmin } from './job-admin.ts';
@@ -135,6 +136,13 @@ export interface EngineOptions {
   logger?: Logger;
   /** Multi-tenancy (tenants.ts): strict mode. */
   tenancy?: TenancyOptions;
+  /**
+   * Hooks added to `enqueueMiddleware` in order (loadEnqueueHooks: the
+   * built-ins by name and operators' modules, decision 0105).
+   */
+  enqueueHooks?: readonly EnqueueHook[];
+  /** How long one job may spend in the enqueue chain before a 500 (default 5000 ms; 0: no bound). */
+  enqueueHookTimeoutMs?: number;
 }
 
 export interface FetchRequest {
@@ -307,6 +315,8 @@ export class Engine implements EngineContext {
     this.maxFetchCount = options.maxFetchCount ?? 1000;
     this.maxBatchSize = options.maxBatchSize ?? 10_000;
     this.requireFencing = options.requireFencing ?? false;
+    addEnqueueHooks(this.enqueueMiddleware, options.enqueueHooks ?? []);
+    this.enqueueMiddleware.timeoutMs = options.enqueueHookTimeoutMs ?? 5000;
     this.#random = options.random ?? Math.random;
     this.logger = options.logger ?? silentLogger;
     this.errors = new ErrorThrottle(this.logger);
@@ -629,7 +639,10 @@ export class Engine implements EngineContext {
           visibilityTimeoutMs: this.visibilityTimeoutMs,
         });
         assignTenant(parsed, tenant, this.tenants.strict);
-        const job = await runEnqueueChain(this.enqueueMiddleware, parsed);
+        const job =
+          this.enqueueMiddleware.size === 0
+            ? parsed
+            : await runEnqueueChain(this.enqueueMiddleware, parsed);
         // A dropped job is left out of the batch; the rest proceeds (documented choice).
         if (job !== null) {
           if (setsRetry(body)) explicitRetry.add(job.id);
@@ -648,6 +661,8 @@ export class Engine implements EngineContext {
             `jobs[${index}]: ${error.message}`,
             { index, ...error.details },
             error.hint,
+            // A hook's own status and retryability stay with its refusal.
+            { status: error.status, retryable: error.retryable },
           );
         }
         throw error;

@@ -11,6 +11,7 @@ export {
 export type { EngineContext, WorkerDirective } from './context.ts';
 export { type CronContext, CronScheduler, cronToWire, parseCronRequest } from './cron.ts';
 export * from './engine.ts';
+export * from './enqueue-hooks.ts';
 export { EventTail, type TailFilter } from './event-tail.ts';
 export {
   type BulkResult,

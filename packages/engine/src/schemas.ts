@@ -9,6 +9,7 @@ import {
   byteLength,
   conflict,
   invalidRequest,
+  isCodecEncoded,
   isObject,
   MAX_SCHEMA_BYTES,
   MAX_SCHEMA_NODES,
@@ -274,7 +275,14 @@ export class SchemaRegistry {
    * for an unversioned job). Returns warnings in warn mode; throws 422 in
    * strict mode; nothing when no schema is registered.
    */
-  async check(job: { type: string; args: unknown[]; version_num?: number }): Promise<string[]> {
+  async check(job: {
+    type: string;
+    args: unknown[];
+    meta: Record<string, unknown>;
+    version_num?: number;
+  }): Promise<string[]> {
+    // Codec-encoded args are opaque to the server (encryption §3.1).
+    if (isCodecEncoded(job)) return [];
     const mode = await this.modeFor(job.type);
     if (mode === 'off') return [];
     // The enqueue path reads through the settings cache.

@@ -16,6 +16,7 @@ import {
   type UniquePolicy,
   type WorkflowRecord,
   type WorkflowStepState,
+  withCodecMirror,
 } from '@ojs/core';
 import {
   fromDuration,
@@ -76,7 +77,7 @@ export function jobToProto(job: JobRecord): Obj {
     type: job.type,
     queue: job.queue,
     args: job.args.map(toValue),
-    meta: toStruct(job.meta),
+    meta: toStruct(withCodecMirror(job.meta)),
     state: stateToProto(job.state),
     priority: job.priority,
     attempt: job.attempt,

@@ -59,7 +59,7 @@ import {
 import { ojsService } from './proto.ts';
 import { fetchReply, receiveLimit } from './reply-limits.ts';
 import { throwIfRefused } from './request-limits.ts';
-import { errorInfoMetadata, grpcStatusOf, toServiceError } from './status.ts';
+import { errorInfoMetadata, grpcStatusOfError, toServiceError } from './status.ts';
 import type { JobStreams } from './stream-jobs.ts';
 
 type Obj = Record<string, unknown>;
@@ -185,7 +185,7 @@ function enqueueManyResult(outcome: EnqueueManyOutcome, requestId: string): Obj 
     case 'error':
       return {
         status: 'error',
-        code: grpcStatusOf(outcome.error.code),
+        code: grpcStatusOfError(outcome.error),
         error_code: outcome.error.code,
         error_message: outcome.error.message,
         error_metadata: errorInfoMetadata(outcome.error, requestId),

@@ -39,8 +39,29 @@ const STATUS: Record<ErrorCode, grpc.status> = {
   backend_unavailable: grpc.status.UNAVAILABLE,
 };
 
+/** The status of a code outside the catalogue (an enqueue hook's own): from its HTTP status. */
+function statusOfHttp(status: number): grpc.status {
+  if (status === 400 || status === 413 || status === 422) return grpc.status.INVALID_ARGUMENT;
+  if (status === 401) return grpc.status.UNAUTHENTICATED;
+  if (status === 403) return grpc.status.PERMISSION_DENIED;
+  if (status === 404) return grpc.status.NOT_FOUND;
+  if (status === 409) return grpc.status.FAILED_PRECONDITION;
+  if (status === 429) return grpc.status.RESOURCE_EXHAUSTED;
+  if (status === 408 || status === 504) return grpc.status.DEADLINE_EXCEEDED;
+  if (status === 503) return grpc.status.UNAVAILABLE;
+  if (status >= 400 && status < 500) return grpc.status.FAILED_PRECONDITION;
+  return grpc.status.INTERNAL;
+}
+
 export function grpcStatusOf(code: ErrorCode): grpc.status {
   return STATUS[code];
+}
+
+/** An error's gRPC status: by its catalogued code, else by its HTTP status. */
+export function grpcStatusOfError(error: OjsError): grpc.status {
+  return Object.hasOwn(STATUS, error.code)
+    ? STATUS[error.code as ErrorCode]
+    : statusOfHttp(error.status);
 }
 
 const VALIDATION = new Set<ErrorCode>([
@@ -79,11 +100,11 @@ export function errorInfoMetadata(ojs: OjsError, requestId: string): Record<stri
 export function toServiceError(error: unknown, requestId: string): Partial<grpc.StatusObject> {
   const ojs =
     error instanceof OjsError ? error : new OjsError('internal_error', 'Internal server error.');
-  const code = STATUS[ojs.code];
+  const code = grpcStatusOfError(ojs);
   const types = rpcTypes();
   const metadata = errorInfoMetadata(ojs, requestId);
   const details = [any(types.ErrorInfo, { reason: ojs.code, domain: ERROR_DOMAIN, metadata })];
-  if (VALIDATION.has(ojs.code)) {
+  if (VALIDATION.has(ojs.code as ErrorCode)) {
     const field = typeof ojs.details?.field === 'string' ? ojs.details.field : '';
     details.push(
       any(types.BadRequest, {
@@ -93,7 +114,7 @@ export function toServiceError(error: unknown, requestId: string): Partial<grpc.
   }
   const trailer = new grpc.Metadata();
   if (code === grpc.status.RESOURCE_EXHAUSTED) {
-    const seconds = Number(ojs.details?.retry_after_seconds ?? ojs.details?.retry_after ?? 1) || 1;
+    const seconds = ojs.retryAfterSeconds || Number(ojs.details?.retry_after ?? 1) || 1;
     details.push(any(types.RetryInfo, { retry_delay: { seconds, nanos: 0 } }));
     trailer.set('retry-after', String(seconds));
   }

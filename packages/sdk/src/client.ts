@@ -12,6 +12,7 @@
  */
 
 import { OjsAdmin } from './admin.ts';
+import type { CodecChain } from './codec.ts';
 import { DEFAULT_URL, envAuthToken, envQueues, envUrl } from './config.ts';
 import { UnsupportedFeatureError, ValidationError } from './errors.ts';
 import type { EventStreamOptions, EventStreamQuery } from './event-stream.ts';
@@ -84,6 +85,11 @@ export interface ClientOptions {
   coalescePushes?: boolean;
   /** Queue used when an enqueue names none (env OJS_QUEUE, default `default`). */
   defaultQueue?: string;
+  /**
+   * Encode every job's args with this chain before sending (encryption
+   * extension): after the enqueue middleware, unique keys from plaintext.
+   */
+  codec?: CodecChain;
 }
 
 type Obj = Record<string, unknown>;
@@ -238,10 +244,12 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
   readonly enqueueMiddleware = new MiddlewareChain<EnqueueMiddleware>();
   readonly defaultQueue: string;
   readonly #transport: Transport;
+  readonly #codec: CodecChain | undefined;
   #manifest: { transport: Transport; pending: Promise<Manifest> } | undefined;
 
   constructor(options: ClientOptions = {}) {
     this.defaultQueue = options.defaultQueue ?? envQueues()?.[0] ?? 'default';
+    this.#codec = options.codec;
     this.#transport =
       options.transport ??
       new HttpTransport({
@@ -267,6 +275,14 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
 
   // ---------------------------------------------------------------- enqueue
 
+  /** The enqueue middleware, then the codec chain (which sees what the middleware left). */
+  async #prepare(envelope: JobEnvelope): Promise<JobEnvelope | null> {
+    const passed = await runEnqueueChain(this.enqueueMiddleware, envelope);
+    return passed === null || this.#codec === undefined
+      ? passed
+      : this.#codec.encodeEnvelope(passed);
+  }
+
   /**
    * Enqueues one job. Resolves to the job as stored, or `null` when an
    * enqueue middleware dropped it (not an error; nothing was sent). With a
@@ -277,10 +293,7 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
     args: TMap[K],
     options: EnqueueOptions = {},
   ): Promise<Job<TMap[K]> | null> {
-    const envelope = await runEnqueueChain(
-      this.enqueueMiddleware,
-      buildEnvelope(type, args, options, this.defaultQueue),
-    );
+    const envelope = await this.#prepare(buildEnvelope(type, args, options, this.defaultQueue));
     if (envelope === null) return null;
     await loadTracing();
     const span = traceEnqueue(envelope);
@@ -303,8 +316,7 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
     const envelopes: JobEnvelope[] = [];
     for (const [index, entry] of entries.entries()) {
       try {
-        const envelope = await runEnqueueChain(
-          this.enqueueMiddleware,
+        const envelope = await this.#prepare(
           buildEnvelope(entry.type, entry.args ?? [], entry.options ?? {}, this.defaultQueue),
         );
         if (envelope !== null) envelopes.push(envelope);
@@ -371,8 +383,7 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
 
   async #workflowJob(spec: WorkflowJobSpec | WorkflowDefinition): Promise<Obj> {
     if (isWorkflowDefinition(spec)) return this.#workflowBody(spec);
-    const envelope = await runEnqueueChain(
-      this.enqueueMiddleware,
+    const envelope = await this.#prepare(
       buildEnvelope(spec.type, spec.args ?? [], spec.options ?? {}, this.defaultQueue),
     );
     if (envelope === null) {

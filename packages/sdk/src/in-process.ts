@@ -86,10 +86,14 @@ function toSdkError(error: unknown, operation: string): unknown {
       details?: Obj;
       retryable?: boolean;
     };
+    // What HTTP sends as Retry-After (a 429 or 503 that says when to come back).
+    const after = e.details?.retry_after_seconds;
     const mapped = parseErrorResponse(
       e.status,
       { error: { code: e.code, message: e.message, details: e.details, retryable: e.retryable } },
-      { operation },
+      typeof after === 'number' && (e.status === 429 || e.status === 503)
+        ? { operation, retryAfterMs: after * 1000 }
+        : { operation },
     );
     if (error instanceof Error && error.stack !== undefined) mapped.stack = error.stack;
     return mapped;

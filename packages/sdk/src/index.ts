@@ -37,6 +37,21 @@ export {
   toWireUnique,
 } from './client.ts';
 export {
+  AesGcmCodec,
+  type AesGcmOptions,
+  CODEC_META,
+  type Codec,
+  CodecChain,
+  CodecError,
+  ENCRYPTED_PLACEHOLDER,
+  fromBase64,
+  GzipCodec,
+  generateKey,
+  isEncoded,
+  toBase64,
+  ZstdCodec,
+} from './codec.ts';
+export {
   consoleLogger,
   type Logger,
   type LogLevel,

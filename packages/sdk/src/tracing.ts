@@ -13,6 +13,7 @@
  *   link; the parent makes enqueue -> execution one trace), active while
  *   the handler runs so the handler's own spans nest under it.
  */
+import { ENCRYPTED_PLACEHOLDER, isEncoded } from './codec.ts';
 import type { JobEnvelope } from './types.ts';
 
 // The few parts of @opentelemetry/api used here, typed structurally so the
@@ -103,9 +104,14 @@ function remoteContext(meta: Record<string, unknown> | undefined): SpanContext |
   return context;
 }
 
-function attributes(job: { id: string; type: string; queue?: string }, operation: string) {
+function attributes(
+  job: { id: string; type: string; queue?: string; args?: unknown; meta?: Record<string, unknown> },
+  operation: string,
+) {
   const queue = job.queue ?? 'default';
   return {
+    // Spans never carry args; an encoded job's say so instead (encryption §3.1).
+    ...(isEncoded(job) ? { 'ojs.job.args': ENCRYPTED_PLACEHOLDER } : {}),
     'messaging.system': 'ojs',
     'messaging.operation.type': operation,
     'messaging.destination.name': queue,

@@ -47,6 +47,7 @@
 
 import { hostname } from 'node:os';
 import { manifestSupports } from './client.ts';
+import { type CodecChain, ENCRYPTED_PLACEHOLDER, isEncoded } from './codec.ts';
 import {
   consoleLogger,
   DEFAULT_URL,
@@ -150,6 +151,11 @@ export interface WorkerOptions {
   shutdownTimeoutMs?: number;
   /** Execution timeout when neither the type nor the job sets one (default none). */
   jobTimeoutMs?: number;
+  /**
+   * Decode encoded args with this chain before the handler runs (encryption
+   * extension); a job that does not decode fails without retry (CodecError).
+   */
+  codec?: CodecChain;
   /** Handle SIGTERM/SIGINT (graceful stop) and SIGTSTP/SIGCONT (quiet/resume). Default true. */
   handleSignals?: boolean;
   /** After a signal-initiated stop completes, exit the process with code 0. Default true. */
@@ -898,6 +904,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       'ojs.job.type': job.type,
       'ojs.job.queue': job.queue,
       attempt: job.attempt,
+      ...(isEncoded(job) ? { args: ENCRYPTED_PLACEHOLDER } : {}),
     });
     const { ctx, result } = jobContext(job, {
       workerId: this.workerId,
@@ -927,8 +934,18 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     });
     let outcome: Promise<unknown>;
     const span = traceProcess(job, this.workerId);
-    const execute = () =>
-      runExecutionChain(this.#execution, job, ctx, async () => registration.handler(ctx));
+    const codec = this.#options.codec;
+    const execute =
+      codec === undefined || !isEncoded(job)
+        ? () => runExecutionChain(this.#execution, job, ctx, async () => registration.handler(ctx))
+        : async () => {
+            // Decoded before any middleware or the handler sees the job (ENC: M).
+            const plain = await codec.decodeJob(job);
+            Object.assign(ctx, { job: plain, args: plain.args });
+            return runExecutionChain(this.#execution, plain, ctx, async () =>
+              registration.handler(ctx),
+            );
+          };
     try {
       outcome = span === undefined ? execute() : span.run(execute);
     } catch (error) {

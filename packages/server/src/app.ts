@@ -247,6 +247,11 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
     if (ojs.code === 'internal_error') {
       engine.logger.error({ err: error, request_id: request.id }, 'unhandled error');
     }
+    // Any refusal that says when to come back (a hook's quota, say) says so in the header.
+    const retryAfter = ojs.retryAfterSeconds;
+    if (retryAfter !== undefined && (ojs.status === 429 || ojs.status === 503)) {
+      reply.header('Retry-After', String(retryAfter));
+    }
     reply.code(ojs.status).send(ojs.toBody(request.id));
   });
   app.setNotFoundHandler((request, reply) => {

@@ -14,6 +14,7 @@ import {
 import {
   Engine,
   ErrorThrottle,
+  loadEnqueueHooks,
   type TenancyOptions,
   VALIDATION_MODES,
   type ValidationMode,
@@ -89,6 +90,14 @@ export interface ServeOptions extends GrpcServeOptions {
    * interleaves tenants at dispatch (default on).
    */
   tenancy?: TenancyOptions;
+  /**
+   * The server's enqueue hooks, in order: built-ins by name (`ojs_validate`,
+   * `required_meta:KEY,...`, `max_args_bytes:[QUEUE=]N,...`) and module
+   * paths (engine enqueue-hooks.ts). Test mode puts `ojs_validate` first.
+   */
+  enqueueHooks?: string[];
+  /** How long one job may spend in the enqueue hooks before a 500 (default 5000 ms). */
+  enqueueHookTimeoutMs?: number;
 }
 
 /**
@@ -222,10 +231,33 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   if (env.OJS_QUIET_GC !== undefined && env.OJS_QUIET_GC !== '') {
     options.quietGc = parseSwitch('OJS_QUIET_GC', env.OJS_QUIET_GC);
   }
+  if (env.OJS_ENQUEUE_HOOKS) options.enqueueHooks = parseEnqueueHookList(env.OJS_ENQUEUE_HOOKS);
+  if (env.OJS_ENQUEUE_HOOK_TIMEOUT_MS) {
+    options.enqueueHookTimeoutMs = nonNegativeInt(
+      env.OJS_ENQUEUE_HOOK_TIMEOUT_MS,
+      'OJS_ENQUEUE_HOOK_TIMEOUT_MS',
+    );
+  }
   if (env.OJS_SQLITE_THREAD !== undefined && env.OJS_SQLITE_THREAD !== '') {
     options.sqliteThread = parseSwitch('OJS_SQLITE_THREAD', env.OJS_SQLITE_THREAD);
   }
   return options;
+}
+
+/** `OJS_ENQUEUE_HOOKS`: hook specs separated by `;`. */
+export function parseEnqueueHookList(text: string): string[] {
+  return text
+    .split(';')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/** The hook specs a server runs: test mode adds the suites' `ojs_validate` probe first. */
+export function enqueueHookSpecs(options: ServeOptions): string[] {
+  const specs = options.enqueueHooks ?? [];
+  return options.testMode && !specs.some((s) => s.split(':')[0] === 'ojs_validate')
+    ? ['ojs_validate', ...specs]
+    : specs;
 }
 
 /** An on/off environment variable; anything else is a configuration error. */
@@ -270,6 +302,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   }
   // Read before anything opens, so a bad path leaves nothing behind.
   const tls = readGrpcTls(options);
+  const enqueueHooks = await loadEnqueueHooks(enqueueHookSpecs(options));
   const storeSpec = options.store ?? DEFAULT_STORE;
   const { logger, flush } = await createLogger({
     level: options.logLevel,
@@ -301,6 +334,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     retention: options.retention,
     logger,
     tenancy: options.tenancy,
+    enqueueHooks,
+    enqueueHookTimeoutMs: options.enqueueHookTimeoutMs,
   });
   const metrics = observeEngine(engine, store, { metrics: options.metrics });
   const appConfig: AppConfig = {

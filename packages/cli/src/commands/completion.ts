@@ -15,6 +15,7 @@ const SERVER_COMMANDS: Record<string, string[]> = {
   conformance: [],
   validate: [],
   migrate: [],
+  codec: ['keygen'],
 };
 
 interface Node {
@@ -43,6 +44,9 @@ function tree(program: Command): Map<string, Node> {
     for (const sub of command.commands) walk(sub, `${path} ${sub.name()}`);
   };
   for (const command of program.commands) walk(command, command.name());
+  for (const [name, subcommands] of Object.entries(SERVER_COMMANDS)) {
+    if (subcommands.length > 0) nodes.set(name, { subcommands, options: ['--help'] });
+  }
   return nodes;
 }
 

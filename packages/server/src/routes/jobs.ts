@@ -38,9 +38,6 @@ async function withBackpressure<T>(reply: FastifyReply, enqueue: () => Promise<T
       reply.header('X-OJS-Queue-Depth', String(details.depth));
       reply.header('X-OJS-Queue-Bound', String(details.bound));
     }
-    if (error instanceof OjsError && error.code === 'TENANT_LIMIT_EXCEEDED') {
-      reply.header('Retry-After', String(error.details?.retry_after_seconds ?? 1));
-    }
     throw error;
   }
 }
