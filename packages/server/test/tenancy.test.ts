@@ -531,6 +531,48 @@ describe('multi-tenancy: limits', () => {
     assert.equal(again.statusCode, 201, again.body);
   });
 
+  it('max_scheduled counts scheduled jobs; soft quotas admit and report', async () => {
+    const h = { 'x-ojs-tenant': 'later' };
+    await ctx.req('PUT', '/ojs/v1/admin/tenants/later', { limits: { max_scheduled: 1 } });
+    const at = '2030-01-01T00:00:00Z';
+    const first = await ctx.req(
+      'POST',
+      '/ojs/v1/jobs',
+      { type: 't', args: [], options: { scheduled_at: at } },
+      h,
+    );
+    assert.equal(first.statusCode, 201, first.body);
+    // An immediate job is not scheduled: admitted.
+    assert.equal(
+      (await ctx.req('POST', '/ojs/v1/jobs', { type: 't', args: [] }, h)).statusCode,
+      201,
+    );
+    const second = await ctx.req(
+      'POST',
+      '/ojs/v1/jobs',
+      { type: 't', args: [], options: { scheduled_at: at } },
+      h,
+    );
+    assert.equal(second.statusCode, 429, second.body);
+    assert.equal(second.json().error.details.limit, 'max_scheduled');
+    const soft = await ctx.req('PUT', '/ojs/v1/admin/tenants/later', { quota_mode: 'soft' });
+    assert.equal(soft.json().tenant.quota_mode, 'soft');
+    ctx.engine.settings.clear();
+    const admitted = await ctx.req(
+      'POST',
+      '/ojs/v1/jobs',
+      { type: 't', args: [], options: { scheduled_at: at } },
+      h,
+    );
+    assert.equal(admitted.statusCode, 201, admitted.body);
+    const reported = await ctx.req('GET', '/ojs/v1/events?types=tenant.limit_exceeded');
+    assert.equal(
+      reported.json().events.filter((e: Json) => e.data.tenant_id === 'later').length,
+      2,
+      'the refused and the admitted breach',
+    );
+  });
+
   it('max_enqueue_rate over a sliding period', async () => {
     const h = { 'x-ojs-tenant': 'rated' };
     await ctx.req('PUT', '/ojs/v1/admin/tenants/rated', {
