@@ -15,6 +15,8 @@
 import {
   DEFAULT_TENANT,
   hasEnqueueLimits,
+  invalidRequest,
+  isTenantId,
   type JobRecord,
   jobTenant,
   makeEvent,
@@ -280,6 +282,9 @@ export class TenantRegistry {
 
   /** PUT /admin/tenants/{id}/limits: runtime limits (no restart; every process within the cache TTL). */
   async setLimits(id: string, body: unknown): Promise<TenantRecord> {
+    if (!isTenantId(id)) {
+      throw invalidRequest('The tenant id does not match MT-001.', { field: 'id' });
+    }
     const { record } = await this.#update(id, (existing, now) => {
       const base = existing ?? newTenantRecord(id, now);
       return { ...base, limits: parseTenantLimits(body, base.limits), updated_at: now };

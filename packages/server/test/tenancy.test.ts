@@ -468,6 +468,11 @@ describe('multi-tenancy: enqueue', () => {
     );
     assert.equal(jobs.json().jobs.length, 1);
     assert.equal(jobs.json().jobs[0].meta.tenant_id, 'fresh');
+    // The default tenant is no record of its own: its id does not match MT-001.
+    const reserved = await ctx.req('PUT', '/ojs/v1/admin/tenants/_default/limits', {
+      max_concurrency: 1,
+    });
+    assert.equal(reserved.statusCode, 400, reserved.body);
     const del = await ctx.req('DELETE', '/ojs/v1/admin/tenants/fresh');
     assert.equal(del.statusCode, 204);
     assert.equal((await ctx.req('GET', '/ojs/v1/admin/tenants/fresh')).statusCode, 404);
