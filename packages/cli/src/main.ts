@@ -39,6 +39,8 @@ Operator commands, over the HTTP API of any OJS server (--url / OJS_URL, --api-k
   cron          list | add | remove | trigger
   workflows     get | cancel
   workers       list | quiet | terminate
+  pools         Fair scheduling pools: list | set | delete
+  scheduling    stats (dispatches per queue over the last minute)
   stats         Live statistics (refreshes on a terminal)
   completion    Shell completion script: ojs completion bash|zsh|fish
 

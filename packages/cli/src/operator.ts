@@ -12,6 +12,7 @@ import { cronCommand } from './commands/cron.ts';
 import { dlqCommand } from './commands/dlq.ts';
 import { enqueueCommand } from './commands/enqueue.ts';
 import { jobsCommand } from './commands/jobs.ts';
+import { poolsCommand, schedulingCommand } from './commands/pools.ts';
 import { queuesCommand } from './commands/queues.ts';
 import { statsCommand } from './commands/stats.ts';
 import { tenantsCommand } from './commands/tenants.ts';
@@ -29,6 +30,8 @@ export const OPERATOR_COMMANDS = [
   'cron',
   'workflows',
   'workers',
+  'pools',
+  'scheduling',
   'stats',
   'tenants',
   'completion',
@@ -62,6 +65,8 @@ export function buildProgram(io: Io, version: string): Command {
     cronCommand,
     workflowsCommand,
     workersCommand,
+    poolsCommand,
+    schedulingCommand,
     statsCommand,
     tenantsCommand,
   ]) {

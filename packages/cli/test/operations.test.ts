@@ -125,10 +125,12 @@ describe('ojs operator commands', () => {
     worker.register('noop.run', async () => null);
     await worker.start();
     try {
+      // Listed from its first fetch; its host and pid come with its first heartbeat.
       let listed: { workers: Json[] } = { workers: [] };
-      for (let i = 0; i < 200 && listed.workers.length === 0; i++) {
+      const beaten = () => typeof listed.workers[0]?.hostname === 'string';
+      for (let i = 0; i < 200 && !beaten(); i++) {
         listed = await cli.json<{ workers: Json[] }>(['workers']);
-        if (listed.workers.length === 0) await new Promise((r) => setTimeout(r, 25));
+        if (!beaten()) await new Promise((r) => setTimeout(r, 25));
       }
       assert.equal(listed.workers[0]?.id, worker.workerId);
       const table = await cli.ojs(['workers', 'list']);
@@ -152,6 +154,53 @@ describe('ojs operator commands', () => {
     } finally {
       await worker.stop();
     }
+  });
+
+  it('a worker that only fetched is listed with its queues', async () => {
+    await cli.http('POST', '/ojs/v1/workers/fetch', {
+      queues: ['fetch-only-a', 'fetch-only-b'],
+      worker_id: 'fetch-only-worker',
+      pool: 'fetch-only-pool',
+    });
+    const table = await cli.ojs(['workers', 'list']);
+    assert.match(
+      table.stdout,
+      /^fetch-only-worker +running +.*fetch-only-a,fetch-only-b +fetch-only-pool /m,
+    );
+  });
+
+  it('pools set, list, delete and scheduling stats', async () => {
+    const set = await cli.ojs([
+      'pools',
+      'set',
+      'billing',
+      'bill-high:70',
+      'bill-low:30',
+      '--strategy',
+      'weighted',
+      '--min-dispatch-ratio',
+      '0.1',
+    ]);
+    assert.equal(set.stdout, 'pool billing set: weighted over bill-high, bill-low\n');
+    const list = await cli.ojs(['pools', 'list']);
+    assert.match(
+      list.stdout,
+      /^NAME +STRATEGY +QUEUES:WEIGHT +CONCURRENCY +ISOLATED +WORKERS +ACTIVE$/m,
+    );
+    assert.match(list.stdout, /^billing +weighted +bill-high:70,bill-low:30 +- +no +0 +0$/m);
+    const { pools } = await cli.json<{ pools: Json[] }>(['pools']);
+    const billing = pools.find((p) => p.name === 'billing')!;
+    assert.deepEqual(billing.weights, { 'bill-high': 70, 'bill-low': 30 });
+    assert.equal((billing.starvation_guard as Json).min_dispatch_ratio, 0.1);
+    const bad = await cli.ojs(['pools', 'set', 'billing', 'bill-high:x']);
+    assert.equal(bad.code, 2);
+    await cli.ojs(['enqueue', 'a.b', '--queue', 'bill-high']);
+    await cli.http('POST', '/ojs/v1/workers/fetch', { queues: ['bill-high'] });
+    const stats = await cli.ojs(['scheduling', 'stats']);
+    assert.match(stats.stdout, /^QUEUE +DISPATCHED \(1m\) +RATIO +AVG WAIT MS +ACTIVE$/m);
+    assert.match(stats.stdout, /^bill-high +1 +\S+% +\d+ +1$/m);
+    assert.equal((await cli.ojs(['pools', 'delete', 'billing'])).stdout, 'pool billing deleted\n');
+    assert.equal((await cli.ojs(['pools', 'delete', 'billing'])).code, 1);
   });
 
   it('stats: once in a pipe; refreshing on a terminal until --count', async () => {

@@ -14,6 +14,7 @@ export * from './envelope-wire.ts';
 export * from './error-codes.ts';
 export * from './errors.ts';
 export * from './events.ts';
+export * from './fair-scheduling.ts';
 export * from './is-object.ts';
 export * from './job.ts';
 export * from './job-query.ts';

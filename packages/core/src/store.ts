@@ -10,6 +10,7 @@
  * share nested values with the caller's input, which is the caller's own.)
  */
 import type { Clock } from './clock.ts';
+import type { QueueTake } from './fair-scheduling.ts';
 import type { JobFilter, JobPageRequest } from './job-query.ts';
 import type { JobRecord, OjsEvent } from './job-types.ts';
 import type { PruneTarget } from './queue-config.ts';
@@ -58,6 +59,13 @@ export interface ClaimRequest {
    */
   tenantConcurrency?: Record<string, number>;
   now: number;
+  /**
+   * Fair scheduling (core fair-scheduling.ts): claim up to each take's
+   * count from its queue first, in this order, then the rest of `count`
+   * from `queues` in order (skipping queues a take found short). Absent:
+   * `queues` in order only (the single-queue and count-1 claims).
+   */
+  takes?: QueueTake[];
 }
 
 /** A small named document (schema, routing rule, worker declaration), guarded by rev. */

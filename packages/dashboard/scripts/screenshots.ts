@@ -68,6 +68,24 @@ try {
       timezone: 'America/New_York',
       job_template: { type: 'email.digest', args: [], options: { queue: 'mail' } },
     });
+    // Fair scheduling: two pools, and a minute's dispatches through them.
+    await engine.scheduling.putPool('media-pool', {
+      strategy: 'weighted',
+      queues: { images: { weight: 5 }, reports: { weight: 2 }, media: { weight: 1 } },
+      starvation_guard: { enabled: true, min_dispatch_ratio: 0.1 },
+    });
+    await engine.scheduling.putPool('mail-pool', {
+      strategy: 'round-robin',
+      queues: ['mail', 'notifications'],
+      isolated: true,
+    });
+    for (const queue of ['images', 'reports', 'media', 'mail', 'notifications']) {
+      await engine.enqueueMany(
+        Array.from({ length: 20 }, () => ({ type: 'demo.task', args: [], options: { queue } })),
+      );
+    }
+    await engine.fetch({ queues: [], pool: 'media-pool', count: 16, workerId: 'worker-3' });
+    await engine.fetch({ queues: [], pool: 'mail-pool', count: 6, workerId: 'worker-4' });
     await engine.setQueuePaused('billing', true);
     await engine.queueSettings.configure('images', {
       concurrency: 4,
@@ -119,6 +137,7 @@ try {
     await shoot('workflows', '#/workflows', 'tbody tr');
     await shoot('workflow-graph', `#/workflows/${seeded.workflowId}`, '.graph .node');
     await shoot('workers', '#/workers', 'tr[data-worker]');
+    await shoot('scheduling', '#/scheduling', 'tr[data-pool]', { full: true });
     await shoot('phone-overview', '#/overview', 'figure.chart rect', {
       viewport: PHONE,
       full: true,

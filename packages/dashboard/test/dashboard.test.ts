@@ -366,6 +366,35 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     await page.close();
   });
 
+  it('scheduling: pools with their weights and strategy, dispatch stats, delete a pool', async () => {
+    const { engine } = fixture.ctx;
+    await engine.scheduling.putPool('ui-pool', {
+      strategy: 'weighted',
+      queues: { 'ui-high': { weight: 3 }, 'ui-low': { weight: 1 } },
+      starvation_guard: { enabled: true, min_dispatch_ratio: 0.1 },
+    });
+    for (const queue of ['ui-high', 'ui-low']) {
+      await engine.enqueue({ type: 'ui.job', args: [], options: { queue } });
+    }
+    await engine.fetch({ queues: [], pool: 'ui-pool', count: 2, workerId: 'ui-worker' });
+    const page = await adminPage();
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/scheduling`);
+    const row = page.locator('tr[data-pool="ui-pool"]');
+    await row.waitFor();
+    await row.getByText('weighted').waitFor();
+    await row
+      .getByRole('img', { name: 'Weights of ui-pool: ui-high 75.0%, ui-low 25.0%' })
+      .waitFor();
+    await row.getByText('guard ≥ 10.0% per PT30S').waitFor();
+    const dispatched = page.locator('tr[data-dispatch-queue="ui-high"]');
+    await dispatched.getByRole('img', { name: /^ui-high: [\d.]+% of dispatches$/ }).waitFor();
+    assert.equal(await dispatched.locator('td').first().textContent(), '1');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row.getByRole('button', { name: 'Delete pool ui-pool' }).click();
+    await row.waitFor({ state: 'detached' });
+    await page.close();
+  });
+
   it('live: the overview shows a completed job without a reload', async (t) => {
     const page = await adminPage();
     const total = page.getByTestId('total-completed');

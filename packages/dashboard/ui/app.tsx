@@ -15,6 +15,7 @@ import { JobsView } from './views/jobs.tsx';
 import { LoginView } from './views/login.tsx';
 import { OverviewView } from './views/overview.tsx';
 import { QueuesView } from './views/queues.tsx';
+import { SchedulingView } from './views/scheduling.tsx';
 import { TenantsView } from './views/tenants.tsx';
 import { WorkersView } from './views/workers.tsx';
 import { WorkflowsView, WorkflowView } from './views/workflows.tsx';
@@ -34,6 +35,7 @@ const NAV: [path: string, label: string][] = [
   ['workflows', 'Workflows'],
   ['workers', 'Workers'],
   ['tenants', 'Tenants'],
+  ['scheduling', 'Scheduling'],
 ];
 
 type Gate =
@@ -162,6 +164,8 @@ function View({ path, query }: { path: string[]; query: URLSearchParams }) {
       return <WorkersView />;
     case 'tenants':
       return <TenantsView />;
+    case 'scheduling':
+      return <SchedulingView />;
     default:
       return (
         <p role="alert">

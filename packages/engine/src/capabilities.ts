@@ -109,6 +109,8 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
       backpressure: true,
       retention: true,
       graceful_shutdown: true,
+      // Pools, strategies, isolation, starvation guard (scheduling.ts, decision 0103).
+      fair_scheduling: true,
       metrics: true,
       // Following the event log live (event-tail.ts): SSE over HTTP, streamEvents in-process.
       event_stream: true,
@@ -130,6 +132,13 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
         { name: 'multi-tenancy', uri: 'urn:ojs:ext:multi-tenancy', version: '1.0.0-rc.1' },
         // Codecs run in the SDK; the server keeps codec data byte-exact (decision 0104).
         { ...official('encryption'), version: '1.0.0-rc.1' },
+        // Experimental maturity in the spec, Official tier; the digest's §6 version.
+        {
+          name: 'fair-scheduling',
+          uri: 'urn:ojs:ext:fair-scheduling',
+          version: '1.0.0-rc.1',
+          capability: 'fair_scheduling',
+        },
       ],
       experimental: [
         {

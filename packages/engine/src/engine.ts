@@ -28,6 +28,8 @@ import {
   type HandlerDeclaration,
   type InsertResult,
   inTenant,
+  interleaveByQueue,
+  interleaveTakes,
   invalidRequest,
   isExpirable,
   isTerminal,
@@ -49,6 +51,7 @@ import {
   type RetentionPolicy,
   recordProgress,
   reviveDeadLetter,
+  type SchedulingStrategy,
   type SettleItem,
   type StateCounts,
   type Store,
@@ -82,6 +85,7 @@ import { ErrorThrottle, type Logger, silentLogger } from './observability/log.ts
 import { type QueuePressure, QueueSettingsRegistry, setsRetry } from './queue-settings.ts';
 import { type RetentionOptions, RetentionPruner } from './retention.ts';
 import { VersionRouter } from './routing.ts';
+import { FairScheduler } from './scheduling.ts';
 import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
 import { SettingsCache } from './settings-cache.ts';
@@ -157,6 +161,14 @@ export interface FetchRequest {
   signal?: AbortSignal;
   /** The request's tenant: only its jobs are claimed (absent: every tenant's). */
   tenant?: string;
+  /**
+   * Fair scheduling: the worker's pool (else its registration's), and the
+   * fetch's own strategy and weights (a pool's config wins). With a pool,
+   * `queues` may be empty: the pool's queues are fetched.
+   */
+  pool?: string;
+  strategy?: SchedulingStrategy;
+  weights?: Record<string, number>;
 }
 
 export interface AckRequest {
@@ -192,6 +204,8 @@ export interface HeartbeatRequest {
     queues?: string[];
     concurrency?: number;
     version?: string;
+    /** Fair scheduling: the worker's pool. */
+    pool?: string;
   };
   handlers?: HandlerDeclaration[];
   visibilityTimeoutMs?: number;
@@ -285,6 +299,8 @@ export class Engine implements EngineContext {
   readonly jobs: JobAdmin = new JobAdmin(this);
   /** Workers seen through heartbeats, and operator directives to them. */
   readonly workers: WorkerRegistry = new WorkerRegistry(this);
+  /** Pools, the fetch's queue choice and the dispatch window (scheduling.ts). */
+  readonly scheduling: FairScheduler;
   readonly queueSettings: QueueSettingsRegistry;
   readonly retention: RetentionPruner;
   /** The process's logger: services, stores and the binding log through it. */
@@ -322,6 +338,7 @@ export class Engine implements EngineContext {
     this.errors = new ErrorThrottle(this.logger);
     this.events = new EventTail(this);
     this.settings = new SettingsCache(this.store);
+    this.scheduling = new FairScheduler(this);
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
     this.queueSettings = new QueueSettingsRegistry(this, options.retention);
     this.retention = new RetentionPruner(this, options.retentionPruner);
@@ -381,6 +398,7 @@ export class Engine implements EngineContext {
   /** Stops the background services and ends every waiting fetch now (shutdown). */
   async stop(): Promise<void> {
     this.#stopping = true;
+    this.scheduling.stop();
     this.notifier.notify();
     await this.#services.stop();
     this.wakeups.close();
@@ -1007,7 +1025,10 @@ export class Engine implements EngineContext {
   // ---------------------------------------------------------------- FETCH
 
   async fetch(request: FetchRequest): Promise<JobRecord[]> {
-    if (!Array.isArray(request.queues) || request.queues.length === 0) {
+    if (
+      !Array.isArray(request.queues) ||
+      (request.queues.length === 0 && request.pool === undefined)
+    ) {
       throw invalidRequest('queues must be a non-empty array of queue names.', { field: 'queues' });
     }
     for (const queue of request.queues) {
@@ -1032,17 +1053,25 @@ export class Engine implements EngineContext {
     // Graceful shutdown: a draining server, or a worker that is quiet or
     // draining (its heartbeat, or an operator), gets no new jobs.
     if (this.#draining) return [];
-    if (request.workerId !== undefined && !(await this.workers.mayFetch(request.workerId))) {
-      return [];
+    let listed: Promise<void> | undefined;
+    if (request.workerId !== undefined) {
+      if (!(await this.workers.mayFetch(request.workerId))) return [];
+      // A new worker's listing is written beside its first claim, not before
+      // it (its claim joins its turn's as any other), and awaited before the answer.
+      listed = this.workers.seen(request.workerId, request.queues, request.pool);
     }
-    const handlers = await this.#handlersFor(request);
-    if (waitMs <= 0 || request.workerId === undefined)
-      return this.#claimLoop(request, handlers, count, deadline, request.signal);
-    const wait = this.#waitingFetches.enter(request.workerId, request.signal);
     try {
-      return await this.#claimLoop(request, handlers, count, deadline, wait.signal);
+      const handlers = await this.#handlersFor(request);
+      if (waitMs <= 0 || request.workerId === undefined)
+        return await this.#claimLoop(request, handlers, count, deadline, request.signal);
+      const wait = this.#waitingFetches.enter(request.workerId, request.signal);
+      try {
+        return await this.#claimLoop(request, handlers, count, deadline, wait.signal);
+      } finally {
+        wait.leave();
+      }
     } finally {
-      wait.leave();
+      await listed;
     }
   }
 
@@ -1115,23 +1144,46 @@ export class Engine implements EngineContext {
     }
     const seen = this.notifier.generation;
     const dispatch = await this.tenants.dispatch();
-    const claim: ClaimRequest = {
+    const plan = await this.scheduling.plan({
       queues: request.queues,
       count,
+      workerId: request.workerId,
+      pool: request.pool,
+      strategy: request.strategy,
+      weights: request.weights,
+    });
+    if (plan.queues.length === 0 || plan.count === 0) {
+      await promoted;
+      return { jobs: [], seen };
+    }
+    const claim: ClaimRequest = {
+      queues: plan.queues,
+      count: plan.count,
       workerId: request.workerId,
       visibilityTimeoutMs: request.visibilityTimeoutMs,
       handlers,
       now,
     };
+    if (plan.takes !== undefined) claim.takes = plan.takes;
     if (request.tenant !== undefined) claim.tenant = request.tenant;
     if (dispatch.limits !== undefined) claim.tenantConcurrency = dispatch.limits;
+    // Tenants are interleaved (tenant-fairness.ts) when the fetch names none
+    // and more than one exists, unless the queues' own split (takes) is set:
+    // a pool's queue shares then decide, tenant by tenant order of claim.
+    // A weighted or round-robin claim is its own: its takes come from the
+    // pool's carried counts, which a sum with other claims would not follow.
     const claiming =
-      request.tenant === undefined && dispatch.tenants !== undefined
+      request.tenant === undefined && dispatch.tenants !== undefined && claim.takes === undefined
         ? this.#fairClaim(claim, dispatch.tenants)
-        : woken
+        : woken || plan.policy !== undefined
           ? this.store.claimJobs(claim)
           : this.#claims.add(claim);
-    const [, jobs] = await Promise.all([promoted, claiming]);
+    const [, claimed] = await Promise.all([promoted, claiming]);
+    let jobs = claimed;
+    if (plan.takes !== undefined) {
+      this.scheduling.record(plan, claimed);
+      jobs = interleaveByQueue(claimed, plan.queues);
+    }
     this.observers.started(jobs);
     return { jobs, seen };
   }
@@ -1179,6 +1231,7 @@ export class Engine implements EngineContext {
         request.visibilityTimeoutMs ?? null,
         request.handlers ?? null,
         request.tenant ?? null,
+        request.takes !== undefined,
       ]);
       let group = open.get(key);
       if (group === undefined || group.total + request.count > this.maxFetchCount) {
@@ -1192,7 +1245,15 @@ export class Engine implements EngineContext {
     const answers: JobRecord[][] = new Array(requests.length);
     await Promise.all(
       groups.map(async ({ total, members }) => {
-        const jobs = await this.store.claimJobs({ ...requests[members[0]!]!, count: total });
+        const first = requests[members[0]!]!;
+        const claim: ClaimRequest = { ...first, count: total };
+        // C17's interleave, dealt again for the group's total, and the
+        // group's jobs interleaved before each member takes its slice.
+        if (first.takes !== undefined) claim.takes = interleaveTakes(first.queues, total);
+        let jobs = await this.store.claimJobs(claim);
+        if (first.takes !== undefined && members.length > 1) {
+          jobs = interleaveByQueue(jobs, first.queues);
+        }
         let taken = 0;
         for (const index of members) {
           const want = requests[index]!.count;

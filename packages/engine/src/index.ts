@@ -53,6 +53,13 @@ export {
 export { type RetentionContext, type RetentionOptions, RetentionPruner } from './retention.ts';
 export { type RoutingConfig, VersionRouter } from './routing.ts';
 export {
+  DispatchWindow,
+  FairScheduler,
+  POOL_NAMESPACE,
+  type PoolView,
+  type QueueDispatchStats,
+} from './scheduling.ts';
+export {
   type SchemaEntry,
   SchemaRegistry,
   VALIDATION_MODES,
@@ -71,6 +78,7 @@ export {
   HEARTBEAT_TIMEOUT_MS,
   parseWorkerState,
   WORKER_STATES,
+  type WorkerHealth,
   type WorkerRecord,
   WorkerRegistry,
   type WorkerState,

@@ -15,13 +15,16 @@ import {
   noisyNeighbours,
   type OjsError,
   type OjsEvent,
+  type PoolConfig,
   type QueueInfo,
   type QueueStats,
   type TenantRecord,
   toIso,
   toWire,
 } from '@ojs/core';
+import type { PoolView, QueueDispatchStats } from './scheduling.ts';
 import type { TenantStats } from './tenants.ts';
+import type { WorkerHealth } from './workers.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -376,4 +379,30 @@ export function tenantListResponse(
     }),
     pagination: { total: items.length },
   };
+}
+
+/** PUT /admin/pools/{name} (C15): 201 when created, 200 when replaced; the pool wrapped. */
+export function poolResponse(result: { pool: PoolConfig; created: boolean }): {
+  status: number;
+  body: Obj;
+} {
+  return { status: result.created ? 201 : 200, body: { pool: result.pool } };
+}
+
+/** GET /admin/pools: each pool with its live workers and active jobs. */
+export function poolListResponse(pools: readonly PoolView[]): Obj {
+  return { items: pools };
+}
+
+/** GET /admin/scheduling/stats (C16): wrapped in `stats`. */
+export function schedulingStatsResponse(stats: {
+  queues: readonly QueueDispatchStats[];
+  window: string;
+}): Obj {
+  return { stats };
+}
+
+/** GET /workers/{id}/health (C22): 200 while running, 503 otherwise. */
+export function workerHealthResponse(health: WorkerHealth): { status: number; body: Obj } {
+  return { status: health.state === 'running' ? 200 : 503, body: { ...health } };
 }

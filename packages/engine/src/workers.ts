@@ -37,6 +37,8 @@ export interface WorkerReport {
   queues?: string[];
   concurrency?: number;
   version?: string;
+  /** Fair scheduling: the one pool the worker declares. */
+  pool?: string;
 }
 
 export interface WorkerRecord {
@@ -51,11 +53,24 @@ export interface WorkerRecord {
   queues?: string[];
   concurrency?: number;
   version?: string;
+  pool?: string;
   started_at: string;
   last_heartbeat_at: string;
 }
 
 const MAX_TRIES = 20;
+/** Worker ids this process has listed from a fetch: bounded, like the settings cache. */
+const MAX_SEEN = 10_000;
+/** A fetching worker's record is checked again this often (the pruner may have removed it). */
+const SEEN_RECHECK_MS = 3600 * 1000;
+
+/** A worker's health (graceful shutdown, C22): 200 only while running. */
+export interface WorkerHealth {
+  worker_id: string;
+  state: 'running' | 'draining' | 'shutting_down' | 'stale';
+  reported_state: WorkerState;
+  last_heartbeat_at: string;
+}
 
 export function parseWorkerState(value: unknown): WorkerState | undefined {
   if (value === undefined || value === null) return undefined;
@@ -67,6 +82,8 @@ export function parseWorkerState(value: unknown): WorkerState | undefined {
 
 export class WorkerRegistry {
   readonly #engine: EngineContext;
+  /** Worker id -> when this process last made sure it is listed. */
+  readonly #seen = new Map<string, number>();
 
   constructor(engine: EngineContext) {
     this.#engine = engine;
@@ -114,6 +131,7 @@ export class WorkerRegistry {
         queues: report.queues,
         concurrency: report.concurrency,
         version: report.version,
+        pool: report.pool,
       };
       for (const [key, value] of Object.entries(optional)) {
         if (value !== undefined) (next as unknown as Record<string, unknown>)[key] = value;
@@ -121,6 +139,83 @@ export class WorkerRegistry {
       return next;
     });
     return record?.directive ?? 'running';
+  }
+
+  /**
+   * A fetching worker is listed from its first fetch (with its queues and
+   * pool), not only once it heartbeats: one guarded write per worker id per
+   * process (again after an hour, in case the pruner removed a worker that
+   * never heartbeats), none in between. A record that exists (a heartbeat,
+   * another process) keeps its state; only queues and pool it lacks are added.
+   */
+  seen(workerId: string, queues: string[], pool: string | undefined): Promise<void> | undefined {
+    const now = this.#engine.now();
+    const last = this.#seen.get(workerId);
+    // Known: nothing to do, and no promise (this runs on every fetch).
+    if (last !== undefined && now - last < SEEN_RECHECK_MS) return undefined;
+    if (this.#seen.size >= MAX_SEEN) this.#seen.clear();
+    this.#seen.set(workerId, now);
+    return this.#list(workerId, queues, pool, toIso(now));
+  }
+
+  async #list(
+    workerId: string,
+    queues: string[],
+    pool: string | undefined,
+    at: string,
+  ): Promise<void> {
+    try {
+      await this.#update(workerId, (current) => {
+        if (
+          current !== null &&
+          current.queues !== undefined &&
+          (pool === undefined || current.pool !== undefined)
+        ) {
+          return null;
+        }
+        const next: WorkerRecord = current ?? {
+          id: workerId,
+          state: 'running',
+          active_jobs: 0,
+          active_job_ids: [],
+          started_at: at,
+          last_heartbeat_at: at,
+        };
+        return {
+          ...next,
+          queues: next.queues ?? queues,
+          ...(pool !== undefined && next.pool === undefined ? { pool } : {}),
+        };
+      });
+    } catch (error) {
+      // Listed on a later fetch instead; the fetch itself goes on.
+      this.#seen.delete(workerId);
+      this.#engine.errors.failed('worker registry', error);
+    }
+  }
+
+  /** GET /workers/{id}/health (C22): draining after a quiet or drain beat, or an operator's quiet. */
+  async health(id: string): Promise<WorkerHealth> {
+    const worker = await this.get(id);
+    const stopping =
+      worker.state === 'terminate' ||
+      worker.state === 'terminated' ||
+      worker.directive === 'terminate';
+    const draining =
+      worker.state === 'quiet' || worker.state === 'drain' || worker.directive === 'quiet';
+    const state = stopping
+      ? 'shutting_down'
+      : draining
+        ? 'draining'
+        : this.displayState(worker) === 'stale'
+          ? 'stale'
+          : 'running';
+    return {
+      worker_id: worker.id,
+      state,
+      reported_state: worker.state,
+      last_heartbeat_at: worker.last_heartbeat_at,
+    };
   }
 
   /** Operator: tell a worker to go quiet or terminate (delivered in its next heartbeat). */

@@ -24,6 +24,7 @@ import {
   OjsError,
   type TenantScope,
   uuidv7,
+  validateQueueName,
   validateWorkerId,
 } from '@ojs/core';
 import {
@@ -221,6 +222,11 @@ const WORKER_STATE_FROM_PROTO: Record<string, 'running' | 'quiet' | 'terminate'>
   WORKER_STATE_TERMINATE: 'terminate',
 };
 
+/** A worker's pool from x-ojs-pool (validated like a queue name, as over HTTP). */
+function poolOf(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : validateQueueName(value, 'pool');
+}
+
 /** The HTTP health status (engine healthStatus) as grpc-proto's HealthStatus. */
 const HEALTH_STATUS = {
   ok: 'HEALTH_STATUS_OK',
@@ -368,6 +374,8 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         waitMs,
         signal: call.signal,
         tenant: call.tenant?.id,
+        // Fair scheduling: FetchRequest has no pool field; ours in metadata, like x-ojs-wait-ms.
+        pool: poolOf(meta(call, 'x-ojs-pool')),
       });
       return fetchReply(engine, jobs, limit, (job) => encodeFetch({ jobs: [jobToProto(job)] }));
     },

@@ -241,6 +241,39 @@ for (const kind of kinds) {
       assert.equal(stop.errorInfo?.metadata.current_state, 'cancelled');
     });
 
+    test('fair scheduling and drain: x-ojs-pool reaches an isolated pool; a QUIET beat stops fetches', async () => {
+      const put = await ctx.http('PUT', '/ojs/v1/admin/pools/g-iso', {
+        queues: ['g-secret'],
+        isolated: true,
+      });
+      assert.equal(put.status, 201);
+      await ctx.call('Enqueue', { type: 'g.job', args: [], options: { queue: 'g-secret' } });
+      await ctx.call('Enqueue', { type: 'g.job', args: [], options: { queue: 'g-secret' } });
+      const outsider = await ctx.call('Fetch', { queues: ['g-secret'], worker_id: 'g-out' });
+      assert.equal(outsider.jobs.length, 0);
+      const insider = await ctx.call(
+        'Fetch',
+        { queues: [], worker_id: 'g-in', count: 1 },
+        { 'x-ojs-pool': 'g-iso' },
+      );
+      assert.equal(insider.jobs[0].queue, 'g-secret');
+      const beat = await ctx.call('Heartbeat', {
+        id: 'g-in',
+        worker_id: 'g-in',
+        current_state: 'WORKER_STATE_QUIET',
+      });
+      assert.equal(beat.directed_state, 'WORKER_STATE_RUNNING');
+      const quiet = await ctx.call(
+        'Fetch',
+        { queues: ['g-secret'], worker_id: 'g-in' },
+        { 'x-ojs-pool': 'g-iso' },
+      );
+      assert.equal(quiet.jobs.length, 0);
+      assert.equal((await ctx.http('GET', '/ojs/v1/workers/g-in/health')).status, 503);
+      const bad = await ctx.fail('Fetch', { queues: ['q'] }, { 'x-ojs-pool': 'Bad Pool!' });
+      assert.equal(bad.code, grpc.status.INVALID_ARGUMENT);
+    });
+
     test('errors map to statuses with ErrorInfo (and BadRequest for validation)', async () => {
       const bad = await ctx.fail(
         'Enqueue',

@@ -3,7 +3,8 @@
  * queue-config, rate-limiting inspection), as `client.admin`: find jobs
  * (filters, cursor pages), job detail with attempts, retry / cancel /
  * delete one job or many by filter, stats, queues and their configuration,
- * workers with quiet / terminate, dead letter stats, bulk retry and purge.
+ * workers with quiet / terminate, dead letter stats, bulk retry and purge,
+ * fair scheduling pools and dispatch stats.
  * HTTP only: the in-process transport has no admin API (UnsupportedFeatureError).
  *
  * Bulk actions and purges always send `confirm: true`: calling the method
@@ -70,6 +71,46 @@ export interface QueueConfigUpdate {
   >;
   backpressure?: { max_depth: number; strategy?: 'reject'; warning_threshold?: number };
   default_retry?: Obj;
+}
+
+/** Fair scheduling: how a pool picks among its queues. */
+export type SchedulingStrategy = 'strict' | 'round-robin' | 'weighted' | 'least-loaded';
+
+/** A scheduling pool as the server stores it (`urn:ojs:ext:fair-scheduling`). */
+export interface Pool {
+  name: string;
+  queues: string[];
+  /** Per-worker concurrency: a least-loaded pool serves a worker only below it. */
+  concurrency?: number;
+  strategy: SchedulingStrategy;
+  /** Weights by queue (integers > 0; 1 when unset). */
+  weights?: Record<string, number>;
+  /** Its queues' jobs go only to workers of this pool. */
+  isolated?: boolean;
+  starvation_guard?: { enabled: boolean; rotation_interval: string; min_dispatch_ratio: number };
+}
+
+/** A pool as listed: with its running workers and its queues' active jobs. */
+export interface PoolStatus extends Pool {
+  active_workers: number;
+  active_jobs: number;
+}
+
+/** PUT body: queues as a list (with `weights`) or as `{queue: {weight}}`. */
+export type PoolDefinition = Omit<Pool, 'name' | 'strategy' | 'queues'> & {
+  strategy?: SchedulingStrategy;
+  queues: string[] | Record<string, { weight?: number }>;
+};
+
+export interface SchedulingStats {
+  queues: {
+    name: string;
+    dispatch_count_1m: number;
+    dispatch_ratio_1m: number;
+    avg_wait_ms: number;
+    active_jobs: number;
+  }[];
+  window: string;
 }
 
 function filterQuery(filter: JobFilter): Record<string, string | undefined> {
@@ -240,6 +281,48 @@ export class OjsAdmin {
       { method: 'POST', path: `/admin/workers/${q(id)}/${directive}`, body: {}, idempotent: true },
       options,
     );
+  }
+
+  /** Fair scheduling pools with their running workers and active jobs. */
+  async pools(options?: RequestOptions): Promise<PoolStatus[]> {
+    const body = await this.#call(
+      { method: 'GET', path: '/admin/pools', idempotent: true },
+      options,
+    );
+    return (body.items ?? []) as PoolStatus[];
+  }
+
+  async pool(name: string, options?: RequestOptions): Promise<Pool> {
+    const body = await this.#call(
+      { method: 'GET', path: `/admin/pools/${q(name)}`, idempotent: true },
+      options,
+    );
+    return body.pool as Pool;
+  }
+
+  /** Creates or replaces a pool; the server answers it in its stored form. */
+  async setPool(name: string, pool: PoolDefinition, options?: RequestOptions): Promise<Pool> {
+    const body = await this.#call(
+      { method: 'PUT', path: `/admin/pools/${q(name)}`, body: pool, idempotent: true },
+      options,
+    );
+    return body.pool as Pool;
+  }
+
+  async deletePool(name: string, options?: RequestOptions): Promise<void> {
+    await this.#call(
+      { method: 'DELETE', path: `/admin/pools/${q(name)}`, idempotent: true },
+      options,
+    );
+  }
+
+  /** Dispatches per queue over the last minute, summed over every server process. */
+  async schedulingStats(options?: RequestOptions): Promise<SchedulingStats> {
+    const body = await this.#call(
+      { method: 'GET', path: '/admin/scheduling/stats', idempotent: true },
+      options,
+    );
+    return body.stats as SchedulingStats;
   }
 
   deadLetterStats(options?: RequestOptions): Promise<Obj> {

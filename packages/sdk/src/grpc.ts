@@ -439,6 +439,7 @@ export class GrpcTransport implements Transport {
     if (request.visibility_timeout_ms !== undefined) {
       metadata['x-ojs-visibility-timeout-ms'] = String(request.visibility_timeout_ms);
     }
+    if (request.pool !== undefined) metadata['x-ojs-pool'] = request.pool;
     const response = await this.#call(
       'Fetch',
       { queues: request.queues, count: request.count, worker_id: request.worker_id ?? '' },

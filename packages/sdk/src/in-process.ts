@@ -301,6 +301,7 @@ export class InProcessTransport implements Transport {
         handlers: this.engine.wire.handlers(request.handlers),
         signal: options.signal,
         tenant: this.#tenant?.id,
+        pool: request.pool,
       });
       return copy<Job[]>(this.engine.wire.fetchResponse(jobs).jobs);
     });
@@ -369,6 +370,15 @@ export class InProcessTransport implements Transport {
         jobIds: request.active_job_ids,
         visibilityTimeoutMs: request.visibility_timeout_ms,
         tenant: this.#tenant?.id,
+        // The registry (and a quiet worker's empty fetches) see the same as over HTTP.
+        workerState: request.state,
+        info: {
+          hostname: request.hostname,
+          pid: request.pid,
+          queues: request.queues,
+          concurrency: request.concurrency,
+          pool: request.pool,
+        },
       });
       return parseHeartbeat(copy<Obj>(this.engine.wire.heartbeatResponse(result)));
     });

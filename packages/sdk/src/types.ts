@@ -421,6 +421,8 @@ export interface FetchRequest {
   wait_ms?: number;
   /** Job versioning: the types and version ranges this worker runs (sent when the server declares the extension). */
   handlers?: { type: string; versions: string }[];
+  /** Fair scheduling: the worker's pool (gRPC: metadata x-ojs-pool). */
+  pool?: string;
 }
 
 export interface AckRequest {
@@ -478,6 +480,8 @@ export interface HeartbeatRequest {
   pid?: number;
   queues?: string[];
   concurrency?: number;
+  /** Fair scheduling: the worker's pool. */
+  pool?: string;
 }
 
 export interface HeartbeatResponse {

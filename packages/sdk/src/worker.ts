@@ -131,8 +131,14 @@ export interface WorkerOptions {
   fetch?: typeof fetch;
   /** Node without `fetch`: connections to the server (default the larger of 64 and concurrency + 2). */
   maxSockets?: number;
-  /** Queues in priority order (env OJS_QUEUE comma-separated, default ['default']). */
+  /** Queues in priority order (env OJS_QUEUE comma-separated, default ['default']; none with a `pool`). */
   queues?: string[];
+  /**
+   * Fair scheduling: the one pool this worker belongs to (sent on every
+   * fetch and heartbeat). The server picks among the pool's queues by its
+   * strategy; an isolated pool's queues reach only its workers.
+   */
+  pool?: string;
   /** Jobs run at once (env OJS_CONCURRENCY, default 10). */
   concurrency?: number;
   /** Unique per process; default a UUIDv7. */
@@ -336,6 +342,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, unknown[]>> {
   readonly workerId: string;
   readonly queues: readonly string[];
+  /** The worker's pool (fair scheduling), if any. */
+  readonly pool: string | undefined;
   readonly concurrency: number;
   /** Execution middleware (onion; first added is outermost). Frozen by start(). */
   readonly middleware = new MiddlewareChain<ExecutionMiddleware>();
@@ -396,8 +404,11 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   constructor(options: WorkerOptions = {}) {
     this.#options = options;
     this.workerId = options.workerId ?? uuidv7();
-    this.queues = options.queues ?? envQueues() ?? ['default'];
-    if (this.queues.length === 0) throw new TypeError('A worker needs at least one queue.');
+    this.pool = options.pool;
+    this.queues = options.queues ?? envQueues() ?? (options.pool === undefined ? ['default'] : []);
+    if (this.queues.length === 0 && this.pool === undefined) {
+      throw new TypeError('A worker needs at least one queue (or a pool).');
+    }
     this.concurrency = options.concurrency ?? envInt('OJS_CONCURRENCY') ?? 10;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) {
       throw new TypeError(`concurrency must be a positive integer (got ${this.concurrency}).`);
@@ -785,6 +796,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
             visibility_timeout_ms: this.#visibilityTimeoutMs,
             ...(this.#longPoll ? { wait_ms: this.#pollWaitMs } : {}),
             ...this.#handlerDeclarations(),
+            ...(this.pool === undefined ? {} : { pool: this.pool }),
           },
           { signal: this.#fetchController.signal },
         );
@@ -1270,6 +1282,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
           pid: process.pid,
           queues: [...this.queues],
           concurrency: this.concurrency,
+          ...(this.pool === undefined ? {} : { pool: this.pool }),
         });
       } catch (error) {
         // WP §8.4: keep the current state and try again at the next interval.

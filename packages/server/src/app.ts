@@ -42,6 +42,7 @@ import { metricsRoutes, registerHttpMetrics } from './routes/metrics.ts';
 import { progressRoutes } from './routes/progress.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { rateLimitRoutes } from './routes/rate-limits.ts';
+import { schedulingRoutes } from './routes/scheduling.ts';
 import { systemRoutes } from './routes/system.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { websocketRoutes } from './routes/websocket.ts';
@@ -298,6 +299,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(eventRoutes);
   await app.register(workflowRoutes);
   await app.register(cronRoutes);
+  await app.register(schedulingRoutes);
   await app.register(adminVersioningRoutes);
   await app.register(adminRoutes);
   await app.register(progressRoutes);

@@ -31,6 +31,7 @@
  */
 import {
   type ClaimRequest,
+  claimSteps,
   DEFAULT_TENANT,
   EVENT_SOURCE,
   type JobRecord,
@@ -222,42 +223,59 @@ export async function claimInTransaction(
   // No limited queue in the request: each claim statement inserts its own
   // job.started events (one round trip fewer). Otherwise they are built
   // here and appended by the caller, in claim order across all queues.
-  // A tenant's claim (ClaimRequest.tenant) takes the candidate path, which
-  // filters by tenant; the claim of every tenant stays as it was.
+  // A tenant's claim (ClaimRequest.tenant) or one with tenant limits takes
+  // the candidate path, which filters and counts by tenant; the claim of
+  // every tenant without limits stays as it was.
   const scoped = request.tenant !== undefined || request.tenantConcurrency !== undefined;
   const logged = !scoped && !plan.some((row) => limited(row) || row.keyed);
-  for (const queue of plan) {
-    const wanted = request.count - claimed.length;
-    if (wanted <= 0) break;
-    if (queue.paused) continue;
+  const claimFrom = async (queue: PlanRow, wanted: number): Promise<number> => {
+    if (queue.paused) return 0;
+    let rows: ClaimedRow[];
     if (scoped || limited(queue) || queue.keyed) {
-      take(
-        await claimLimited(
-          ctx,
-          queue,
-          wanted,
-          params,
-          limits,
-          request.now,
-          handlers,
-          request.tenant,
-          request.tenantConcurrency,
-        ),
+      rows = await claimLimited(
+        ctx,
+        queue,
+        wanted,
+        params,
+        limits,
+        request.now,
+        handlers,
+        request.tenant,
+        request.tenantConcurrency,
       );
     } else if (logged) {
-      const { rows } = await client.query<ClaimedRow>(
-        sql.claimQueueLogged,
-        claimQueueLoggedParams(request, queue.name, wanted),
-        true,
-      );
-      take(rows);
+      rows = (
+        await client.query<ClaimedRow>(
+          sql.claimQueueLogged,
+          claimQueueLoggedParams(request, queue.name, wanted),
+          true,
+        )
+      ).rows;
     } else {
-      const { rows } = await client.query<ClaimedRow>(
-        sql.claimQueue,
-        [...params, queue.name, wanted, handlers],
-        true,
-      );
-      take(rows);
+      rows = (
+        await client.query<ClaimedRow>(
+          sql.claimQueue,
+          [...params, queue.name, wanted, handlers],
+          true,
+        )
+      ).rows;
+    }
+    take(rows);
+    return rows.length;
+  };
+  if (request.takes === undefined) {
+    for (const queue of plan) {
+      const wanted = request.count - claimed.length;
+      if (wanted <= 0) break;
+      await claimFrom(queue, wanted);
+    }
+  } else {
+    // Fair scheduling's takes first, then the fill (core claimSteps).
+    const rows = new Map(plan.map((row) => [row.name, row]));
+    const steps = claimSteps(request.takes, request.queues, request.count);
+    for (let step = steps.next(0); !step.done; ) {
+      const row = rows.get(step.value.queue);
+      step = steps.next(row === undefined ? 0 : await claimFrom(row, step.value.count));
     }
   }
   await limits.save();

@@ -14,6 +14,7 @@ import {
   type ClaimedJobs,
   type ClaimRequest,
   claim,
+  claimSteps,
   DEFAULT_TENANT,
   handlersAdmit,
   type JobRecord,
@@ -35,6 +36,25 @@ const SPARE_CANDIDATES = 4;
 const MAX_SCANNED = 10_000;
 
 export async function claimJobs(
+  io: ClaimIo,
+  request: ClaimRequest,
+  kept: ClaimedJobs,
+): Promise<JobRecord[]> {
+  if (request.takes === undefined) return claimInOrder(io, request, kept);
+  // Fair scheduling's takes first, then the fill (core claimSteps): each a
+  // claim of one queue, each job guarded on its own as always.
+  const claimed: JobRecord[] = [];
+  const steps = claimSteps(request.takes, request.queues, request.count);
+  for (let step = steps.next(0); !step.done; ) {
+    const { queue, count } = step.value;
+    const jobs = await claimInOrder(io, { ...request, queues: [queue], count }, kept);
+    claimed.push(...jobs);
+    step = steps.next(jobs.length);
+  }
+  return claimed;
+}
+
+async function claimInOrder(
   io: ClaimIo,
   request: ClaimRequest,
   kept: ClaimedJobs,

@@ -13,6 +13,7 @@ import {
   type Commit,
   type CronRecord,
   cancel,
+  claimSteps,
   decideLeaseExtension,
   decideSettlement,
   type EventFilter,
@@ -439,9 +440,18 @@ export class SqliteStore implements Store {
         keepReturned: this.#options.callerGetsCopies === true,
       };
       const claimed: JobRecord[] = [];
-      for (const queue of request.queues) {
-        if (claimed.length >= request.count) break;
-        claimed.push(...claimFromQueue(context, queue, request.count - claimed.length));
+      if (request.takes === undefined) {
+        for (const queue of request.queues) {
+          if (claimed.length >= request.count) break;
+          claimed.push(...claimFromQueue(context, queue, request.count - claimed.length));
+        }
+      } else {
+        const steps = claimSteps(request.takes, request.queues, request.count);
+        for (let step = steps.next(0); !step.done; ) {
+          const jobs = claimFromQueue(context, step.value.queue, step.value.count);
+          claimed.push(...jobs);
+          step = steps.next(jobs.length);
+        }
       }
       this.#appendEvents(
         claimed.map((job) =>

@@ -96,6 +96,51 @@ export function claimTests(ctx: SuiteContext): void {
       assert.equal((await mustGet(ctx.store, a[1]!.id)).state, 'available');
     });
 
+    it('claims the takes first, in their order, then fills from the queues in order', async () => {
+      const a = await insertOk(
+        ctx.store,
+        newJobs(3, () => ({ options: { queue: 'a' } })),
+      );
+      const b = await insertOk(
+        ctx.store,
+        newJobs(3, () => ({ options: { queue: 'b' } })),
+      );
+      const c = await insertOk(
+        ctx.store,
+        newJobs(1, () => ({ options: { queue: 'c' } })),
+      );
+      // c's take is short (one job): its shortfall is filled from a, then b.
+      const claimed = await ctx.store.claimJobs({
+        queues: ['a', 'b', 'c'],
+        count: 6,
+        now: T0 + SECOND,
+        takes: [
+          { queue: 'a', count: 1 },
+          { queue: 'b', count: 2 },
+          { queue: 'c', count: 3 },
+        ],
+      });
+      assert.deepEqual(idsOf(claimed), idsOf([a[0]!, b[0]!, b[1]!, c[0]!, a[1]!, a[2]!]));
+      assert.equal((await mustGet(ctx.store, b[2]!.id)).state, 'available');
+    });
+
+    it('takes from a missing or empty queue claim nothing and the count still holds', async () => {
+      const b = await insertOk(
+        ctx.store,
+        newJobs(3, () => ({ options: { queue: 'b' } })),
+      );
+      const claimed = await ctx.store.claimJobs({
+        queues: ['a', 'b'],
+        count: 2,
+        now: T0 + SECOND,
+        takes: [
+          { queue: 'a', count: 1 },
+          { queue: 'b', count: 1 },
+        ],
+      });
+      assert.deepEqual(idsOf(claimed), idsOf([b[0]!, b[1]!]));
+    });
+
     it('orders by priority descending, then FIFO', async () => {
       const priorities = [0, 10, -10, 10, 0, 100, -100, 0, 10];
       const jobs = await insertOk(

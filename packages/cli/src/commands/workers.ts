@@ -24,6 +24,7 @@ async function list(cli: Cli): Promise<void> {
         ['hostname', 'HOST'],
         ['pid', 'PID'],
         ['queues', 'QUEUES'],
+        ['pool', 'POOL'],
         ['active', 'ACTIVE'],
         ['last_heartbeat_at', 'LAST HEARTBEAT'],
       ],

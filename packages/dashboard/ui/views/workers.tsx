@@ -1,4 +1,4 @@
-/** Workers: state, last heartbeat, active jobs; quiet or terminate one. */
+/** Workers: state, queues and pool, last heartbeat, active jobs; quiet or terminate one. */
 import { api, enc } from '../api.ts';
 import { Action, ErrorBox, fmt, Head, Header, Loading, Time } from '../components.tsx';
 import { useApi } from '../hooks.ts';
@@ -10,6 +10,8 @@ interface Worker {
   directive: string | null;
   queues: string[];
   concurrency: number | null;
+  /** Fair scheduling: the pool the worker declared. */
+  pool?: string | null;
   active_jobs: number;
   active_job_ids: string[];
   started_at: string;
@@ -67,7 +69,10 @@ export function WorkersView() {
                         <span class={`badge worker-${w.state}`}>{w.state}</span>
                         {w.directive ? <span class="muted small"> → {w.directive}</span> : null}
                       </td>
-                      <td>{w.queues.join(', ') || 'any'}</td>
+                      <td>
+                        {w.queues.join(', ') || 'any'}
+                        {w.pool ? <div class="muted small">pool {w.pool}</div> : null}
+                      </td>
                       <td class="num">
                         {fmt(w.active_jobs)}
                         {w.concurrency ? ` / ${w.concurrency}` : ''}

@@ -42,6 +42,8 @@ interface JobSeries {
   retried: CounterChild;
   cancelled: CounterChild;
   leaseExpired: CounterChild;
+  /** ojs.scheduling.dispatch_total{queue}: the same child for every type of the queue. */
+  dispatched: CounterChild;
   queueTime: HistogramChild;
   duration: Partial<Record<JobState, HistogramChild>>;
 }
@@ -56,6 +58,7 @@ export class JobMetrics implements JobObserver {
   readonly #retried: Counter<'queue' | 'type'>;
   readonly #cancelled: Counter<'queue' | 'type'>;
   readonly #leaseExpired: Counter<'queue' | 'type'>;
+  readonly #dispatched: Counter<'queue'>;
   readonly #duration: Histogram<'queue' | 'type' | 'state'>;
   readonly #queueTime: Histogram<'queue' | 'type'>;
   /** Cached children by queue, then type. */
@@ -83,6 +86,13 @@ export class JobMetrics implements JobObserver {
       'ojs_job_lease_expired_total',
       'Attempts whose lease (visibility timeout or execution timeout) expired.',
     );
+    // Fair scheduling (ext §4 observability): dispatches per queue, the ratio's numerator.
+    this.#dispatched = new Counter({
+      name: 'ojs_scheduling_dispatch_total',
+      help: 'Jobs dispatched to workers by FETCH, per queue.',
+      labelNames: ['queue'] as const,
+      registers: [registry],
+    });
     this.#duration = new Histogram({
       name: 'ojs_job_duration_seconds',
       help: 'Execution time of an attempt, from start to its outcome.',
@@ -116,6 +126,7 @@ export class JobMetrics implements JobObserver {
         retried: this.#retried.labels(...labels),
         cancelled: this.#cancelled.labels(...labels),
         leaseExpired: this.#leaseExpired.labels(...labels),
+        dispatched: this.#dispatched.labels(job.queue),
         queueTime: this.#queueTime.labels(...labels),
         duration: {},
       };
@@ -128,6 +139,7 @@ export class JobMetrics implements JobObserver {
         series.retried,
         series.cancelled,
         series.leaseExpired,
+        series.dispatched,
       ]) {
         counter.inc(0);
       }
@@ -144,6 +156,7 @@ export class JobMetrics implements JobObserver {
     for (const job of jobs) {
       const series = this.#of(job);
       series.started.inc();
+      series.dispatched.inc();
       if (job.attempt !== 1) continue;
       const waited = this.#queueTimeMs.ms(job.scheduled_at ?? job.enqueued_at, job.started_at);
       if (waited !== undefined) series.queueTime.observe(waited / 1000);

@@ -74,6 +74,7 @@ export async function adminRoutes(app: FastifyInstance): Promise<void> {
     directive: worker.directive ?? null,
     queues: worker.queues ?? [],
     concurrency: worker.concurrency ?? null,
+    pool: worker.pool ?? null,
     active_jobs: worker.active_jobs,
     active_job_ids: worker.active_job_ids,
     started_at: worker.started_at,

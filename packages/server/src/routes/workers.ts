@@ -15,9 +15,11 @@ import {
   MAX_VISIBILITY_TIMEOUT_MS,
   MAX_WORKER_INFO_BYTES,
   OjsError,
+  parseFetchScheduling,
   parseHandlers,
   type TenantScope,
   toIso,
+  validateQueueName,
   validateWorkerId,
 } from '@ojs/core';
 import {
@@ -27,6 +29,7 @@ import {
   heartbeatResponse,
   nackResponse,
   parseWorkerState,
+  workerHealthResponse,
 } from '@ojs/engine';
 import type { FastifyInstance } from 'fastify';
 import { objectBody, optionalInt, optionalString, requiredString } from '../wire.ts';
@@ -101,6 +104,8 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/ojs/v1/workers/fetch', async (request, reply) => {
     const body = objectBody(request.body);
+    // A worker of a pool may leave out queues: its pool's are fetched.
+    if (body.queues === undefined && body.pool !== undefined) body.queues = [];
     if (!Array.isArray(body.queues) || !body.queues.every((q) => typeof q === 'string')) {
       throw invalidRequest('queues is required and must be an array of queue names.', {
         field: 'queues',
@@ -113,8 +118,11 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
     reply.raw.once('close', () => {
       if (!reply.raw.writableEnded) controller.abort();
     });
+    const scheduling = parseFetchScheduling(body.strategy, body.weights);
     const jobs = await engine.fetch({
       queues: body.queues as string[],
+      pool: body.pool === undefined ? undefined : validateQueueName(body.pool, 'pool'),
+      ...scheduling,
       count: optionalInt(body, 'count', 1, Number.MAX_SAFE_INTEGER),
       workerId: validateWorkerId(body.worker_id),
       visibilityTimeoutMs: optionalInt(body, 'visibility_timeout_ms', 1, MAX_VISIBILITY_TIMEOUT_MS),
@@ -210,6 +218,8 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
   app.post('/ojs/v1/workers/register', async (request) => {
     const body = objectBody(request.body);
     const workerId = validateWorkerId(requiredString(body, 'worker_id'))!;
+    // Fair scheduling: the one pool the worker declares (a name, like a queue's).
+    if (body.pool !== undefined) validateQueueName(body.pool, 'pool');
     const { handlers: _raw, worker_id: _id, ...info } = body;
     // The registration is read back on fetches: keep it small.
     const infoBytes = byteLength(JSON.stringify(info));
@@ -253,11 +263,18 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
           Array.isArray(queues) && queues.every((q) => typeof q === 'string') ? queues : undefined,
         concurrency: optionalInt(body, 'concurrency', 1, MAX_ATTEMPTS),
         version: optionalString(body, 'version'),
+        pool: body.pool === undefined ? undefined : validateQueueName(body.pool, 'pool'),
       },
       tenant: request.ojsTenant?.id,
     });
     return heartbeatResponse(result);
   };
+  // Graceful shutdown (C22): 503 {state:"draining"} after a drain or quiet beat.
+  app.get<{ Params: { id: string } }>('/ojs/v1/workers/:id/health', async (request, reply) => {
+    const { status, body } = workerHealthResponse(await engine.workers.health(request.params.id));
+    reply.code(status);
+    return body;
+  });
   app.post('/ojs/v1/workers/heartbeat', beat);
   app.post('/ojs/v1/workers/beat', beat);
 }
