@@ -509,6 +509,7 @@ export class Engine implements EngineContext {
           item instanceof ScopedBody ? item.tenant : undefined,
           this.tenants.strict,
         );
+        if (parsed.meta.tenant_id !== undefined) this.tenants.armLimits();
         // No middleware (the common case): no chain to run, no promise per job.
         const job =
           this.enqueueMiddleware.size === 0
@@ -657,6 +658,7 @@ export class Engine implements EngineContext {
           visibilityTimeoutMs: this.visibilityTimeoutMs,
         });
         assignTenant(parsed, tenant, this.tenants.strict);
+        if (parsed.meta.tenant_id !== undefined) this.tenants.armLimits();
         const job =
           this.enqueueMiddleware.size === 0
             ? parsed

@@ -9,8 +9,8 @@
  * Cost: a server whose jobs name no tenant does no tenant work at all. A
  * tenant's first enqueue in a process reads (and maybe writes) its record
  * once; after that the process knows it. The limits link joins the chain
- * only once a tenant with an enqueue limit is seen, and reads counts only
- * for jobs of tenants that have limits.
+ * with the first tenanted job (or limit set) in the process, and reads
+ * counts only for jobs of tenants that have limits.
  */
 import {
   DEFAULT_TENANT,
@@ -196,25 +196,24 @@ export class TenantRegistry {
           makeEvent('tenant.created', tenant, { tenant_id: tenant, auto: true }, now),
         ]);
       }
-    } else {
-      this.#noteRecord(existing.value as unknown as TenantRecord);
     }
     if (this.#known.size >= MAX_KNOWN) this.#known.clear();
     this.#known.add(tenant);
   }
 
-  /** A record with enqueue limits puts the limits link into the enqueue chain (once). */
-  #noteRecord(record: TenantRecord): void {
-    if (this.#linked || !hasEnqueueLimits(record)) return;
+  /**
+   * The first job naming a tenant in this process puts the limits link at
+   * the head of the enqueue chain (before it runs for that job): from then
+   * on every tenanted job's limits are read through the settings cache, so
+   * a limit set by any process applies within its TTL. A server whose jobs
+   * name no tenant never gets the link.
+   */
+  armLimits(): void {
+    if (this.#linked) return;
     this.#linked = true;
     this.#ctx.enqueueMiddleware.prepend(TENANT_LIMITS_LINK, (job, next) =>
       this.#checkLimits(job).then(() => next(job)),
     );
-  }
-
-  /** Arms the limits link when some tenant has enqueue limits (start-up, another process's change). */
-  async loadLimits(): Promise<void> {
-    for (const record of await this.list()) this.#noteRecord(record);
   }
 
   async #checkLimits(job: JobRecord): Promise<void> {
@@ -314,7 +313,7 @@ export class TenantRegistry {
       if (written === null) continue;
       this.#ctx.settings.invalidate(TENANT_NAMESPACE);
       this.#known.add(id);
-      this.#noteRecord(record);
+      if (hasEnqueueLimits(record)) this.armLimits();
       if (stored === null) {
         await store.appendEvents([makeEvent('tenant.created', id, { tenant_id: id }, now)]);
       }

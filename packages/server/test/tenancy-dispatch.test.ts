@@ -67,6 +67,24 @@ for (const kind of kinds) {
     });
     after(async () => server?.close());
 
+    it('a limit set through one engine holds on the first enqueue through another', async () => {
+      await server.engine.tenants.setLimits('limited-x', { max_queue_depth: 1 });
+      const otherStore = await createStore(server.store);
+      await otherStore.init();
+      const other = new Engine({ store: otherStore });
+      try {
+        const body = { type: 'x', args: [], options: { queue: 'lim-q' } };
+        await other.enqueue(body, { id: 'limited-x' });
+        await assert.rejects(other.enqueue(body, { id: 'limited-x' }), (error: Error) => {
+          assert.equal((error as { code?: string }).code, 'TENANT_LIMIT_EXCEEDED');
+          return true;
+        });
+      } finally {
+        await other.stop();
+        await otherStore.close();
+      }
+    });
+
     it('never more than N active jobs of the limited tenant, 12 workers over two engines', async () => {
       const engine = server.engine;
       // A second engine on the same store: another server process.
