@@ -79,6 +79,10 @@ ojs serve options (environment variables in brackets):
                           Beyond loopback gRPC needs TLS (or --allow-insecure): API keys travel in metadata
   --no-dashboard          Do not serve the web dashboard at /ojs/admin/ [OJS_DASHBOARD=off]
   --no-quiet-gc           Keep the heap a burst grew instead of giving it back when quiet [OJS_QUIET_GC=off]
+  --tenancy-strict        Refuse a job naming no tenant (400) instead of the default tenant
+                          [OJS_TENANCY_STRICT=on]
+  --no-tenant-fairness    Dispatch in priority and FIFO order across tenants, without interleaving
+                          them [OJS_TENANT_FAIRNESS=off]
   --enqueue-hook SPEC     Add a server enqueue hook (repeatable, runs in order) [OJS_ENQUEUE_HOOKS, ';'-separated]:
                           a module path (default export: a (job, next) function or an ordered list; else
                           its exported functions) or a built-in: ojs_validate (on in test mode),
@@ -119,6 +123,8 @@ async function serve(argv: string[]): Promise<number> {
       'grpc-tls-ca': { type: 'string' },
       'no-dashboard': { type: 'boolean' },
       'no-quiet-gc': { type: 'boolean' },
+      'tenancy-strict': { type: 'boolean' },
+      'no-tenant-fairness': { type: 'boolean' },
       'enqueue-hook': { type: 'string', multiple: true },
       'enqueue-hook-timeout-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -177,6 +183,8 @@ async function serve(argv: string[]): Promise<number> {
   if (values['grpc-tls-ca'] !== undefined) options.grpcTlsCa = values['grpc-tls-ca'];
   if (values['no-dashboard']) options.dashboard = false;
   if (values['no-quiet-gc']) options.quietGc = false;
+  if (values['tenancy-strict']) options.tenancy = { ...options.tenancy, strict: true };
+  if (values['no-tenant-fairness']) options.tenancy = { ...options.tenancy, fairness: false };
   if (values['enqueue-hook'] !== undefined) {
     options.enqueueHooks = [...(options.enqueueHooks ?? []), ...values['enqueue-hook']];
   }

@@ -15,6 +15,7 @@ import { jobsCommand } from './commands/jobs.ts';
 import { poolsCommand, schedulingCommand } from './commands/pools.ts';
 import { queuesCommand } from './commands/queues.ts';
 import { statsCommand } from './commands/stats.ts';
+import { tenantsCommand } from './commands/tenants.ts';
 import { workersCommand } from './commands/workers.ts';
 import { workflowsCommand } from './commands/workflows.ts';
 import { DEFAULT_URL, UsageError } from './context.ts';
@@ -32,6 +33,7 @@ export const OPERATOR_COMMANDS = [
   'pools',
   'scheduling',
   'stats',
+  'tenants',
   'completion',
 ];
 
@@ -41,6 +43,12 @@ export function buildProgram(io: Io, version: string): Command {
     .version(version, '-V, --version', 'print the version')
     .addOption(new Option('--url <url>', `server URL (default ${DEFAULT_URL})`).env('OJS_URL'))
     .addOption(new Option('--api-key <key>', 'API key (Bearer token)').env('OJS_API_KEY'))
+    .addOption(
+      new Option(
+        '--tenant <id>',
+        'act for this tenant (X-OJS-Tenant): enqueue for it, see only its jobs',
+      ).env('OJS_TENANT'),
+    )
     .option('--json', 'print JSON instead of tables')
     .showHelpAfterError('(add --help for usage)')
     .showSuggestionAfterError(true)
@@ -60,6 +68,7 @@ export function buildProgram(io: Io, version: string): Command {
     poolsCommand,
     schedulingCommand,
     statsCommand,
+    tenantsCommand,
   ]) {
     program.addCommand(make(io));
   }

@@ -4,6 +4,7 @@
  * committed with it, so a recorded event always matches a stored state.
  */
 import type { JobRecord, OjsEvent } from './job-types.ts';
+import { DEFAULT_TENANT } from './tenancy.ts';
 import { toIso } from './time.ts';
 import { uuidv7 } from './uuid.ts';
 
@@ -68,4 +69,10 @@ export function enqueueEvents(job: JobRecord, now: number): OjsEvent[] {
     events.push(jobEvent('job.scheduled', job, { scheduled_at: job.scheduled_at }, now));
   }
   return events;
+}
+
+/** The tenant an event is about: its data.tenant_id (jobEvent), else the default tenant. */
+export function eventTenant(event: OjsEvent): string {
+  const data = event.data as { tenant_id?: unknown } | undefined;
+  return typeof data?.tenant_id === 'string' ? data.tenant_id : DEFAULT_TENANT;
 }

@@ -16,6 +16,7 @@ import { LoginView } from './views/login.tsx';
 import { OverviewView } from './views/overview.tsx';
 import { QueuesView } from './views/queues.tsx';
 import { SchedulingView } from './views/scheduling.tsx';
+import { TenantsView } from './views/tenants.tsx';
 import { WorkersView } from './views/workers.tsx';
 import { WorkflowsView, WorkflowView } from './views/workflows.tsx';
 
@@ -33,6 +34,7 @@ const NAV: [path: string, label: string][] = [
   ['cron', 'Cron'],
   ['workflows', 'Workflows'],
   ['workers', 'Workers'],
+  ['tenants', 'Tenants'],
   ['scheduling', 'Scheduling'],
 ];
 
@@ -160,6 +162,8 @@ function View({ path, query }: { path: string[]; query: URLSearchParams }) {
       return id === undefined ? <WorkflowsView /> : <WorkflowView id={id} />;
     case 'workers':
       return <WorkersView />;
+    case 'tenants':
+      return <TenantsView />;
     case 'scheduling':
       return <SchedulingView />;
     default:

@@ -33,8 +33,10 @@ export {
   instrumentStore,
   JobMetrics,
   LATENCY_BUCKETS,
+  MAX_TENANT_LABELS,
   QUEUE_TIME_BUCKETS,
   registerQueueDepth,
+  TenantMetrics,
 } from './observability/metrics.ts';
 export {
   JobTracing,
@@ -64,6 +66,13 @@ export {
   type ValidationMode,
 } from './schemas.ts';
 export type { ServiceIntervals, ServicesContext } from './services.ts';
+export {
+  TENANT_LIMITS_LINK,
+  TENANT_NAMESPACE,
+  type TenancyOptions,
+  TenantRegistry,
+  type TenantStats,
+} from './tenants.ts';
 export * from './wire-responses.ts';
 export {
   HEARTBEAT_TIMEOUT_MS,

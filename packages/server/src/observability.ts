@@ -13,6 +13,7 @@ import {
   JobTracing,
   LifecycleLog,
   registerQueueDepth,
+  TenantMetrics,
 } from '@ojs/engine';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 
@@ -39,6 +40,7 @@ export function observeEngine(
   if (options.metrics === false) return undefined;
   const registry = new Registry();
   engine.observers.add(new JobMetrics(registry));
+  engine.observers.add(new TenantMetrics(registry));
   registerQueueDepth(registry, store);
   instrumentStore(store, registry);
   collectDefaultMetrics({ register: registry });

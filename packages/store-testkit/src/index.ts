@@ -26,6 +26,7 @@ import { limitTests } from './limits.ts';
 import { queueTests } from './queues.ts';
 import { retentionTests } from './retention.ts';
 import { settleTests } from './settle.ts';
+import { tenancyTests } from './tenancy.ts';
 import { timeTests } from './time.ts';
 import { uniqueTests } from './unique.ts';
 import { workflowTests } from './workflows.ts';
@@ -53,5 +54,6 @@ export function runStoreSuite(name: string, factory: StoreFactory): void {
     workflowTests(ctx);
     cronTests(ctx);
     adminTests(ctx);
+    tenancyTests(ctx);
   });
 }
