@@ -15,6 +15,8 @@ export const DEFAULT_BATCH_SIZE = 500;
 export interface GlobalOptions {
   url?: string;
   apiKey?: string;
+  /** The tenant the commands act for (X-OJS-Tenant); admin tenant commands ignore it. */
+  tenant?: string;
   json?: boolean;
 }
 
@@ -53,6 +55,7 @@ export class Cli {
       this.#client = new OjsClient({
         url: url.toString().replace(/\/$/, ''),
         ...(apiKey ? { authToken: apiKey } : {}),
+        ...(this.globals.tenant ? { tenant: this.globals.tenant } : {}),
         // One request per operator action: a bulk retry must not be sent twice.
         retry: false,
         coalescePushes: false,

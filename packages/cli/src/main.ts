@@ -87,6 +87,10 @@ ojs serve options (environment variables in brackets):
   --webhooks-retry-schedule LIST
                           Delay before each webhook attempt, at least 5 (default
                           0,30s,2m,10m,1h,4h,12h,24h) [OJS_WEBHOOKS_RETRY_SCHEDULE]
+  --tenancy-strict        Refuse a job naming no tenant (400) instead of the default tenant
+                          [OJS_TENANCY_STRICT=on]
+  --no-tenant-fairness    Dispatch in priority and FIFO order across tenants, without interleaving
+                          them [OJS_TENANT_FAIRNESS=off]
   --enqueue-hook SPEC     Add a server enqueue hook (repeatable, runs in order) [OJS_ENQUEUE_HOOKS, ';'-separated]:
                           a module path (default export: a (job, next) function or an ordered list; else
                           its exported functions) or a built-in: ojs_validate (on in test mode),
@@ -130,6 +134,8 @@ async function serve(argv: string[]): Promise<number> {
       'webhooks-allow-private': { type: 'boolean' },
       'webhooks-allow-http': { type: 'boolean' },
       'webhooks-retry-schedule': { type: 'string' },
+      'tenancy-strict': { type: 'boolean' },
+      'no-tenant-fairness': { type: 'boolean' },
       'enqueue-hook': { type: 'string', multiple: true },
       'enqueue-hook-timeout-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -194,6 +200,8 @@ async function serve(argv: string[]): Promise<number> {
   if (values['webhooks-retry-schedule'] !== undefined) {
     options.webhooksRetrySchedule = parseWebhookSchedule(values['webhooks-retry-schedule']);
   }
+  if (values['tenancy-strict']) options.tenancy = { ...options.tenancy, strict: true };
+  if (values['no-tenant-fairness']) options.tenancy = { ...options.tenancy, fairness: false };
   if (values['enqueue-hook'] !== undefined) {
     options.enqueueHooks = [...(options.enqueueHooks ?? []), ...values['enqueue-hook']];
   }

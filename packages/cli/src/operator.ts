@@ -15,6 +15,7 @@ import { jobsCommand } from './commands/jobs.ts';
 import { poolsCommand, schedulingCommand } from './commands/pools.ts';
 import { queuesCommand } from './commands/queues.ts';
 import { statsCommand } from './commands/stats.ts';
+import { tenantsCommand } from './commands/tenants.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
 import { workersCommand } from './commands/workers.ts';
 import { workflowsCommand } from './commands/workflows.ts';
@@ -34,6 +35,7 @@ export const OPERATOR_COMMANDS = [
   'scheduling',
   'stats',
   'webhooks',
+  'tenants',
   'completion',
 ];
 
@@ -43,6 +45,12 @@ export function buildProgram(io: Io, version: string): Command {
     .version(version, '-V, --version', 'print the version')
     .addOption(new Option('--url <url>', `server URL (default ${DEFAULT_URL})`).env('OJS_URL'))
     .addOption(new Option('--api-key <key>', 'API key (Bearer token)').env('OJS_API_KEY'))
+    .addOption(
+      new Option(
+        '--tenant <id>',
+        'act for this tenant (X-OJS-Tenant): enqueue for it, see only its jobs',
+      ).env('OJS_TENANT'),
+    )
     .option('--json', 'print JSON instead of tables')
     .showHelpAfterError('(add --help for usage)')
     .showSuggestionAfterError(true)
@@ -63,6 +71,7 @@ export function buildProgram(io: Io, version: string): Command {
     schedulingCommand,
     statsCommand,
     webhooksCommand,
+    tenantsCommand,
   ]) {
     program.addCommand(make(io));
   }

@@ -5,6 +5,7 @@
  * keeps its own table of which roles may call what (decision 0089).
  */
 import { timingSafeEqual } from 'node:crypto';
+import { isTenantId } from './tenancy.ts';
 
 export type Role = 'producer' | 'worker' | 'viewer' | 'admin';
 
@@ -14,13 +15,21 @@ export const ROLES: readonly Role[] = ['producer', 'worker', 'viewer', 'admin'];
 export interface ApiKey {
   key: string;
   role: Role;
+  /**
+   * The tenant the key acts for (ext-multi-tenancy): its requests are
+   * scoped to it, and naming another tenant is a 403.
+   */
+  tenant?: string;
 }
 
 export interface AuthConfig {
   keys: ApiKey[];
 }
 
-/** `role:key,role:key,...` (a key without a role is admin's). */
+/**
+ * `role:key,role:key,...` (a key without a role is admin's); `role@tenant:key`
+ * binds the key to a tenant.
+ */
 export function parseApiKeys(spec: string): AuthConfig {
   const keys = spec
     .split(',')
@@ -30,11 +39,15 @@ export function parseApiKeys(spec: string): AuthConfig {
       const [role, key] = entry.includes(':')
         ? (entry.split(/:(.*)/s) as [string, string])
         : ['admin', entry];
-      if (!(ROLES as readonly string[]).includes(role)) {
-        throw new Error(`Unknown API key role '${role}' (use ${ROLES.join(', ')}).`);
+      const [roleName, tenant] = role.split('@') as [string, string | undefined];
+      if (!(ROLES as readonly string[]).includes(roleName)) {
+        throw new Error(`Unknown API key role '${roleName}' (use ${ROLES.join(', ')}).`);
       }
       if (key.length < 16) throw new Error('API keys must be at least 16 characters.');
-      return { role: role as Role, key };
+      if (tenant === undefined) return { role: roleName as Role, key };
+      if (!isTenantId(tenant))
+        throw new Error(`The API key tenant '${tenant}' is not a tenant id.`);
+      return { role: roleName as Role, key, tenant };
     });
   return { keys };
 }

@@ -20,6 +20,8 @@ export type ErrorCode =
   | 'queue_paused'
   | 'rate_limited'
   | 'QUEUE_FULL'
+  | 'TENANT_LIMIT_EXCEEDED'
+  | 'tenant_access_denied'
   | 'unsupported'
   | 'unauthenticated'
   | 'permission_denied'
@@ -101,6 +103,17 @@ export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, CatalogueEntry>> = {
     status: 429,
     retryable: true,
     hint: 'The queue is at its depth bound (backpressure); wait for Retry-After seconds.',
+  },
+  // ext-multi-tenancy's own code (C14), kept as the spec writes it.
+  TENANT_LIMIT_EXCEEDED: {
+    status: 429,
+    retryable: true,
+    hint: 'The tenant is at one of its limits; wait for Retry-After seconds.',
+  },
+  tenant_access_denied: {
+    status: 403,
+    retryable: false,
+    hint: 'The credential is bound to another tenant than the one the request names.',
   },
   unsupported: {
     status: 422,

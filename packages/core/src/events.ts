@@ -4,6 +4,7 @@
  * committed with it, so a recorded event always matches a stored state.
  */
 import type { JobRecord, OjsEvent } from './job-types.ts';
+import { DEFAULT_TENANT } from './tenancy.ts';
 import { toIso } from './time.ts';
 import { uuidv7 } from './uuid.ts';
 
@@ -84,3 +85,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'webhook.subscription.created',
   'webhook.subscription.deleted',
 ] as const;
+/** The tenant an event is about: its data.tenant_id (jobEvent), else the default tenant. */
+export function eventTenant(event: OjsEvent): string {
+  const data = event.data as { tenant_id?: unknown } | undefined;
+  return typeof data?.tenant_id === 'string' ? data.tenant_id : DEFAULT_TENANT;
+}

@@ -10,6 +10,7 @@ import { invalidRequest } from './errors.ts';
 import type { JobRecord } from './job-types.ts';
 import { isJobState, JOB_STATES, type JobState } from './states.ts';
 import { jobColumns } from './store-columns.ts';
+import { jobTenant } from './tenancy.ts';
 import { parseTimestamp } from './time.ts';
 
 export interface JobFilter {
@@ -33,6 +34,12 @@ export interface JobFilter {
   deadLetter?: boolean;
   /** Jobs that reached their final state at or after this (epoch ms): throughput. */
   finishedFrom?: number;
+  /**
+   * Jobs of this tenant only (ext-multi-tenancy): set from the request's
+   * tenant, never from a query parameter. `_default` is the jobs naming no
+   * tenant (tenant_id column null).
+   */
+  tenant?: string;
 }
 
 export type PageOrder = 'asc' | 'desc';
@@ -248,6 +255,7 @@ export function jobMatchesFilter(filter: JobFilter, job: JobRecord): boolean {
   if (filter.tag !== undefined && !(job.tags ?? []).includes(filter.tag)) return false;
   if (filter.metaKey !== undefined && !Object.hasOwn(job.meta ?? {}, filter.metaKey)) return false;
   if (filter.deadLetter === true && !jobColumns(job).dead_letter) return false;
+  if (filter.tenant !== undefined && jobTenant(job) !== filter.tenant) return false;
   if (filter.finishedFrom !== undefined) {
     const finished = jobColumns(job).finished_at;
     if (finished === null || finished < filter.finishedFrom) return false;

@@ -5,11 +5,12 @@
  * guarded in the statement on state, attempt and rev; the engine never reads
  * a job before it settles it.
  */
-import { conflict } from './errors.ts';
+import { conflict, notFound } from './errors.ts';
 import { durationSinceStart, jobEvent } from './events.ts';
 import type { JobRecord, OjsEvent } from './job-types.ts';
 import { assertLeaseHolder, complete, expireLease, fail, leaseExtension } from './lifecycle.ts';
 import type { FailureReport } from './retry.ts';
+import { inTenant } from './tenancy.ts';
 import { toIso } from './time.ts';
 
 export type Settlement =
@@ -26,6 +27,8 @@ export interface SettleItem {
   workerId?: string;
   attempt?: number;
   settlement: Settlement;
+  /** The tenant the request acts for: a job of another tenant is not found (nothing written). */
+  tenant?: string;
 }
 
 export type SettleResult =
@@ -46,6 +49,8 @@ export interface LeaseItem {
   attempt?: number;
   /** New lease length from now; the job's own visibility_timeout_ms when absent. */
   visibilityTimeoutMs?: number;
+  /** The tenant the request acts for: a job of another tenant is not held. */
+  tenant?: string;
 }
 
 export type LeaseResult =
@@ -109,6 +114,7 @@ export function decideSettlement(
   now: number,
   random: () => number = Math.random,
 ): { job: JobRecord; events: OjsEvent[] } {
+  if (!inTenant(job, item.tenant)) throw notFound('job', item.id);
   const settlement = item.settlement;
   switch (settlement.kind) {
     case 'complete': {
@@ -155,7 +161,9 @@ export function decideLeaseExtension(
   item: LeaseItem,
   now: number,
 ): { result: LeaseResult; events: OjsEvent[] } {
-  if (job === null) return { result: { status: 'not_held', job: null }, events: [] };
+  if (job === null || !inTenant(job, item.tenant)) {
+    return { result: { status: 'not_held', job: null }, events: [] };
+  }
   if (job.state === 'cancelled' && job.cancel_requested) {
     return { result: { status: 'cancelled', job }, events: [] };
   }

@@ -7,6 +7,7 @@
  */
 import type { JobRecord } from './job-types.ts';
 import type { JobState } from './states.ts';
+import { tenantColumn } from './tenancy.ts';
 
 export interface JobColumns {
   id: string;
@@ -31,6 +32,8 @@ export interface JobColumns {
   version_num: number | null;
   /** The lease holder while active: part of the guard of a settlement. */
   worker_id: string | null;
+  /** The job's named tenant (meta.tenant_id); null for the default tenant. Never changes. */
+  tenant_id: string | null;
 }
 
 function finishedAt(job: JobRecord): number | null {
@@ -67,5 +70,6 @@ export function jobColumns(job: JobRecord): JobColumns {
     rate_key: job.rate_limit?.key ?? null,
     version_num: job.version_num ?? null,
     worker_id: job.state === 'active' ? (job.worker_id ?? null) : null,
+    tenant_id: tenantColumn(job),
   };
 }

@@ -46,6 +46,19 @@ export interface ClaimRequest {
    * any handler of the type. Jobs no handler admits stay available.
    */
   handlers?: HandlerDeclaration[];
+  /**
+   * Claim only this tenant's jobs (ext-multi-tenancy: a worker fetching for
+   * one tenant); `_default` means the jobs that name no tenant. Absent: every
+   * tenant, at no extra cost.
+   */
+  tenant?: string;
+  /**
+   * Tenant concurrency limits (ext-multi-tenancy MT-003, `max_concurrency`):
+   * named tenant -> most active jobs of it at once, across all processes,
+   * checked in the claim's atomic step like queue concurrency (a job of a
+   * tenant at its limit is skipped and stays available). Absent: no check.
+   */
+  tenantConcurrency?: Record<string, number>;
   now: number;
   /**
    * Fair scheduling (core fair-scheduling.ts): claim up to each take's
@@ -208,7 +221,9 @@ export interface Store {
    *   rate_limit.period_ms (window key `queue-config:<name>`, distinct from
    *   job-level limits, whose default key is `queue:<name>`) < limit;
    * - job rate_limit: active jobs with the same rate_limit.key < concurrency,
-   *   and starts in the key's current fixed window < rate.limit.
+   *   and starts in the key's current fixed window < rate.limit;
+   * - tenant concurrency (request.tenantConcurrency): active jobs of the
+   *   job's tenant < its limit.
    * A fixed window starts at the first start after the previous one ended.
    */
   claimJobs(request: ClaimRequest): Promise<JobRecord[]>;

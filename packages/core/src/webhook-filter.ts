@@ -9,8 +9,8 @@
  * a delivery's own outcome events would otherwise be delivered, and their
  * outcomes delivered again, without end. `webhook.test` is sent directly.
  */
+import { eventTenant } from './events.ts';
 import type { OjsEvent } from './job-types.ts';
-import { DEFAULT_TENANT } from './tenancy.ts';
 import type { WebhookSubscription } from './webhook-types.ts';
 
 /** True when an event type names webhooks' own events, which are never fanned out. */
@@ -23,12 +23,6 @@ export function eventTypeMatches(pattern: string, type: string): boolean {
   if (pattern === '*') return true;
   if (pattern.endsWith('.*')) return type.startsWith(pattern.slice(0, -1));
   return pattern === type;
-}
-
-/** The tenant an event belongs to (job events carry data.tenant_id). */
-export function eventTenant(event: OjsEvent): string {
-  const id = event.data.tenant_id;
-  return typeof id === 'string' && id !== '' ? id : DEFAULT_TENANT;
 }
 
 export function subscriptionMatches(sub: WebhookSubscription, event: OjsEvent): boolean {

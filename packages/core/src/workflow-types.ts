@@ -54,6 +54,8 @@ export interface WorkflowRecord {
   started_at?: string;
   completed_at?: string;
   cancelled_at?: string;
+  /** The tenant it was created for (ext-multi-tenancy); absent: its jobs' (workflow-tenancy.ts). */
+  tenant_id?: string;
   rev: number;
 }
 

@@ -27,6 +27,12 @@ const UNNAMED = `(() => {
 describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () => {
   const fixture = browserFixture({ before, after });
   const { errors } = fixture;
+  /** One tenant's job, so the Tenants view has a row (idempotent: one id). */
+  const seedTenant = () =>
+    fixture.ctx.engine.enqueue(
+      { id: '019a0000-0000-7000-8000-0000000000a1', type: 'a11y.job', args: [] },
+      { id: 'a11y-tenant' },
+    );
 
   it('every control of every view has an accessible name', async () => {
     const page = await openPage(fixture.browser, errors);
@@ -44,7 +50,9 @@ describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () =>
       ['#/workflows', 'tbody tr'],
       [`#/workflows/${fixture.seeded.workflowId}`, '.graph .node'],
       ['#/workers', 'tr[data-worker]'],
+      ['#/tenants', 'tr[data-tenant]'],
     ];
+    await seedTenant();
     for (const [hash, ready] of views) {
       await page.goto(`${fixture.ctx.url}/ojs/admin/${hash}`);
       await page.locator(ready).first().waitFor();
@@ -92,6 +100,7 @@ describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () =>
   });
 
   it('at phone width nothing scrolls sideways; wide tables scroll inside their box', async () => {
+    await seedTenant().catch(() => undefined);
     const page = await fixture.browser.newPage({ viewport: { width: 390, height: 844 } });
     page.on('pageerror', (e) => errors.push(e.message));
     await signIn(page, fixture.ctx.url, ADMIN_KEY);
@@ -102,6 +111,7 @@ describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () =>
       [`#/jobs/${fixture.seeded.ids.discarded}`, '.timeline li'],
       ['#/cron', 'article[data-cron]'],
       ['#/workers', 'tr[data-worker]'],
+      ['#/tenants', 'tr[data-tenant]'],
     ] as const) {
       await page.goto(`${fixture.ctx.url}/ojs/admin/${hash}`);
       await page.locator(ready).first().waitFor();

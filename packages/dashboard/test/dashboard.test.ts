@@ -330,6 +330,42 @@ describe('dashboard in Chromium', { skip, timeout: 180_000 }, () => {
     await page.close();
   });
 
+  it('tenants: each tenant with its jobs, limits in use and fair share', async () => {
+    const engine = fixture.ctx.engine;
+    await engine.tenants.setLimits('acme', { max_concurrency: 4, max_queue_depth: 50 });
+    for (let i = 0; i < 3; i++) {
+      await engine.enqueue(
+        { type: 'acme.job', args: [i], options: { queue: 'tq' } },
+        { id: 'acme' },
+      );
+    }
+    await engine.enqueue(
+      { type: 'globex.job', args: [], options: { queue: 'tq' } },
+      { id: 'globex' },
+    );
+    await engine.fetch({ queues: ['tq'], count: 1, workerId: 'w-t', tenant: 'acme' });
+    const page = await adminPage();
+    await page.goto(`${fixture.ctx.url}/ojs/admin/#/tenants`);
+    const acme = page.locator('tr[data-tenant="acme"]');
+    await acme.waitFor();
+    const cells = await acme.locator('td').allTextContents();
+    assert.deepEqual(cells.slice(0, 4), ['3', '2', '1', '0']);
+    assert.equal(
+      await acme.locator('[data-limit="max_concurrency"]').textContent(),
+      'active 1 / 4',
+    );
+    assert.equal(
+      await acme.locator('[data-limit="max_queue_depth"]').textContent(),
+      'depth 2 / 50',
+    );
+    await page.locator('tr[data-tenant="globex"]').waitFor();
+    assert.equal(await page.locator('tr[data-tenant="globex"] td').first().textContent(), '1');
+    if (process.env.OJS_SCREENSHOTS) {
+      await page.screenshot({ path: `${process.env.OJS_SCREENSHOTS}/tenants.png`, fullPage: true });
+    }
+    await page.close();
+  });
+
   it('scheduling: pools with their weights and strategy, dispatch stats, delete a pool', async () => {
     const { engine } = fixture.ctx;
     await engine.scheduling.putPool('ui-pool', {

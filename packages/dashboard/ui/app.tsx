@@ -16,6 +16,7 @@ import { LoginView } from './views/login.tsx';
 import { OverviewView } from './views/overview.tsx';
 import { QueuesView } from './views/queues.tsx';
 import { SchedulingView } from './views/scheduling.tsx';
+import { TenantsView } from './views/tenants.tsx';
 import { WebhooksView } from './views/webhooks.tsx';
 import { WorkersView } from './views/workers.tsx';
 import { WorkflowsView, WorkflowView } from './views/workflows.tsx';
@@ -35,6 +36,7 @@ const NAV: [path: string, label: string][] = [
   ['workflows', 'Workflows'],
   ['workers', 'Workers'],
   ['webhooks', 'Webhooks'],
+  ['tenants', 'Tenants'],
   ['scheduling', 'Scheduling'],
 ];
 
@@ -164,6 +166,8 @@ function View({ path, query }: { path: string[]; query: URLSearchParams }) {
       return <WorkersView />;
     case 'webhooks':
       return <WebhooksView />;
+    case 'tenants':
+      return <TenantsView />;
     case 'scheduling':
       return <SchedulingView />;
     default:

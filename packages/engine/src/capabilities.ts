@@ -136,6 +136,8 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
           version: '1.0.0-rc.1',
           capability: 'webhooks',
         },
+        // ext-multi-tenancy at the header's URI and version (extensions digest §6, C1).
+        { name: 'multi-tenancy', uri: 'urn:ojs:ext:multi-tenancy', version: '1.0.0-rc.1' },
         // Codecs run in the SDK; the server keeps codec data byte-exact (decision 0104).
         { ...official('encryption'), version: '1.0.0-rc.1' },
         // Experimental maturity in the spec, Official tier; the digest's §6 version.

@@ -7,6 +7,7 @@
  * catch-up occurrence.
  */
 import {
+  assignTenant,
   type CronRecord,
   cancel,
   conflict,
@@ -17,6 +18,7 @@ import {
   isTerminal,
   type JobRecord,
   jobEvent,
+  jobTenant,
   makeEvent,
   nextFireTime,
   notFound,
@@ -24,6 +26,8 @@ import {
   type OverlapPolicy,
   parseCronSchedule,
   parseEnqueueRequest,
+  type TenantScope,
+  tenantDenied,
   toIso,
 } from '@ojs/core';
 import type { EngineContext } from './context.ts';
@@ -126,10 +130,24 @@ export class CronScheduler {
     this.#engine = engine;
   }
 
-  async register(body: unknown): Promise<{ created: boolean; cron: CronRecord }> {
+  /**
+   * Registers (or replaces) a cron. With `tenant`, its jobs belong to that
+   * tenant (written into the template's meta, checked as an enqueue's), and
+   * a cron of another tenant by that name is not replaced (403).
+   */
+  async register(
+    body: unknown,
+    tenant?: TenantScope,
+  ): Promise<{ created: boolean; cron: CronRecord }> {
     const engine = this.#engine;
     const now = engine.now();
     const cron = parseCronRequest(body, now, engine.visibilityTimeoutMs);
+    const template = cron.job_template;
+    if (tenant !== undefined || isObject(template.meta)) {
+      const meta = isObject(template.meta) ? { ...template.meta } : {};
+      assignTenant({ meta }, tenant);
+      if (tenant !== undefined) template.meta = meta;
+    }
     // The template's args meet the registered schema now, not at 3 a.m.
     await engine.schemas.check(
       parseEnqueueRequest(cron.job_template, now, {
@@ -137,6 +155,13 @@ export class CronScheduler {
       }),
     );
     const existing = await engine.store.getCron(cron.name);
+    if (
+      existing !== null &&
+      tenant !== undefined &&
+      jobTenant(existing.job_template) !== tenant.id
+    ) {
+      throw tenantDenied(jobTenant(existing.job_template));
+    }
     if (existing !== null) {
       // An update keeps history (created_at, run_count, last run).
       cron.created_at = existing.created_at;

@@ -8,6 +8,7 @@
 import {
   activate,
   advanceWorkflow,
+  assignTenant,
   type ClaimRequest,
   type Clock,
   type Commit,
@@ -21,15 +22,18 @@ import {
   decideSettlement,
   type EventFilter,
   enqueueEvents,
+  eventTenant,
   expire,
   type FailureReport,
   type HandlerDeclaration,
   type InsertResult,
+  inTenant,
   interleaveByQueue,
   interleaveTakes,
   invalidRequest,
   isExpirable,
   isTerminal,
+  JOB_STATES,
   type JobRecord,
   jobEvent,
   jobSpecs,
@@ -38,22 +42,28 @@ import {
   OjsError,
   type OjsEvent,
   optionWarnings,
+  type Page,
   type ProgressUpdate,
   parseEnqueueRequest,
   parseHandlers,
   progressToWire,
+  type QueueStats,
   type RetentionPolicy,
   recordProgress,
   reviveDeadLetter,
   type SchedulingStrategy,
   type SettleItem,
+  type StateCounts,
   type Store,
   systemClock,
+  type TenantScope,
   toIso,
   toWire,
   validateQueueName,
   type WorkflowMember,
   type WorkflowRecord,
+  workflowBodyForTenant,
+  workflowTenant,
   workflowToWire,
 } from '@ojs/core';
 import {
@@ -79,6 +89,8 @@ import { FairScheduler } from './scheduling.ts';
 import { SchemaRegistry, type ValidationMode } from './schemas.ts';
 import { BackgroundServices, type ServiceIntervals } from './services.ts';
 import { SettingsCache } from './settings-cache.ts';
+import type { TenantWeight } from './tenant-fairness.ts';
+import { type TenancyOptions, TenantRegistry } from './tenants.ts';
 import { TurnBatch } from './turn-batch.ts';
 import { Wakeups } from './wakeups.ts';
 import { type WebhookOptions, WebhookService } from './webhooks/service.ts';
@@ -129,6 +141,8 @@ export interface EngineOptions {
   logger?: Logger;
   /** The webhooks extension: target policy, retry schedule, delivery loop (webhooks/service.ts). */
   webhooks?: WebhookOptions;
+  /** Multi-tenancy (tenants.ts): strict mode. */
+  tenancy?: TenancyOptions;
   /**
    * Hooks added to `enqueueMiddleware` in order (loadEnqueueHooks: the
    * built-ins by name and operators' modules, decision 0105).
@@ -148,6 +162,8 @@ export interface FetchRequest {
   /** Version routing: job types and version ranges this worker runs (VER-003). */
   handlers?: HandlerDeclaration[];
   signal?: AbortSignal;
+  /** The request's tenant: only its jobs are claimed (absent: every tenant's). */
+  tenant?: string;
   /**
    * Fair scheduling: the worker's pool (else its registration's), and the
    * fetch's own strategy and weights (a pool's config wins). With a pool,
@@ -163,6 +179,8 @@ export interface AckRequest {
   result?: unknown;
   workerId?: string;
   attempt?: number;
+  /** The request's tenant: another tenant's job is not found. */
+  tenant?: string;
 }
 
 export interface NackRequest {
@@ -171,6 +189,8 @@ export interface NackRequest {
   requeue?: boolean;
   workerId?: string;
   attempt?: number;
+  /** The request's tenant: another tenant's job is not found. */
+  tenant?: string;
 }
 
 export interface HeartbeatRequest {
@@ -197,6 +217,8 @@ export interface HeartbeatRequest {
    * beats (one job id each) say false: the worker's own beat records it.
    */
   recordWorker?: boolean;
+  /** The request's tenant: another tenant's jobs are not held (not extended). */
+  tenant?: string;
 }
 
 /** One settled item of a batched acknowledgement, in request order (acks, then nacks). */
@@ -294,6 +316,8 @@ export class Engine implements EngineContext {
   readonly events: EventTail;
   /** Webhook subscriptions, the fan-out from the event log and the delivery loop. */
   readonly webhooks: WebhookService;
+  /** Tenants: records, auto-registration, enqueue limits, stats (tenants.ts). */
+  readonly tenants: TenantRegistry;
   readonly #random: () => number;
   #draining = false;
   readonly #services: BackgroundServices;
@@ -324,6 +348,7 @@ export class Engine implements EngineContext {
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
     this.queueSettings = new QueueSettingsRegistry(this, options.retention);
     this.retention = new RetentionPruner(this, options.retentionPruner);
+    this.tenants = new TenantRegistry(this, options.tenancy);
     this.wakeups = new Wakeups(
       this.store,
       () => this.notifier.notify(),
@@ -395,8 +420,10 @@ export class Engine implements EngineContext {
    * stored together: one `insertJobs` call for all of them (turn-batch.ts),
    * each answered as if it had come alone.
    */
-  async enqueue(body: unknown): Promise<EnqueueResult> {
-    const outcome = await this.#pushes.add(body);
+  async enqueue(body: unknown, tenant?: TenantScope): Promise<EnqueueResult> {
+    const outcome = await this.#pushes.add(
+      tenant === undefined ? body : new ScopedBody(body, tenant),
+    );
     if (outcome.status === 'error') throw outcome.error;
     return outcome;
   }
@@ -406,10 +433,11 @@ export class Engine implements EngineContext {
     MAX_PUSH_MANY,
   );
 
-  /** Jobs now stored: the observers learn of them and waiting fetches wake. */
-  #stored(jobs: JobRecord[]): void {
+  /** Jobs now stored: the observers learn of them, waiting fetches wake, new tenants register. */
+  async #stored(jobs: JobRecord[]): Promise<void> {
     this.observers.enqueued(jobs);
     if (jobs.some((job) => job.state === 'available')) this.notifier.notify();
+    await this.tenants.noteJobs(jobs);
   }
 
   /** What one PUSH answers for the store's result of its job (#stored reports the job). */
@@ -451,8 +479,11 @@ export class Engine implements EngineContext {
    * each round removes at least one job. Items are not ordered against each
    * other beyond that (concurrent pushes have no order).
    */
-  async enqueueMany(bodies: unknown[]): Promise<EnqueueManyOutcome[]> {
-    return this.#push(bodies, 'by-queue');
+  async enqueueMany(bodies: unknown[], tenant?: TenantScope): Promise<EnqueueManyOutcome[]> {
+    return this.#push(
+      tenant === undefined ? bodies : bodies.map((body) => new ScopedBody(body, tenant)),
+      'by-queue',
+    );
   }
 
   /**
@@ -461,7 +492,9 @@ export class Engine implements EngineContext {
    * (separate requests) or the items of one queue together (one push-many
    * request: a queue that cannot take them all takes none).
    */
-  async #push(bodies: unknown[], units: 'each' | 'by-queue'): Promise<EnqueueManyOutcome[]> {
+  async #push(items: unknown[], units: 'each' | 'by-queue'): Promise<EnqueueManyOutcome[]> {
+    // An item is a body, or a ScopedBody when its request named a tenant.
+    const bodies = items.map((item) => (item instanceof ScopedBody ? item.body : item));
     const now = this.now();
     const outcomes: EnqueueManyOutcome[] = new Array(bodies.length);
     let pending: {
@@ -477,6 +510,13 @@ export class Engine implements EngineContext {
       const body = bodies[index];
       try {
         const parsed = parseEnqueueRequest(body, now, defaults);
+        const item = items[index];
+        assignTenant(
+          parsed,
+          item instanceof ScopedBody ? item.tenant : undefined,
+          this.tenants.strict,
+        );
+        if (parsed.meta.tenant_id !== undefined) this.tenants.armLimits();
         // No middleware (the common case): no chain to run, no promise per job.
         const job =
           this.enqueueMiddleware.size === 0
@@ -535,7 +575,7 @@ export class Engine implements EngineContext {
         }
       }
       // Reported once per store write, not per job.
-      if (stored.length > 0) this.#stored(stored);
+      if (stored.length > 0) await this.#stored(stored);
       pending = retry;
     }
     return outcomes;
@@ -598,6 +638,7 @@ export class Engine implements EngineContext {
   async enqueueBatch(
     bodies: unknown,
     report: { warnings?: { index: number; warnings: string[] }[]; pressure?: QueuePressure } = {},
+    tenant?: TenantScope,
   ): Promise<JobRecord[]> {
     if (!Array.isArray(bodies) || bodies.length === 0) {
       throw new OjsError('invalid_payload', 'jobs must be a non-empty array of job envelopes.', {
@@ -623,6 +664,8 @@ export class Engine implements EngineContext {
         const parsed = parseEnqueueRequest(body, now, {
           visibilityTimeoutMs: this.visibilityTimeoutMs,
         });
+        assignTenant(parsed, tenant, this.tenants.strict);
+        if (parsed.meta.tenant_id !== undefined) this.tenants.armLimits();
         const job =
           this.enqueueMiddleware.size === 0
             ? parsed
@@ -680,14 +723,16 @@ export class Engine implements EngineContext {
       r.status === 'inserted' ? r.job : (r as { existing: JobRecord }).existing,
     );
     this.observers.enqueued(stored);
+    await this.tenants.noteJobs(stored);
     return stored;
   }
 
   // ---------------------------------------------------------------- INFO / CANCEL / ACTIVATE
 
-  async getJob(id: string): Promise<JobRecord> {
+  /** INFO; a job of another tenant than `tenant` (when given) is not found. */
+  async getJob(id: string, tenant?: TenantScope): Promise<JobRecord> {
     const job = await this.store.getJob(id);
-    if (job === null) throw notFound('job', id);
+    if (job === null || !inTenant(job, tenant)) throw notFound('job', id);
     return job;
   }
 
@@ -699,13 +744,16 @@ export class Engine implements EngineContext {
    * sees its job's end. The newest event of the whole log is as good a start
    * as the newest of this job's: nothing after it can be missed.
    */
-  async openJobStream(id: string): Promise<{
+  async openJobStream(
+    id: string,
+    tenant?: TenantScope,
+  ): Promise<{
     job: JobRecord;
     after: string | undefined;
     start: ReturnType<typeof responses.jobStreamStart>;
   }> {
     const after = await this.events.latestId();
-    const job = await this.getJob(id);
+    const job = await this.getJob(id, tenant);
     return { job, after, start: responses.jobStreamStart(job, this.now()) };
   }
 
@@ -808,17 +856,18 @@ export class Engine implements EngineContext {
    * attempt, extends the lease. An update for a job that is not active is
    * ignored (the job is returned as it is), as the spec requires.
    */
-  async progress(id: string, update: ProgressUpdate): Promise<JobRecord> {
+  async progress(id: string, update: ProgressUpdate, tenant?: TenantScope): Promise<JobRecord> {
     const ignored = new Error('not active');
     try {
       const { after } = await this.#transition(id, (job, now) => {
+        checkTenant(job, tenant);
         const decided = recordProgress(job, update, now);
         if (decided === null) throw ignored;
         return decided;
       });
       return after;
     } catch (error) {
-      if (error === ignored) return this.getJob(id);
+      if (error === ignored) return this.getJob(id, tenant);
       throw error;
     }
   }
@@ -829,9 +878,23 @@ export class Engine implements EngineContext {
 
   // ---------------------------------------------------------------- WORKFLOWS
 
-  async createWorkflow(body: unknown): Promise<WorkflowRecord> {
+  /**
+   * A workflow of `tenant` (when given): its tenant is written into every
+   * job request it holds (a request naming another is refused), so all its
+   * jobs, those enqueued later included, belong to it.
+   */
+  async createWorkflow(body: unknown, tenant?: TenantScope): Promise<WorkflowRecord> {
     const now = this.now();
-    const { workflow, workflows, jobs, events } = createWorkflow(body, now, this.#enqueueDefaults);
+    const scoped = tenant === undefined ? body : workflowBodyForTenant(body, tenant);
+    const { workflow, workflows, jobs, events } = createWorkflow(
+      scoped,
+      now,
+      this.#enqueueDefaults,
+    );
+    if (tenant !== undefined) {
+      for (const record of [workflow, ...workflows]) record.tenant_id = tenant.id;
+    }
+    for (const job of jobs) assignTenant(job, undefined, this.tenants.strict);
     // Every step's args are checked now, nested workflows' too (strict mode
     // rejects the workflow); jobs enqueued later are only routed, so an ACK
     // never fails on a schema.
@@ -860,12 +923,15 @@ export class Engine implements EngineContext {
     });
     this.observers.enqueued(jobs);
     this.notifier.notify();
+    await this.tenants.noteJobs(jobs);
     return workflow;
   }
 
-  async getWorkflow(id: string): Promise<WorkflowRecord> {
+  async getWorkflow(id: string, tenant?: TenantScope): Promise<WorkflowRecord> {
     const workflow = await this.store.getWorkflow(id);
-    if (workflow === null) throw notFound('workflow', id);
+    if (workflow === null || (tenant !== undefined && workflowTenant(workflow) !== tenant.id)) {
+      throw notFound('workflow', id);
+    }
     return workflow;
   }
 
@@ -882,9 +948,9 @@ export class Engine implements EngineContext {
    * non-terminal job of them, in one commit. A nested workflow cancelled on
    * its own ends its parent's step as cancelled (the parent advances).
    */
-  async cancelWorkflow(id: string): Promise<WorkflowRecord> {
+  async cancelWorkflow(id: string, tenant?: TenantScope): Promise<WorkflowRecord> {
     for (let tries = 0; tries < MAX_GUARD_RETRIES; tries++) {
-      const workflow = await this.getWorkflow(id);
+      const workflow = await this.getWorkflow(id, tenant);
       const now = this.now();
       const commit: Commit = { now, workflowUpdates: [], updates: [], events: [] };
       let cancelled: WorkflowRecord | undefined;
@@ -927,8 +993,8 @@ export class Engine implements EngineContext {
     throw conflict(`Workflow '${id}' is changing too fast to cancel; retry.`);
   }
 
-  async cancel(id: string): Promise<JobRecord> {
-    return (await this.cancelJob(id)).after;
+  async cancel(id: string, tenant?: TenantScope): Promise<JobRecord> {
+    return (await this.cancelJob(id, undefined, tenant)).after;
   }
 
   /**
@@ -936,9 +1002,14 @@ export class Engine implements EngineContext {
    * previous_state). A reason is kept in the job's `meta.cancel_reason` and
    * in the job.cancelled event.
    */
-  async cancelJob(id: string, reason?: string): Promise<{ before: JobRecord; after: JobRecord }> {
+  async cancelJob(
+    id: string,
+    reason?: string,
+    tenant?: TenantScope,
+  ): Promise<{ before: JobRecord; after: JobRecord }> {
     if (reason !== undefined) checkRequestText('reason', reason, MAX_CANCEL_REASON_BYTES);
     const change = await this.#transition(id, (job, now) => {
+      checkTenant(job, tenant);
       const cancelled = cancel(job, now);
       const data: Record<string, unknown> = { previous_state: job.state };
       if (reason !== undefined) {
@@ -951,11 +1022,11 @@ export class Engine implements EngineContext {
     return change;
   }
 
-  async activate(id: string): Promise<JobRecord> {
-    const { after } = await this.#transition(id, (job, now) => ({
-      job: activate(job, now),
-      events: [],
-    }));
+  async activate(id: string, tenant?: TenantScope): Promise<JobRecord> {
+    const { after } = await this.#transition(id, (job, now) => {
+      checkTenant(job, tenant);
+      return { job: activate(job, now), events: [] };
+    });
     this.notifier.notify();
     return after;
   }
@@ -1081,6 +1152,7 @@ export class Engine implements EngineContext {
       promoted = this.store.promoteDueJobs(now);
     }
     const seen = this.notifier.generation;
+    const dispatch = await this.tenants.dispatch();
     const plan = await this.scheduling.plan({
       queues: request.queues,
       count,
@@ -1102,10 +1174,19 @@ export class Engine implements EngineContext {
       now,
     };
     if (plan.takes !== undefined) claim.takes = plan.takes;
+    if (request.tenant !== undefined) claim.tenant = request.tenant;
+    if (dispatch.limits !== undefined) claim.tenantConcurrency = dispatch.limits;
+    // Tenants are interleaved (tenant-fairness.ts) when the fetch names none
+    // and more than one exists, unless the queues' own split (takes) is set:
+    // a pool's queue shares then decide, tenant by tenant order of claim.
     // A weighted or round-robin claim is its own: its takes come from the
     // pool's carried counts, which a sum with other claims would not follow.
     const claiming =
-      woken || plan.policy !== undefined ? this.store.claimJobs(claim) : this.#claims.add(claim);
+      request.tenant === undefined && dispatch.tenants !== undefined && claim.takes === undefined
+        ? this.#fairClaim(claim, dispatch.tenants)
+        : woken || plan.policy !== undefined
+          ? this.store.claimJobs(claim)
+          : this.#claims.add(claim);
     const [, claimed] = await Promise.all([promoted, claiming]);
     let jobs = claimed;
     if (plan.takes !== undefined) {
@@ -1114,6 +1195,29 @@ export class Engine implements EngineContext {
     }
     this.observers.started(jobs);
     return { jobs, seen };
+  }
+
+  /**
+   * A claim over every tenant, its slots interleaved among them by
+   * weighted round-robin (tenant-fairness.ts); slots a tenant cannot fill
+   * go to one claim over all tenants, so no job waits while a slot is free.
+   */
+  async #fairClaim(claim: ClaimRequest, tenants: TenantWeight[]): Promise<JobRecord[]> {
+    const roundRobin = this.tenants.roundRobin;
+    const jobs: JobRecord[] = [];
+    for (const [tenant, slots] of roundRobin.plan(tenants, claim.count, claim.now)) {
+      const got = await this.store.claimJobs({ ...claim, tenant, count: slots });
+      roundRobin.claimed(
+        tenant,
+        got.map((job) => job.priority),
+      );
+      if (got.length < slots) roundRobin.idle(tenant, claim.now);
+      jobs.push(...got);
+    }
+    if (jobs.length < claim.count) {
+      jobs.push(...(await this.store.claimJobs({ ...claim, count: claim.count - jobs.length })));
+    }
+    return jobs;
   }
 
   /**
@@ -1135,6 +1239,7 @@ export class Engine implements EngineContext {
         request.workerId ?? null,
         request.visibilityTimeoutMs ?? null,
         request.handlers ?? null,
+        request.tenant ?? null,
         request.takes !== undefined,
       ]);
       let group = open.get(key);
@@ -1249,9 +1354,12 @@ export class Engine implements EngineContext {
         case 'not_found':
           outcome = { jobId: item.id, status: 'not_found', error: notFound('job', item.id) };
           break;
-        case 'conflict':
-          outcome = { jobId: item.id, status: 'conflict', error: asOjsError(result.error) };
+        case 'conflict': {
+          // Another tenant's job is refused as unknown (decideSettlement).
+          const error = asOjsError(result.error);
+          outcome = { jobId: item.id, status: statusOf(error), error };
           break;
+        }
         case 'workflow':
           outcome = await this.#settleWorkflowJob(item);
           break;
@@ -1401,6 +1509,7 @@ export class Engine implements EngineContext {
         id,
         workerId: request.workerId,
         visibilityTimeoutMs: request.visibilityTimeoutMs,
+        tenant: request.tenant,
       })),
       this.now(),
     );
@@ -1428,21 +1537,37 @@ export class Engine implements EngineContext {
 
   // ---------------------------------------------------------------- DEAD LETTER
 
-  async listDeadLetter(queue: string | undefined, limit: number, offset: number) {
-    return this.store.listDeadLetter(queue, limit, offset);
+  async listDeadLetter(
+    queue: string | undefined,
+    limit: number,
+    offset: number,
+    tenant?: TenantScope,
+  ): Promise<Page<JobRecord>> {
+    if (tenant === undefined) return this.store.listDeadLetter(queue, limit, offset);
+    const filter = {
+      states: ['discarded' as const],
+      deadLetter: true,
+      tenant: tenant.id,
+      ...(queue === undefined ? {} : { queues: [queue] }),
+    };
+    const [items, total] = await Promise.all([
+      this.store.listJobs({ filter, limit, offset, order: 'asc' }),
+      this.store.countJobs(filter),
+    ]);
+    return { items, total };
   }
 
-  async #deadLetterJob(id: string): Promise<JobRecord> {
+  async #deadLetterJob(id: string, tenant?: TenantScope): Promise<JobRecord> {
     const job = await this.store.getJob(id);
-    if (job === null || job.state !== 'discarded' || !job.dead_letter)
+    if (job === null || job.state !== 'discarded' || !job.dead_letter || !inTenant(job, tenant))
       throw notFound('dead_letter_job', id);
     return job;
   }
 
-  async retryDeadLetter(id: string): Promise<JobRecord> {
-    await this.#deadLetterJob(id);
+  async retryDeadLetter(id: string, tenant?: TenantScope): Promise<JobRecord> {
+    await this.#deadLetterJob(id, tenant);
     const { after } = await this.#transition(id, (job, now) => {
-      if (!job.dead_letter) throw notFound('dead_letter_job', id);
+      if (!job.dead_letter || !inTenant(job, tenant)) throw notFound('dead_letter_job', id);
       const revived = reviveDeadLetter(job, now);
       return { job: revived, events: [jobEvent('dead_letter.retried', revived, {}, now)] };
     });
@@ -1450,9 +1575,9 @@ export class Engine implements EngineContext {
     return after;
   }
 
-  async deleteDeadLetter(id: string): Promise<void> {
+  async deleteDeadLetter(id: string, tenant?: TenantScope): Promise<void> {
     for (let tries = 0; tries < MAX_GUARD_RETRIES; tries++) {
-      const job = await this.#deadLetterJob(id);
+      const job = await this.#deadLetterJob(id, tenant);
       const event = jobEvent('dead_letter.deleted', job, {}, this.now());
       if (await this.store.commit({ deletes: [{ id, expectRev: job.rev }], events: [event] }))
         return;
@@ -1488,9 +1613,28 @@ export class Engine implements EngineContext {
     };
   }
 
-  async queueStats(name: string) {
+  /** A queue's stats; with `tenant`, its counts cover that tenant's jobs only (C13). */
+  async queueStats(name: string, tenant?: TenantScope): Promise<QueueStats> {
     validateQueueName(name, 'queue');
-    return this.store.queueStats(name, this.now());
+    const now = this.now();
+    if (tenant === undefined) return this.store.queueStats(name, now);
+    const filter = { queues: [name], tenant: tenant.id };
+    const count = (extra: object) => this.store.countJobs({ ...filter, ...extra });
+    const [info, counts, lastMinute, lastHour, failedHour] = await Promise.all([
+      this.store.queueStats(name, now),
+      Promise.all(JOB_STATES.map((state) => count({ states: [state] }))),
+      count({ states: ['completed'], finishedFrom: now - 60_000 }),
+      count({ states: ['completed'], finishedFrom: now - 3_600_000 }),
+      count({ states: ['discarded'], finishedFrom: now - 3_600_000 }),
+    ]);
+    return {
+      name,
+      paused: info.paused,
+      counts: Object.fromEntries(JOB_STATES.map((s, i) => [s, counts[i]!])) as StateCounts,
+      completed_last_minute: lastMinute,
+      completed_last_hour: lastHour,
+      failed_last_hour: failedHour,
+    };
   }
 
   async setQueuePaused(name: string, paused: boolean) {
@@ -1504,8 +1648,26 @@ export class Engine implements EngineContext {
     return info;
   }
 
-  async listEvents(filter: EventFilter): Promise<OjsEvent[]> {
-    return this.store.listEvents(filter);
+  /**
+   * Events of the log; with `tenant`, only events about its jobs (their
+   * `data.tenant_id`; events of untenanted jobs are the default tenant's).
+   * The log has no tenant index: pages are read until `limit` match or
+   * the log ends.
+   */
+  async listEvents(filter: EventFilter, tenant?: TenantScope): Promise<OjsEvent[]> {
+    if (tenant === undefined) return this.store.listEvents(filter);
+    const matched: OjsEvent[] = [];
+    let after = filter.after;
+    for (let pages = 0; pages < 50; pages++) {
+      const page = await this.store.listEvents({ ...filter, after });
+      for (const event of page) {
+        if (eventTenant(event) === tenant.id) matched.push(event);
+        if (matched.length >= filter.limit) return matched;
+      }
+      if (page.length < filter.limit || filter.newestFirst) return matched;
+      after = page.at(-1)!.id;
+    }
+    return matched;
   }
 
   async health(): Promise<{ ok: boolean; latencyMs: number; error?: string; draining: boolean }> {
@@ -1533,7 +1695,18 @@ export class Engine implements EngineContext {
     await this.store.reset();
     this.settings.clear();
     this.webhooks.forget();
+    this.tenants.forgetAll();
     this.#draining = false;
+  }
+}
+
+/** A PUSH body with the tenant its request named (an unscoped PUSH is its body alone). */
+class ScopedBody {
+  readonly body: unknown;
+  readonly tenant: TenantScope;
+  constructor(body: unknown, tenant: TenantScope) {
+    this.body = body;
+    this.tenant = tenant;
   }
 }
 
@@ -1547,21 +1720,30 @@ function requireField(value: unknown, field: string, what: string): void {
 }
 
 function ackItem(request: AckRequest): SettleItem {
-  return {
+  const item: SettleItem = {
     id: request.jobId,
     workerId: request.workerId,
     attempt: request.attempt,
     settlement: { kind: 'complete', result: request.result },
   };
+  if (request.tenant !== undefined) item.tenant = request.tenant;
+  return item;
 }
 
 function nackItem(request: NackRequest): SettleItem {
-  return {
+  const item: SettleItem = {
     id: request.jobId,
     workerId: request.workerId,
     attempt: request.attempt,
     settlement: { kind: 'fail', error: request.error, requeue: request.requeue },
   };
+  if (request.tenant !== undefined) item.tenant = request.tenant;
+  return item;
+}
+
+/** Inside a decision: a job of another tenant than the request's is not found (nothing written). */
+function checkTenant(job: JobRecord, tenant: TenantScope | undefined): void {
+  if (!inTenant(job, tenant)) throw notFound('job', job.id);
 }
 
 /** Canary rollback counts failed attempts: a requeue (shutdown) is not one. */

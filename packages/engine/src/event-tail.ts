@@ -16,7 +16,7 @@
  * therefore starts before the last OVERLAP ids it saw and skips those it
  * already delivered, which catches such late commits in practice.
  */
-import type { EventFilter, OjsEvent } from '@ojs/core';
+import { type EventFilter, eventTenant, type OjsEvent } from '@ojs/core';
 import type { EngineContext } from './context.ts';
 
 export interface TailFilter {
@@ -25,6 +25,8 @@ export interface TailFilter {
   jobTypes?: string[];
   /** Only events of this subject (a job id). */
   subject?: string;
+  /** Only events about this tenant's jobs (a tenant's stream; not indexed). */
+  tenant?: string;
 }
 
 const PAGE = 500;
@@ -133,7 +135,12 @@ export class EventTail {
         unseen++;
         seen.add(event.id);
         recent.push(event.id);
-        if (filter.subject === undefined || event.subject === filter.subject) fresh.push(event);
+        if (
+          (filter.subject === undefined || event.subject === filter.subject) &&
+          (filter.tenant === undefined || eventTenant(event) === filter.tenant)
+        ) {
+          fresh.push(event);
+        }
       }
       while (recent.length > OVERLAP) seen.delete(recent.shift()!);
       if (page.length > 0) cursor = page[page.length - 1]!.id;

@@ -33,9 +33,11 @@ export {
   instrumentStore,
   JobMetrics,
   LATENCY_BUCKETS,
+  MAX_TENANT_LABELS,
   QUEUE_TIME_BUCKETS,
   registerQueueDepth,
   registerWebhookMetrics,
+  TenantMetrics,
 } from './observability/metrics.ts';
 export {
   JobTracing,
@@ -66,12 +68,20 @@ export {
 } from './schemas.ts';
 export type { ServiceIntervals, ServicesContext } from './services.ts';
 export {
+  TENANT_LIMITS_LINK,
+  TENANT_NAMESPACE,
+  type TenancyOptions,
+  TenantRegistry,
+  type TenantStats,
+} from './tenants.ts';
+export {
   type DeliveryQuery,
   type WebhookObserver,
   type WebhookOptions,
   WebhookService,
   type WebhookTestResult,
 } from './webhooks/service.ts';
+
 export * from './wire-responses.ts';
 export {
   HEARTBEAT_TIMEOUT_MS,

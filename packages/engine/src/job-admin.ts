@@ -16,12 +16,14 @@ import {
   decideAdminAction,
   decodeCursor,
   encodeCursor,
+  inTenant,
   type JobFilter,
   type JobRecord,
   notFound,
   OjsError,
   type OjsEvent,
   type PageOrder,
+  type TenantScope,
 } from '@ojs/core';
 import type { EngineContext } from './context.ts';
 
@@ -81,7 +83,10 @@ export class JobAdmin {
     this.maxBulkJobs = maxBulkJobs;
   }
 
-  async list(request: JobListRequest): Promise<JobListPage> {
+  /** A page of jobs; with `tenant`, of that tenant's jobs only. */
+  async list(request: JobListRequest, tenant?: TenantScope): Promise<JobListPage> {
+    if (tenant !== undefined)
+      request = { ...request, filter: { ...request.filter, tenant: tenant.id } };
     const order = request.order ?? 'desc';
     const store = this.#engine.store;
     const afterSeq = request.cursor === undefined ? undefined : decodeCursor(request.cursor, order);
@@ -104,11 +109,15 @@ export class JobAdmin {
     };
   }
 
-  /** Retry, cancel or delete one job (admin endpoints); throws 404 / 409. */
-  async act(action: BulkAction, id: string): Promise<JobRecord> {
+  /**
+   * Retry, cancel or delete one job (admin endpoints); throws 404 / 409.
+   * With `tenant`, another tenant's job is not found.
+   */
+  async act(action: BulkAction, id: string, tenant?: TenantScope): Promise<JobRecord> {
     const engine = this.#engine;
     if (action !== 'delete') {
       const { after } = await engine.transitionJob(id, (job, now) => {
+        if (!inTenant(job, tenant)) throw notFound('job', id);
         const decision = decideAdminAction(action, job, now);
         if (decision.kind !== 'update') throw new Error('unreachable');
         return decision;
@@ -119,7 +128,7 @@ export class JobAdmin {
     }
     for (let tries = 0; tries < 20; tries++) {
       const job = await engine.store.getJob(id);
-      if (job === null) throw notFound('job', id);
+      if (job === null || !inTenant(job, tenant)) throw notFound('job', id);
       const decision = decideAdminAction('delete', job, engine.now());
       const deleted = await engine.store.commit({
         deletes: [{ id, expectRev: job.rev }],
@@ -134,7 +143,14 @@ export class JobAdmin {
    * Applies `action` to every job `filter` matches (up to maxBulkJobs),
    * oldest first. Jobs the action does not apply to fail with the reason.
    */
-  async bulk(action: BulkAction, filter: JobFilter, step: BulkStep = {}): Promise<BulkResult> {
+  /** With `tenant`, the action reaches that tenant's jobs only. */
+  async bulk(
+    action: BulkAction,
+    filter: JobFilter,
+    step: BulkStep = {},
+    tenant?: TenantScope,
+  ): Promise<BulkResult> {
+    if (tenant !== undefined) filter = { ...filter, tenant: tenant.id };
     const store = this.#engine.store;
     const result: BulkResult = {
       action,

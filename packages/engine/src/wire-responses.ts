@@ -12,11 +12,13 @@
 import {
   isTerminal,
   type JobRecord,
+  noisyNeighbours,
   type OjsError,
   type OjsEvent,
   type PoolConfig,
   type QueueInfo,
   type QueueStats,
+  type TenantRecord,
   toIso,
   toWire,
   type WebhookDelivery,
@@ -24,6 +26,7 @@ import {
   webhookSubscriptionToWire,
 } from '@ojs/core';
 import type { PoolView, QueueDispatchStats } from './scheduling.ts';
+import type { TenantStats } from './tenants.ts';
 import type { WorkerHealth } from './workers.ts';
 
 type Obj = Record<string, unknown>;
@@ -400,6 +403,37 @@ export function webhookDeliveriesResponse(
   return {
     deliveries: deliveries.map(webhookDeliveryToWire),
     next_cursor: deliveries.length === limit && last !== undefined ? last.id : null,
+  };
+}
+
+/** A tenant's record as the admin API shows it (ext-multi-tenancy §2.4). */
+export function tenantWire(record: TenantRecord, stats?: TenantStats): Obj {
+  return stats === undefined ? { ...record } : { ...record, stats };
+}
+
+/**
+ * GET /admin/tenants: every tenant with its stats (MT-005) and, for a
+ * tenant showing noisy-neighbour signals (core noisyNeighbours), `noisy`.
+ */
+export function tenantListResponse(
+  items: readonly { record: TenantRecord; stats: TenantStats }[],
+): Obj {
+  const noisy = noisyNeighbours(
+    items.map(({ stats }) => ({
+      tenant_id: stats.tenant_id,
+      depth: stats.jobs.available + stats.jobs.scheduled,
+      active: stats.jobs.active,
+      enqueuedPerMinute: stats.throughput.enqueued_per_minute,
+    })),
+  );
+  return {
+    tenants: items.map(({ record, stats }) => {
+      const signals = noisy.get(record.tenant_id);
+      return signals === undefined
+        ? tenantWire(record, stats)
+        : { ...tenantWire(record, stats), noisy: signals };
+    }),
+    pagination: { total: items.length },
   };
 }
 

@@ -5,7 +5,16 @@
  * run jobs, admin does everything; Manifest and Health are open to any key.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { type AuthConfig, matchApiKey, OjsError, type Role } from '@ojs/core';
+import {
+  type ApiKey,
+  type AuthConfig,
+  matchApiKey,
+  OjsError,
+  type Role,
+  resolveTenant,
+  TENANT_HEADERS,
+  type TenantScope,
+} from '@ojs/core';
 
 const ANY: Role[] = ['producer', 'worker', 'admin'];
 const WORKER: Role[] = ['worker', 'admin'];
@@ -39,13 +48,16 @@ function presentedKey(metadata: grpc.Metadata): string | undefined {
   return typeof key === 'string' ? key.trim() : undefined;
 }
 
-/** Throws UNAUTHENTICATED / PERMISSION_DENIED (as OjsError) unless the call may proceed. */
+/**
+ * Throws UNAUTHENTICATED / PERMISSION_DENIED (as OjsError) unless the call
+ * may proceed; returns the key that authenticated it (none when auth is off).
+ */
 export function authorize(
   config: AuthConfig | undefined,
   method: string,
   metadata: grpc.Metadata,
-): void {
-  if (config === undefined || config.keys.length === 0) return;
+): ApiKey | undefined {
+  if (config === undefined || config.keys.length === 0) return undefined;
   const token = presentedKey(metadata);
   if (token === undefined) {
     throw new OjsError(
@@ -58,4 +70,26 @@ export function authorize(
   if (!(ROLES[method] ?? ['admin']).includes(match.role)) {
     throw new OjsError('permission_denied', `The '${match.role}' role may not call ${method}.`);
   }
+  return match;
+}
+
+/**
+ * The tenant a call acts for: metadata `x-ojs-tenant` (or `x-ojs-tenant-id`)
+ * and the key's bound tenant, resolved as the HTTP binding resolves its
+ * headers (core resolveTenant).
+ */
+export function callTenant(
+  metadata: grpc.Metadata,
+  key: ApiKey | undefined,
+): TenantScope | undefined {
+  let named: string | undefined;
+  for (const name of TENANT_HEADERS) {
+    const value = metadata.get(name)[0];
+    if (typeof value === 'string') {
+      named = value;
+      break;
+    }
+  }
+  if (named === undefined && key?.tenant === undefined) return undefined;
+  return resolveTenant(named, key?.tenant);
 }

@@ -12,6 +12,7 @@ import {
   checkRequestJson,
   checkRequestText,
   type FailureReport,
+  inTenant,
   invalidRequest,
   isObject,
   isUuidv7,
@@ -21,6 +22,7 @@ import {
   MAX_VISIBILITY_TIMEOUT_MS,
   notFound,
   OjsError,
+  type TenantScope,
   uuidv7,
   validateQueueName,
   validateWorkerId,
@@ -46,7 +48,7 @@ import {
   toTimestamp,
   toValue,
 } from '@ojs/sdk/proto-wire';
-import { authorize } from './auth.ts';
+import { authorize, callTenant } from './auth.ts';
 import {
   type EnqueueContext,
   enqueueBody,
@@ -77,6 +79,8 @@ export interface CallInfo {
   metadata: grpc.Metadata;
   deadline: number;
   signal: AbortSignal;
+  /** The tenant the call acts for (metadata x-ojs-tenant, or the key's), resolved once. */
+  tenant?: TenantScope;
 }
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
@@ -312,7 +316,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         'x-ojs-idempotency-key',
         enqueueContext(engine, call),
       );
-      const result = await engine.enqueue(body);
+      const result = await engine.enqueue(body, call.tenant);
       // An enqueue middleware dropped the job: nothing stored, no job to show.
       if (result.status === 'dropped') return {};
       return job(result.job);
@@ -327,23 +331,23 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       const { jobs: bodies } = checked({
         jobs: entries.map((entry) => enqueueBody(entry, context, defaults)),
       });
-      const jobs = await engine.enqueueBatch(bodies);
+      const jobs = await engine.enqueueBatch(bodies, {}, call.tenant);
       return { jobs: jobs.map(jobToProto), count: jobs.length, errors: {} };
     },
 
-    async GetJob(request) {
-      return job(await engine.getJob(requiredId(request, 'job_id')));
+    async GetJob(request, call) {
+      return job(await engine.getJob(requiredId(request, 'job_id'), call.tenant));
     },
 
-    async CancelJob(request) {
+    async CancelJob(request, call) {
       const reason =
         typeof request.reason === 'string' && request.reason !== '' ? request.reason : undefined;
-      const { after } = await engine.cancelJob(requiredId(request, 'job_id'), reason);
+      const { after } = await engine.cancelJob(requiredId(request, 'job_id'), reason, call.tenant);
       return job(after);
     },
 
-    async ActivateJob(request) {
-      return job(await engine.activate(requiredId(request, 'job_id')));
+    async ActivateJob(request, call) {
+      return job(await engine.activate(requiredId(request, 'job_id'), call.tenant));
     },
 
     async Fetch(request, call) {
@@ -369,6 +373,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         ),
         waitMs,
         signal: call.signal,
+        tenant: call.tenant?.id,
         // Fair scheduling: FetchRequest has no pool field; ours in metadata, like x-ojs-wait-ms.
         pool: poolOf(meta(call, 'x-ojs-pool')),
       });
@@ -386,6 +391,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         result,
         workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
         attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
+        tenant: call.tenant?.id,
       };
       await engine.ack(ack);
       streams.settled(jobId);
@@ -401,6 +407,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         requeue: meta(call, 'x-ojs-requeue') === 'true',
         workerId: validateWorkerId(meta(call, 'x-ojs-worker-id')),
         attempt: metaInt(call, 'x-ojs-attempt', 1, MAX_ATTEMPTS),
+        tenant: call.tenant?.id,
       };
       const record = await engine.nack(nack);
       streams.settled(jobId);
@@ -411,7 +418,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       return out;
     },
 
-    async Heartbeat(request) {
+    async Heartbeat(request, call) {
       // One `id`: a job id (per-job beat) or, when it equals worker_id, the
       // worker itself (grpc-proto G-6, decision 0044).
       checked({ id: request.id, worker_id: request.worker_id });
@@ -436,6 +443,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         visibilityTimeoutMs: extendBy,
         // A worker beating N jobs sends N + 1 beats: only its own is a registry write.
         recordWorker: !perJob,
+        tenant: call.tenant?.id,
       });
       const out: Obj = {
         // A draining server tells its workers to finish up (features §11 S: TERMINATE first).
@@ -452,7 +460,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       }
       if (!result.jobsExtended.includes(id)) {
         const current = await engine.store.getJob(id);
-        if (current === null) throw notFound('job', id);
+        if (current === null || !inTenant(current, call.tenant)) throw notFound('job', id);
         throw new OjsError(
           'conflict',
           `Job '${id}' is ${current.state}${current.state === 'active' ? ' under another worker' : ''}; its lease was not extended.`,
@@ -488,8 +496,8 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       };
     },
 
-    async QueueStats(request) {
-      const stats = await engine.queueStats(requiredId(request, 'queue'));
+    async QueueStats(request, call) {
+      const stats = await engine.queueStats(requiredId(request, 'queue'), call.tenant);
       const { counts } = stats;
       return {
         queue: stats.name,
@@ -517,14 +525,14 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       return {};
     },
 
-    async ListDeadLetter(request) {
+    async ListDeadLetter(request, call) {
       const limit = pageLimit(request.limit, 50, 1000);
       const offset = offsetCursor(request.cursor);
       const queue =
         typeof request.queue === 'string' && request.queue !== '' ? request.queue : undefined;
       // A query parameter in the HTTP binding.
       if (queue !== undefined) checkRequestText('queue', queue, Number.POSITIVE_INFINITY);
-      const page = await engine.listDeadLetter(queue, limit, offset);
+      const page = await engine.listDeadLetter(queue, limit, offset, call.tenant);
       return {
         jobs: page.items.map(jobToProto),
         total_count: page.total,
@@ -534,12 +542,12 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       };
     },
 
-    async RetryDeadLetter(request) {
-      return job(await engine.retryDeadLetter(requiredId(request, 'job_id')));
+    async RetryDeadLetter(request, call) {
+      return job(await engine.retryDeadLetter(requiredId(request, 'job_id'), call.tenant));
     },
 
-    async DeleteDeadLetter(request) {
-      await engine.deleteDeadLetter(requiredId(request, 'job_id'));
+    async DeleteDeadLetter(request, call) {
+      await engine.deleteDeadLetter(requiredId(request, 'job_id'), call.tenant);
       return {};
     },
 
@@ -551,16 +559,19 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       // gets the default `skip`; re-registering keeps the entry's policy
       // and enabled flag (decision 0044).
       const existing = (await engine.store.listCrons()).find((c) => c.name === name);
-      const { cron } = await engine.cron.register({
-        name,
-        cron: request.cron,
-        timezone:
-          typeof request.timezone === 'string' && request.timezone ? request.timezone : 'UTC',
-        ...template,
-        ...(existing === undefined
-          ? {}
-          : { overlap_policy: existing.overlap_policy, enabled: existing.enabled }),
-      });
+      const { cron } = await engine.cron.register(
+        {
+          name,
+          cron: request.cron,
+          timezone:
+            typeof request.timezone === 'string' && request.timezone ? request.timezone : 'UTC',
+          ...template,
+          ...(existing === undefined
+            ? {}
+            : { overlap_policy: existing.overlap_policy, enabled: existing.enabled }),
+        },
+        call.tenant,
+      );
       return { name: cron.name, next_run_at: toTimestamp(cron.next_run_at) };
     },
 
@@ -591,21 +602,22 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
     async CreateWorkflow(request, call) {
       const workflow = await engine.createWorkflow(
         checked(workflowBody(request, enqueueContext(engine, call))),
+        call.tenant,
       );
       return {
         workflow: workflowToProto(workflow, await engine.store.listWorkflowJobs(workflow.id)),
       };
     },
 
-    async GetWorkflow(request) {
-      const workflow = await engine.getWorkflow(requiredId(request, 'workflow_id'));
+    async GetWorkflow(request, call) {
+      const workflow = await engine.getWorkflow(requiredId(request, 'workflow_id'), call.tenant);
       return {
         workflow: workflowToProto(workflow, await engine.store.listWorkflowJobs(workflow.id)),
       };
     },
 
-    async CancelWorkflow(request) {
-      const workflow = await engine.cancelWorkflow(requiredId(request, 'workflow_id'));
+    async CancelWorkflow(request, call) {
+      const workflow = await engine.cancelWorkflow(requiredId(request, 'workflow_id'), call.tenant);
       return { workflow: workflowToProto(workflow) };
     },
   };
@@ -662,17 +674,21 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
         }
       }
       if (bodies.length > 0) {
-        for (const [k, outcome] of (await engine.enqueueMany(bodies)).entries()) {
+        for (const [k, outcome] of (await engine.enqueueMany(bodies, call.tenant)).entries()) {
           outcomes[positions[k]!] = outcome;
         }
       }
       return { results: outcomes.map((outcome) => enqueueManyResult(outcome, call.requestId)) };
     },
 
-    async AckBatch(request) {
+    async AckBatch(request, call) {
+      const tenant = call.tenant?.id;
       const { acks, nacks } = checked({
-        acks: items(request, 'acks').map(({ error: _e, requeue: _r, ...ack }) => ack),
-        nacks: items(request, 'nacks').map(({ result: _r, ...nack }) => nack),
+        acks: items(request, 'acks').map(({ error: _e, requeue: _r, ...ack }) => ({
+          ...ack,
+          tenant,
+        })),
+        nacks: items(request, 'nacks').map(({ result: _r, ...nack }) => ({ ...nack, tenant })),
       });
       // settleBatch refuses an empty or oversized batch (at most MAX_ACK_BATCH items).
       // The HTTP binding's results (engine wire-responses.ts), as AckBatchItemResult messages.
@@ -721,7 +737,8 @@ export function wrapUnary(
       signal: controller.signal,
     };
     (async () => {
-      authorize(ctx.auth, name, call.metadata);
+      const key = authorize(ctx.auth, name, call.metadata);
+      info.tenant = callTenant(call.metadata, key);
       throwIfRefused(call.request);
       return handler(call.request, info);
     })().then(

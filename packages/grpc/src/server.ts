@@ -10,7 +10,7 @@ import { ReflectionService } from '@grpc/reflection';
 import { type AuthConfig, DEFAULT_MAX_BODY_BYTES } from '@ojs/core';
 import { buildManifest, type Engine } from '@ojs/engine';
 import { HealthImplementation } from 'grpc-health-check';
-import { authorize } from './auth.ts';
+import { authorize, callTenant } from './auth.ts';
 import {
   type BindingContext,
   extensionHandlers,
@@ -107,7 +107,11 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   const streaming =
     (
       name: string,
-      serve: (call: grpc.ServerWritableStream<Obj, Obj>, ready: () => void) => Promise<void>,
+      serve: (
+        call: grpc.ServerWritableStream<Obj, Obj>,
+        ready: () => void,
+        tenant: string | undefined,
+      ) => Promise<void>,
     ) =>
     (call: grpc.ServerWritableStream<Obj, Obj>) => {
       const requestId = requestIdOf(call.metadata);
@@ -118,9 +122,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
         call.sendMetadata(responseMetadata(requestId, level, ctx.serverVersion));
       };
       (async () => {
-        authorize(ctx.auth, name, call.metadata);
+        const key = authorize(ctx.auth, name, call.metadata);
+        const tenant = callTenant(call.metadata, key);
         throwIfRefused(call.request);
-        await serve(call, ready);
+        await serve(call, ready, tenant?.id);
       })().then(
         () => {
           if (!call.cancelled && !call.destroyed) call.end();
@@ -131,11 +136,11 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
         },
       );
     };
-  implementation.StreamJobs = streaming('StreamJobs', (call, ready) =>
-    jobStreams.serve(engine, call, ready),
+  implementation.StreamJobs = streaming('StreamJobs', (call, ready, tenant) =>
+    jobStreams.serve(engine, call, ready, tenant),
   );
-  implementation.StreamEvents = streaming('StreamEvents', (call, ready) =>
-    eventStreams.serve(engine, call, ready),
+  implementation.StreamEvents = streaming('StreamEvents', (call, ready, tenant) =>
+    eventStreams.serve(engine, call, ready, tenant),
   );
   server.addService(
     withEncodedReplies(withRequestLimits(ojsService(), maxBodyBytes)),

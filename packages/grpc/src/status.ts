@@ -29,6 +29,8 @@ const STATUS: Record<ErrorCode, grpc.status> = {
   unsupported: grpc.status.FAILED_PRECONDITION,
   rate_limited: grpc.status.RESOURCE_EXHAUSTED,
   QUEUE_FULL: grpc.status.RESOURCE_EXHAUSTED,
+  TENANT_LIMIT_EXCEEDED: grpc.status.RESOURCE_EXHAUSTED,
+  tenant_access_denied: grpc.status.PERMISSION_DENIED,
   request_timeout: grpc.status.DEADLINE_EXCEEDED,
   unauthenticated: grpc.status.UNAUTHENTICATED,
   permission_denied: grpc.status.PERMISSION_DENIED,

@@ -8,7 +8,7 @@
  * are streamed too.
  */
 import * as grpc from '@grpc/grpc-js';
-import { makeEvent, type OjsEvent } from '@ojs/core';
+import { eventTenant, makeEvent, type OjsEvent } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
 import { eventToProto } from './convert.ts';
 import { Waker } from './waker.ts';
@@ -31,6 +31,7 @@ export class EventStreams {
     engine: Engine,
     call: grpc.ServerWritableStream<Obj, Obj>,
     ready: () => void,
+    tenant?: string,
   ): Promise<void> {
     const request = call.request;
     const types = strings(request.event_types);
@@ -53,6 +54,8 @@ export class EventStreams {
       const data = (event.data ?? {}) as Obj;
       if (jobId !== undefined && data.job_id !== jobId && event.subject !== jobId) return false;
       if (workflowId !== undefined && data.workflow_id !== workflowId) return false;
+      // A tenant's stream carries its jobs' events only.
+      if (tenant !== undefined && eventTenant(event) !== tenant) return false;
       return true;
     };
     try {

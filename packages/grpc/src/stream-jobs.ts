@@ -39,6 +39,8 @@ class JobStream {
   readonly #workerId: string;
   readonly #max: number;
   readonly #receiveLimit: number;
+  /** The tenant the stream's worker fetches for (metadata x-ojs-tenant); every tenant when absent. */
+  readonly #tenant: string | undefined;
   readonly held = new Map<string, Held>();
   readonly #abort = new AbortController();
   #closed = false;
@@ -49,8 +51,15 @@ class JobStream {
     engine: Engine,
     streams: JobStreams,
     call: grpc.ServerWritableStream<Obj, Obj>,
-    request: { queues: string[]; workerId: string; max: number; receiveLimit: number },
+    request: {
+      queues: string[];
+      workerId: string;
+      max: number;
+      receiveLimit: number;
+      tenant?: string;
+    },
   ) {
+    this.#tenant = request.tenant;
     this.#engine = engine;
     this.#streams = streams;
     this.#call = call;
@@ -120,6 +129,7 @@ class JobStream {
         workerId: this.#workerId,
         waitMs: CLAIM_WAIT_MS,
         signal: this.#abort.signal,
+        tenant: this.#tenant,
       });
       for (const [index, job] of jobs.entries()) {
         // Claimed after the stream went away: the lease brings it back.
@@ -156,6 +166,7 @@ export class JobStreams {
     engine: Engine,
     call: grpc.ServerWritableStream<Obj, Obj>,
     ready: () => void,
+    tenant?: string,
   ): Promise<void> {
     const request = call.request;
     const queues = Array.isArray(request.queues) ? (request.queues as string[]) : [];
@@ -192,6 +203,7 @@ export class JobStreams {
       workerId,
       max: max || 1,
       receiveLimit: receiveLimit(call.metadata),
+      tenant,
     });
     this.#open.add(stream);
     ready();

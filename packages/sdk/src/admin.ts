@@ -374,4 +374,113 @@ export class OjsAdmin {
   rateLimit(key: string, options?: RequestOptions): Promise<Obj> {
     return this.#call({ method: 'GET', path: `/rate-limits/${q(key)}`, idempotent: true }, options);
   }
+
+  // ------------------------------------------------ tenants (ext-multi-tenancy §2.4)
+
+  /** Every tenant with its record and stats. */
+  async tenants(options?: RequestOptions): Promise<TenantInfo[]> {
+    const body = await this.#call(
+      { method: 'GET', path: '/admin/tenants', idempotent: true },
+      options,
+    );
+    return (body.tenants ?? []) as TenantInfo[];
+  }
+
+  /** One tenant's record (limits, fairness weight, quota mode). */
+  async tenant(id: string, options?: RequestOptions): Promise<TenantInfo> {
+    const body = await this.#call(
+      { method: 'GET', path: `/admin/tenants/${q(id)}`, idempotent: true },
+      options,
+    );
+    return body.tenant as TenantInfo;
+  }
+
+  /** Creates or updates a tenant (upsert): only the fields given change. */
+  async putTenant(id: string, update: TenantUpdate, options?: RequestOptions): Promise<TenantInfo> {
+    const body = await this.#call(
+      { method: 'PUT', path: `/admin/tenants/${q(id)}`, body: update, idempotent: true },
+      options,
+    );
+    return body.tenant as TenantInfo;
+  }
+
+  /** Sets a tenant's limits at run time (null removes one); every server process applies them. */
+  async setTenantLimits(
+    id: string,
+    limits: TenantLimits & { reason?: string },
+    options?: RequestOptions,
+  ): Promise<TenantInfo> {
+    const body = await this.#call(
+      { method: 'PUT', path: `/admin/tenants/${q(id)}/limits`, body: limits, idempotent: true },
+      options,
+    );
+    return body.tenant as TenantInfo;
+  }
+
+  async deleteTenant(id: string, options?: RequestOptions): Promise<void> {
+    await this.#call(
+      { method: 'DELETE', path: `/admin/tenants/${q(id)}`, idempotent: true },
+      options,
+    );
+  }
+
+  /** A tenant's stats: job counts by state, throughput, limits in use, fairness shares, total_jobs. */
+  tenantStats(id: string, options?: RequestOptions): Promise<Obj> {
+    return this.#call(
+      { method: 'GET', path: `/admin/tenants/${q(id)}/stats`, idempotent: true },
+      options,
+    );
+  }
+
+  /** A page of a tenant's jobs (optionally in one state). */
+  async tenantJobs(
+    id: string,
+    query: { state?: string; limit?: number; cursor?: string } = {},
+    options?: RequestOptions,
+  ): Promise<JobQueryPage> {
+    const body = await this.#call(
+      {
+        method: 'GET',
+        path: `/admin/tenants/${q(id)}/jobs`,
+        query: { state: query.state, per_page: query.limit, cursor: query.cursor },
+        idempotent: true,
+      },
+      options,
+    );
+    const pagination = (body.pagination ?? {}) as Obj;
+    return {
+      jobs: (body.jobs ?? []) as Job[],
+      total: Number(pagination.total ?? 0),
+      hasMore: pagination.has_more === true,
+      ...(typeof pagination.next_cursor === 'string' ? { nextCursor: pagination.next_cursor } : {}),
+    };
+  }
+}
+
+/** A tenant's limits (ext-multi-tenancy §2.3); null removes one in an update. */
+export interface TenantLimits {
+  max_concurrency?: number | null;
+  max_enqueue_rate?: { limit: number; period?: string } | null;
+  max_queue_depth?: number | null;
+  max_scheduled?: number | null;
+}
+
+export interface TenantUpdate {
+  limits?: TenantLimits;
+  fairness_weight?: number;
+  priority_boost?: number;
+  quota_mode?: 'hard' | 'soft';
+  name?: string;
+}
+
+export interface TenantInfo {
+  tenant_id: string;
+  limits: TenantLimits;
+  fairness_weight: number;
+  quota_mode: 'hard' | 'soft';
+  name?: string;
+  created_at: string;
+  updated_at: string;
+  /** In listings: the tenant's stats. */
+  stats?: Obj;
 }

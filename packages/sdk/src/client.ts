@@ -64,6 +64,11 @@ export interface ClientOptions {
   transport?: Transport;
   authToken?: string;
   headers?: Record<string, string>;
+  /**
+   * The tenant this client acts for (ext-multi-tenancy): sent as
+   * X-OJS-Tenant, so its jobs carry meta.tenant_id and it sees only them.
+   */
+  tenant?: string;
   /** Operation timeout in ms (default 30 s). */
   timeoutMs?: number;
   /** Transport retries of transient failures; `false` disables them. */
@@ -252,6 +257,7 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
         url: options.url ?? envUrl() ?? DEFAULT_URL,
         authToken: options.authToken ?? envAuthToken(),
         headers: options.headers,
+        tenant: options.tenant,
         timeoutMs: options.timeoutMs,
         retry: options.retry,
         fetch: options.fetch,

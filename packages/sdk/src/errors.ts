@@ -208,6 +208,7 @@ const CONFLICT_CODES = new Set([
 const RATE_CODES = new Set([
   'rate_limited',
   'queue_full',
+  'tenant_limit_exceeded',
   'concurrency_limited',
   'backpressure_applied',
 ]);

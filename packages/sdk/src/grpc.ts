@@ -80,6 +80,8 @@ export interface GrpcTransportOptions {
   authToken?: string;
   /** Extra metadata on every call. */
   metadata?: Record<string, string>;
+  /** The tenant this client or worker acts for: metadata `x-ojs-tenant` on every call. */
+  tenant?: string;
   /** Deadline of one call (default 30 s); long-poll fetches get their wait added. */
   timeoutMs?: number;
   /**
@@ -248,6 +250,7 @@ export class GrpcTransport implements Transport {
     for (const [key, value] of Object.entries(this.#options.metadata ?? {})) {
       metadata.set(key, value);
     }
+    if (this.#options.tenant !== undefined) metadata.set('x-ojs-tenant', this.#options.tenant);
     if (this.#options.authToken !== undefined) {
       metadata.set('authorization', `Bearer ${this.#options.authToken}`);
     }

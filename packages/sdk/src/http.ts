@@ -94,6 +94,8 @@ export interface HttpTransportOptions {
   /** Sent as `Authorization: Bearer <token>`. */
   authToken?: string;
   headers?: Record<string, string>;
+  /** The tenant this client or worker acts for (ext-multi-tenancy): `X-OJS-Tenant` on every request. */
+  tenant?: string;
   /** Operation timeout (default 30 s); long-poll fetches get their wait added. */
   timeoutMs?: number;
   /** Transport retries; `false` disables them. */
@@ -266,6 +268,7 @@ export class HttpTransport implements Transport {
       ...options.headers,
     };
     if (options.authToken) this.#headers.Authorization = `Bearer ${options.authToken}`;
+    if (options.tenant !== undefined) this.#headers['X-OJS-Tenant'] = options.tenant;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     const retry = options.retry === false ? { maxRetries: 0 } : (options.retry ?? {});
     this.#retry = {

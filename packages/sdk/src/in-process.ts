@@ -121,6 +121,11 @@ export interface InProcessTransportOptions {
    * true). A lone push goes through `engine.enqueue`.
    */
   coalescePushes?: boolean;
+  /**
+   * The tenant this client or worker acts for (ext-multi-tenancy), as the
+   * X-OJS-Tenant header over HTTP: every operation is scoped to it.
+   */
+  tenant?: string;
 }
 
 type EnqueueOutcome = Awaited<ReturnType<Engine['enqueue']>>;
@@ -138,6 +143,8 @@ export class InProcessTransport implements Transport {
   readonly engine: Engine;
   readonly #manifest: Manifest | undefined;
   readonly #coalescePushes: boolean;
+  /** The tenant scope handed to every engine operation (undefined: all tenants). */
+  readonly #tenant: { id: string } | undefined;
   readonly #createdAt = Date.now();
   /** Pushes of this turn, enqueued together after it. */
   readonly #pushes = new TurnBatch<QueuedPush>((queue) => this.#flushPushes(queue));
@@ -162,6 +169,7 @@ export class InProcessTransport implements Transport {
   constructor(engine: Engine, options: InProcessTransportOptions = {}) {
     this.engine = engine;
     this.#manifest = options.manifest;
+    this.#tenant = options.tenant === undefined ? undefined : { id: options.tenant };
     // An engine that predates enqueueMany gets one enqueue per push.
     this.#coalescePushes =
       (options.coalescePushes ?? true) && typeof engine.enqueueMany === 'function';
@@ -216,7 +224,7 @@ export class InProcessTransport implements Transport {
         ? await new Promise<EnqueueOutcome>((resolve, reject) =>
             this.#pushes.add({ body, resolve, reject }),
           )
-        : await this.engine.enqueue(body);
+        : await this.engine.enqueue(body, this.#tenant);
       if (result.status === 'dropped') return { job: null, status: 'dropped' };
       return { job: this.#job(result.job), status: result.status };
     });
@@ -231,45 +239,54 @@ export class InProcessTransport implements Transport {
   #flushPushes(queue: QueuedPush[]): void {
     if (queue.length === 1) {
       const [only] = queue;
-      this.engine.enqueue(only!.body).then(only!.resolve, only!.reject);
+      this.engine.enqueue(only!.body, this.#tenant).then(only!.resolve, only!.reject);
       return;
     }
-    this.engine.enqueueMany(queue.map((item) => item.body)).then(
-      (outcomes) => {
-        for (const [index, item] of queue.entries()) {
-          const outcome = outcomes[index]!;
-          if (outcome.status === 'error') item.reject(outcome.error);
-          else item.resolve(outcome);
-        }
-      },
-      // The store failed: every push of the group fails with it, as each alone would have.
-      (error: unknown) => {
-        for (const item of queue) item.reject(error);
-      },
-    );
+    this.engine
+      .enqueueMany(
+        queue.map((item) => item.body),
+        this.#tenant,
+      )
+      .then(
+        (outcomes) => {
+          for (const [index, item] of queue.entries()) {
+            const outcome = outcomes[index]!;
+            if (outcome.status === 'error') item.reject(outcome.error);
+            else item.resolve(outcome);
+          }
+        },
+        // The store failed: every push of the group fails with it, as each alone would have.
+        (error: unknown) => {
+          for (const item of queue) item.reject(error);
+        },
+      );
   }
 
   pushBatch(envelopes: JobEnvelope[]): Promise<Job[]> {
     return this.#do('enqueue_batch', async () => {
-      const jobs = await this.engine.enqueueBatch(this.#checked(envelopes.map(toPushBody)));
+      const jobs = await this.engine.enqueueBatch(
+        this.#checked(envelopes.map(toPushBody)),
+        {},
+        this.#tenant,
+      );
       return copy<Job[]>(this.engine.wire.batchPushResponse(jobs).jobs);
     });
   }
 
   getJob(id: string): Promise<Job> {
-    return this.#do('get_job', async () => this.#job(await this.engine.getJob(id)));
+    return this.#do('get_job', async () => this.#job(await this.engine.getJob(id, this.#tenant)));
   }
 
   cancelJob(id: string): Promise<Job> {
     return this.#do('cancel', async () => {
-      const { before, after } = await this.engine.cancelJob(id);
+      const { before, after } = await this.engine.cancelJob(id, undefined, this.#tenant);
       return this.#jobOf(this.engine.wire.cancelResponse(before, after));
     });
   }
 
   activateJob(id: string): Promise<Job> {
     return this.#do('activate', async () =>
-      this.#jobOf(this.engine.wire.activateResponse(await this.engine.activate(id))),
+      this.#jobOf(this.engine.wire.activateResponse(await this.engine.activate(id, this.#tenant))),
     );
   }
 
@@ -283,6 +300,7 @@ export class InProcessTransport implements Transport {
         waitMs: request.wait_ms,
         handlers: this.engine.wire.handlers(request.handlers),
         signal: options.signal,
+        tenant: this.#tenant?.id,
         pool: request.pool,
       });
       return copy<Job[]>(this.engine.wire.fetchResponse(jobs).jobs);
@@ -297,6 +315,7 @@ export class InProcessTransport implements Transport {
         result: request.result,
         workerId: request.worker_id,
         attempt: request.attempt,
+        tenant: this.#tenant?.id,
       });
       return copy<Obj>(this.engine.wire.ackResponse(job));
     });
@@ -311,6 +330,7 @@ export class InProcessTransport implements Transport {
         requeue: request.requeue,
         workerId: request.worker_id,
         attempt: request.attempt,
+        tenant: this.#tenant?.id,
       });
       return copy<Obj>(this.engine.wire.nackResponse(job));
     });
@@ -326,6 +346,7 @@ export class InProcessTransport implements Transport {
           result: a.result,
           workerId: a.worker_id,
           attempt: a.attempt,
+          tenant: this.#tenant?.id,
         })),
         nacks: request.nacks.map((n) => ({
           jobId: n.job_id,
@@ -333,6 +354,7 @@ export class InProcessTransport implements Transport {
           requeue: n.requeue,
           workerId: n.worker_id,
           attempt: n.attempt,
+          tenant: this.#tenant?.id,
         })),
       });
       // No copy: the items are built fresh from strings and numbers (a batch ACK is the drain's hot path).
@@ -347,6 +369,7 @@ export class InProcessTransport implements Transport {
         workerId: request.worker_id,
         jobIds: request.active_job_ids,
         visibilityTimeoutMs: request.visibility_timeout_ms,
+        tenant: this.#tenant?.id,
         // The registry (and a quiet worker's empty fetches) see the same as over HTTP.
         workerState: request.state,
         info: {
@@ -371,7 +394,7 @@ export class InProcessTransport implements Transport {
 
   queueStats(name: string): Promise<QueueStats> {
     return this.#do('queue_stats', async () => {
-      const stats = await this.engine.queueStats(name);
+      const stats = await this.engine.queueStats(name, this.#tenant);
       const body = this.engine.wire.queueStatsResponse(stats, this.engine.now());
       return parseQueueStats(name, copy<Obj>(body));
     });
@@ -389,24 +412,28 @@ export class InProcessTransport implements Transport {
     return this.#do('list_dead_letter', async () => {
       const limit = query.limit ?? 50;
       const offset = query.offset ?? 0;
-      const page = await this.engine.listDeadLetter(query.queue, limit, offset);
+      const page = await this.engine.listDeadLetter(query.queue, limit, offset, this.#tenant);
       return parseJobPage(copy<Obj>(this.engine.wire.deadLetterPageResponse(page, limit, offset)));
     });
   }
 
   retryDeadLetter(id: string): Promise<Job> {
     return this.#do('retry_dead_letter', async () =>
-      this.#jobOf(this.engine.wire.deadLetterRetryResponse(await this.engine.retryDeadLetter(id))),
+      this.#jobOf(
+        this.engine.wire.deadLetterRetryResponse(
+          await this.engine.retryDeadLetter(id, this.#tenant),
+        ),
+      ),
     );
   }
 
   deleteDeadLetter(id: string): Promise<void> {
-    return this.#do('delete_dead_letter', () => this.engine.deleteDeadLetter(id));
+    return this.#do('delete_dead_letter', () => this.engine.deleteDeadLetter(id, this.#tenant));
   }
 
   registerCron(body: Obj): Promise<CronJob> {
     return this.#do('register_cron', async () =>
-      this.#cron((await this.engine.cron.register(this.#checked(body))).cron),
+      this.#cron((await this.engine.cron.register(this.#checked(body), this.#tenant)).cron),
     );
   }
 
@@ -428,33 +455,36 @@ export class InProcessTransport implements Transport {
 
   createWorkflow(body: Obj): Promise<Workflow> {
     return this.#do('create_workflow', async () =>
-      this.#workflow(await this.engine.createWorkflow(this.#checked(body))),
+      this.#workflow(await this.engine.createWorkflow(this.#checked(body), this.#tenant)),
     );
   }
 
   getWorkflow(id: string): Promise<Workflow> {
     return this.#do('get_workflow', async () => {
-      const workflow = await this.engine.getWorkflow(id);
+      const workflow = await this.engine.getWorkflow(id, this.#tenant);
       return this.#workflow(workflow, await this.engine.workflowJobs(workflow));
     });
   }
 
   cancelWorkflow(id: string): Promise<Workflow> {
     return this.#do('cancel_workflow', async () =>
-      this.#workflow(await this.engine.cancelWorkflow(id)),
+      this.#workflow(await this.engine.cancelWorkflow(id, this.#tenant)),
     );
   }
 
   listEvents(query: EventQuery): Promise<EventPage> {
     return this.#do('list_events', async () => {
       const limit = query.limit ?? 100;
-      const events = await this.engine.listEvents({
-        types: query.types,
-        queues: query.queues,
-        jobTypes: query.jobTypes,
-        after: query.after,
-        limit: limit + 1,
-      });
+      const events = await this.engine.listEvents(
+        {
+          types: query.types,
+          queues: query.queues,
+          jobTypes: query.jobTypes,
+          after: query.after,
+          limit: limit + 1,
+        },
+        this.#tenant,
+      );
       return parseEventPage(
         copy<Obj>(this.engine.wire.eventPageResponse(events, limit, query.after)),
       );
@@ -470,13 +500,18 @@ export class InProcessTransport implements Transport {
     query: EventStreamQuery,
     options: EventStreamOptions = {},
   ): AsyncGenerator<OjsEvent> {
-    const filter = { types: query.types, queues: query.queues, jobTypes: query.jobTypes };
+    const filter = {
+      types: query.types,
+      queues: query.queues,
+      jobTypes: query.jobTypes,
+      tenant: this.#tenant?.id,
+    };
     let subject: string | undefined;
     let from: { after: string | undefined } | undefined;
     if (query.jobId !== undefined) {
       // The engine reads the tail's start before the snapshot (never skips the job's end).
       const { job, after, start } = await this.#do('stream_events', () =>
-        this.engine.openJobStream(query.jobId!),
+        this.engine.openJobStream(query.jobId!, this.#tenant),
       );
       from = { after };
       yield copy<OjsEvent>(start.event);
@@ -515,13 +550,15 @@ export class InProcessTransport implements Transport {
 
   progress(jobId: string, update: ProgressUpdate): Promise<JobProgress> {
     return this.#do('progress', async () =>
-      copy<JobProgress>(this.engine.wire.progress(await this.engine.progress(jobId, update))),
+      copy<JobProgress>(
+        this.engine.wire.progress(await this.engine.progress(jobId, update, this.#tenant)),
+      ),
     );
   }
 
   getProgress(jobId: string): Promise<JobProgress> {
     return this.#do('get_progress', async () =>
-      copy<JobProgress>(this.engine.wire.progress(await this.engine.getJob(jobId))),
+      copy<JobProgress>(this.engine.wire.progress(await this.engine.getJob(jobId, this.#tenant))),
     );
   }
 }

@@ -26,6 +26,9 @@ export {
   type QueueConfigUpdate,
   type SchedulingStats,
   type SchedulingStrategy,
+  type TenantInfo,
+  type TenantLimits,
+  type TenantUpdate,
 } from './admin.ts';
 export {
   buildEnvelope,

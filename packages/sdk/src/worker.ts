@@ -118,6 +118,8 @@ export interface WorkerOptions {
   transport?: Transport;
   authToken?: string;
   headers?: Record<string, string>;
+  /** The tenant this worker fetches for (X-OJS-Tenant): it is handed that tenant's jobs only. */
+  tenant?: string;
   /** Transport retries of transient failures (the fetch loop also backs off by itself). */
   retry?: TransportRetryOptions | false;
   /** Operation timeout of the HTTP transport (long-poll fetches get their wait added). */
@@ -441,6 +443,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         url: options.url ?? envUrl() ?? DEFAULT_URL,
         authToken: options.authToken ?? envAuthToken(),
         headers: options.headers,
+        tenant: options.tenant,
         retry: options.retry,
         timeoutMs: options.timeoutMs,
         fetch: options.fetch,

@@ -13,6 +13,9 @@ import {
   MAX_PATH_PARAM_BYTES,
   OjsError,
   requestTooLarge,
+  resolveTenant,
+  TENANT_HEADERS,
+  type TenantScope,
 } from '@ojs/core';
 import { type Engine, LATENCY_BUCKETS } from '@ojs/engine';
 import Fastify, {
@@ -41,6 +44,7 @@ import { queueRoutes } from './routes/queues.ts';
 import { rateLimitRoutes } from './routes/rate-limits.ts';
 import { schedulingRoutes } from './routes/scheduling.ts';
 import { systemRoutes } from './routes/system.ts';
+import { tenantRoutes } from './routes/tenants.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { websocketRoutes } from './routes/websocket.ts';
 import { workerRoutes } from './routes/workers.ts';
@@ -57,6 +61,14 @@ declare module 'fastify' {
   interface FastifyInstance {
     engine: Engine;
     appConfig: AppConfig;
+  }
+  interface FastifyRequest {
+    /**
+     * The tenant the request acts for (X-OJS-Tenant, or the key's bound
+     * tenant), resolved once here and handed to every engine operation;
+     * undefined: an operator or shared worker (every tenant).
+     */
+    ojsTenant?: TenantScope;
   }
 }
 
@@ -257,6 +269,22 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   });
 
   if (config.auth) registerAuth(app, config.auth);
+  // After authentication: the key's tenant is known. A request naming no
+  // tenant (the common case) reads two absent headers and nothing more.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const headers = request.headers;
+    const named = headers[TENANT_HEADERS[0]] ?? headers[TENANT_HEADERS[1]];
+    if (named === undefined && request.ojsKeyTenant === undefined) return done();
+    try {
+      request.ojsTenant = resolveTenant(
+        Array.isArray(named) ? named[0] : named,
+        request.ojsKeyTenant,
+      );
+    } catch (error) {
+      return done(error as Error);
+    }
+    done();
+  });
   if (config.metrics !== undefined) {
     registerHttpMetrics(app, config.metrics, LATENCY_BUCKETS);
     await app.register(metricsRoutes(config.metrics));
@@ -277,6 +305,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(adminRoutes);
   await app.register(progressRoutes);
   await app.register(rateLimitRoutes);
+  await app.register(tenantRoutes);
   await app.register(dashboardApiRoutes);
   await app.register(webhookRoutes);
   if (config.dashboard) await app.register(dashboardRoutes);

@@ -14,6 +14,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The role of the key that authenticated the request; admin when auth is off. */
     ojsRole?: Role;
+    /** The tenant the authenticating key is bound to (ext-multi-tenancy). */
+    ojsKeyTenant?: string;
   }
 }
 
@@ -52,7 +54,7 @@ function rolesForPath(path: string): Role[] {
 function keyOf(
   request: FastifyRequest,
   config: AuthConfig,
-): { key: string; role: Role } | OjsError | undefined {
+): { key: string; role: Role; tenant?: string } | OjsError | undefined {
   if (config.keys.length === 0) return undefined;
   const header = request.headers.authorization;
   const token =
@@ -83,6 +85,7 @@ export function registerAuth(app: FastifyInstance, config: AuthConfig): void {
     if (match === undefined) return;
     if (match instanceof OjsError) throw match;
     request.ojsRole = match.role;
+    if (match.tenant !== undefined) request.ojsKeyTenant = match.tenant;
     if (!rolesFor(request).includes(match.role)) {
       throw new OjsError(
         'permission_denied',

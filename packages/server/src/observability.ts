@@ -14,6 +14,7 @@ import {
   LifecycleLog,
   registerQueueDepth,
   registerWebhookMetrics,
+  TenantMetrics,
 } from '@ojs/engine';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 
@@ -40,6 +41,7 @@ export function observeEngine(
   if (options.metrics === false) return undefined;
   const registry = new Registry();
   engine.observers.add(new JobMetrics(registry));
+  engine.observers.add(new TenantMetrics(registry));
   registerQueueDepth(registry, store);
   registerWebhookMetrics(registry, engine.webhooks);
   instrumentStore(store, registry);

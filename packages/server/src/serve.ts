@@ -16,6 +16,7 @@ import {
   Engine,
   ErrorThrottle,
   loadEnqueueHooks,
+  type TenancyOptions,
   VALIDATION_MODES,
   type ValidationMode,
 } from '@ojs/engine';
@@ -94,6 +95,12 @@ export interface ServeOptions extends GrpcServeOptions {
   webhooksAllowHttp?: boolean;
   /** Delay before each webhook attempt, ms (parseWebhookSchedule; at least 5 attempts). */
   webhooksRetrySchedule?: number[];
+  /**
+   * Multi-tenancy: `strict` refuses jobs and requests naming no tenant
+   * (400; C9's opt-in, --tenancy-strict, OJS_TENANCY_STRICT=on); `fairness`
+   * interleaves tenants at dispatch (default on).
+   */
+  tenancy?: TenancyOptions;
   /**
    * The server's enqueue hooks, in order: built-ins by name (`ojs_validate`,
    * `required_meta:KEY,...`, `max_args_bytes:[QUEUE=]N,...`) and module
@@ -238,6 +245,18 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   if (env.OJS_DASHBOARD !== undefined && env.OJS_DASHBOARD !== '') {
     options.dashboard = parseSwitch('OJS_DASHBOARD', env.OJS_DASHBOARD);
   }
+  if (env.OJS_TENANCY_STRICT !== undefined && env.OJS_TENANCY_STRICT !== '') {
+    options.tenancy = {
+      ...options.tenancy,
+      strict: parseSwitch('OJS_TENANCY_STRICT', env.OJS_TENANCY_STRICT),
+    };
+  }
+  if (env.OJS_TENANT_FAIRNESS !== undefined && env.OJS_TENANT_FAIRNESS !== '') {
+    options.tenancy = {
+      ...options.tenancy,
+      fairness: parseSwitch('OJS_TENANT_FAIRNESS', env.OJS_TENANT_FAIRNESS),
+    };
+  }
   if (env.OJS_QUIET_GC !== undefined && env.OJS_QUIET_GC !== '') {
     options.quietGc = parseSwitch('OJS_QUIET_GC', env.OJS_QUIET_GC);
   }
@@ -360,6 +379,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       allowHttp: options.webhooksAllowHttp,
       retrySchedule: options.webhooksRetrySchedule,
     },
+    tenancy: options.tenancy,
     enqueueHooks,
     enqueueHookTimeoutMs: options.enqueueHookTimeoutMs,
   });

@@ -32,6 +32,7 @@
 import {
   type ClaimRequest,
   claimSteps,
+  DEFAULT_TENANT,
   EVENT_SOURCE,
   type JobRecord,
   jobEvent,
@@ -63,6 +64,7 @@ interface CandidateRow {
   priority: number;
   seq: string;
   rate_limit: RateLimitPolicy | null;
+  tenant_id: string | null;
 }
 
 interface Window {
@@ -87,11 +89,30 @@ class LimitState {
     this.#now = now;
   }
 
-  async key(key: string): Promise<{ active: number } | null> {
+  /**
+   * A tenant with a concurrency limit: its lock (taken like a rate key's:
+   * the first lock of a claim waited for, later ones only tried) and its
+   * active job count; null = another claimer holds it, skip its jobs now.
+   */
+  tenant(id: string): Promise<{ active: number } | null> {
+    const { schema, sql } = this.#ctx;
+    return this.#counted(`tenant:${id}`, lockText.tenant(schema, id), sql.activeInTenant, id);
+  }
+
+  key(key: string): Promise<{ active: number } | null> {
+    const { schema, sql } = this.#ctx;
+    return this.#counted(key, lockText.rateKey(schema, key), sql.activeWithKey, key);
+  }
+
+  async #counted(
+    key: string,
+    lockKey: string,
+    countSql: string,
+    countParam: string,
+  ): Promise<{ active: number } | null> {
     const cached = this.#keys.get(key);
     if (cached !== undefined) return cached;
-    const { client, sql, schema } = this.#ctx;
-    const lockKey = lockText.rateKey(schema, key);
+    const { client, sql } = this.#ctx;
     if (this.#heldKeys === 0) {
       await client.query(sql.advisoryLock, [lockKey]);
     } else {
@@ -102,7 +123,7 @@ class LimitState {
       }
     }
     this.#heldKeys++;
-    const { rows } = await client.query<{ n: string }>(sql.activeWithKey, [key]);
+    const { rows } = await client.query<{ n: string }>(countSql, [countParam]);
     const state = { active: toNumber(rows[0]!.n) };
     this.#keys.set(key, state);
     return state;
@@ -202,12 +223,26 @@ export async function claimInTransaction(
   // No limited queue in the request: each claim statement inserts its own
   // job.started events (one round trip fewer). Otherwise they are built
   // here and appended by the caller, in claim order across all queues.
-  const logged = !plan.some((row) => limited(row) || row.keyed);
+  // A tenant's claim (ClaimRequest.tenant) or one with tenant limits takes
+  // the candidate path, which filters and counts by tenant; the claim of
+  // every tenant without limits stays as it was.
+  const scoped = request.tenant !== undefined || request.tenantConcurrency !== undefined;
+  const logged = !scoped && !plan.some((row) => limited(row) || row.keyed);
   const claimFrom = async (queue: PlanRow, wanted: number): Promise<number> => {
     if (queue.paused) return 0;
     let rows: ClaimedRow[];
-    if (limited(queue) || queue.keyed) {
-      rows = await claimLimited(ctx, queue, wanted, params, limits, request.now, handlers);
+    if (scoped || limited(queue) || queue.keyed) {
+      rows = await claimLimited(
+        ctx,
+        queue,
+        wanted,
+        params,
+        limits,
+        request.now,
+        handlers,
+        request.tenant,
+        request.tenantConcurrency,
+      );
     } else if (logged) {
       rows = (
         await client.query<ClaimedRow>(
@@ -307,6 +342,8 @@ async function claimLimited(
   limits: LimitState,
   now: number,
   handlers: string | null,
+  tenant: string | undefined,
+  tenantConcurrency: Record<string, number> | undefined,
 ): Promise<ClaimedRow[]> {
   const { client, sql } = ctx;
   let queueActive: number | undefined;
@@ -329,7 +366,11 @@ async function claimLimited(
   let page = 0;
   scan: while (accepted.length < wanted && scanned < MAX_LIMITED_SCAN) {
     page = Math.min(Math.max(page * 4, wanted - accepted.length), MAX_PAGE);
-    const { rows } = await client.query<CandidateRow>(sql.claimCandidates, [
+    const candidates =
+      tenant !== undefined && tenant !== DEFAULT_TENANT
+        ? sql.claimCandidatesTenant
+        : sql.claimCandidates;
+    const { rows } = await client.query<CandidateRow>(candidates, [
       queue.name,
       now,
       cursor.priority,
@@ -337,6 +378,7 @@ async function claimLimited(
       Math.min(page, MAX_LIMITED_SCAN - scanned),
       [...blocked],
       handlers,
+      tenant ?? null,
     ]);
     if (rows.length === 0) break;
     for (const row of rows) {
@@ -344,6 +386,13 @@ async function claimLimited(
       cursor = { priority: row.priority, seq: row.seq };
       if (accepted.length >= wanted) break scan;
       if (queueActive !== undefined && queueActive >= queue.concurrency!) break scan;
+      // The tenant's concurrency (MT-003), held under its lock until commit.
+      const tenantMax = row.tenant_id === null ? undefined : tenantConcurrency?.[row.tenant_id];
+      let ofTenant: { active: number } | null = null;
+      if (tenantMax !== undefined) {
+        ofTenant = await limits.tenant(row.tenant_id!);
+        if (ofTenant === null || ofTenant.active >= tenantMax) continue;
+      }
       const limit = row.rate_limit;
       let key: { active: number } | null = null;
       if (limit !== null && blocked.has(limit.key)) continue;
@@ -367,6 +416,7 @@ async function claimLimited(
       accepted.push(row.id);
       if (queueActive !== undefined) queueActive++;
       if (key !== null) key.active++;
+      if (ofTenant !== null) ofTenant.active++;
       if (queueRate) limits.take(queueRate.key, queueRate.period);
       if (limit?.rate) limits.take(limit.key, limit.rate.period_ms);
     }

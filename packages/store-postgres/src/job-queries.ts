@@ -12,6 +12,7 @@
  */
 import {
   countsByQueueState,
+  DEFAULT_TENANT,
   type IndexRange,
   indexRanges,
   type JobFilter,
@@ -66,6 +67,13 @@ function conditions(filter: JobFilter, p: Params, range?: IndexRange): string[] 
   if (filter.deadLetter === true) where.push('dead_letter');
   if (filter.finishedFrom !== undefined) {
     where.push(`finished_at >= ${p.add(filter.finishedFrom, '::double precision')}`);
+  }
+  if (filter.tenant !== undefined) {
+    where.push(
+      filter.tenant === DEFAULT_TENANT
+        ? 'tenant_id IS NULL'
+        : `tenant_id = ${p.add(filter.tenant, '::text')}`,
+    );
   }
   return where;
 }

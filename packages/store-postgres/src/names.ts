@@ -35,6 +35,7 @@ export const lockText = {
   migrate: (schema: string) => `ojs:${schema}:migrate`,
   queue: (schema: string, queue: string) => `ojs:${schema}:queue:${queue}`,
   rateKey: (schema: string, key: string) => `ojs:${schema}:rate:${key}`,
+  tenant: (schema: string, tenant: string) => `ojs:${schema}:tenant:${tenant}`,
 };
 
 /**

@@ -367,7 +367,12 @@ export class PostgresStore implements Store {
    * BEGIN, plan, claim, COMMIT. Every other claim is one transaction.
    */
   async #claim(request: ClaimRequest): Promise<{ jobs: JobRecord[]; docs: string[] }> {
-    if (request.queues.length === 1 && request.count > 0) {
+    if (
+      request.queues.length === 1 &&
+      request.count > 0 &&
+      request.tenant === undefined &&
+      request.tenantConcurrency === undefined
+    ) {
       const claimed = await claimOneQueue(
         (text, params) =>
           this.#claimDb.autocommit<GatedRow, GatedRow[]>(

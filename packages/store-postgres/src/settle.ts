@@ -267,7 +267,13 @@ async function settleOn(
       results[index] = { status: 'settled', job: decision.job };
       events.push(...taggedEvents(item.id, decision.events));
     } catch (error) {
-      if (!(error instanceof OjsError) || error.code !== 'conflict') throw error;
+      // A fence or state refusal (409), or another tenant's job (404, as the engine reports it).
+      if (
+        !(error instanceof OjsError) ||
+        (error.code !== 'conflict' && error.code !== 'not_found')
+      ) {
+        throw error;
+      }
       results[index] = { status: 'conflict', error, job };
     }
   }
@@ -297,7 +303,8 @@ function settleParams(
   const rows = jobs
     .map((job) => {
       const read = basis.get(job.id)!;
-      const { doc: _whole, ...columns } = jobRow(job);
+      // A settlement never changes the tenant: its column is not sent.
+      const { doc: _whole, tenant_id: _tenant, ...columns } = jobRow(job);
       return { ...columns, ...docPatch(read.doc, job), ...guard(read) };
     })
     // Rows not read first are locked by the UPDATE itself, in the order

@@ -8,6 +8,8 @@
  * (FOR UPDATE [SKIP LOCKED], unique-lock rows, advisory locks) carry the
  * correctness, never snapshot timing.
  */
+
+import { DEFAULT_TENANT } from '@ojs/core';
 import pg from 'pg';
 import { quoteSchema } from './names.ts';
 
@@ -15,7 +17,7 @@ const JOB_COLUMNS = `id text, seq bigint, queue text, type text, state text, pri
   attempt integer, rev integer, run_at double precision, deadline double precision,
   expires_at double precision, finished_at double precision, dead_letter boolean,
   unique_key text, workflow_id text, rate_key text, version_num double precision, worker_id text,
-  doc jsonb`;
+  tenant_id text, doc jsonb`;
 
 /**
  * Version routing (ClaimRequest.handlers) over the jobs row `j`: $n is null
@@ -83,7 +85,8 @@ ${claimSet(s)}`;
  * job, {worker_id, attempt}, now)` builds it, over the claimed row `o`:
  * $2 the time (ISO of now), $9 the event source, `id` the event id.
  * trace_id: meta.trace_id unless absent or null, else meta.traceparent when
- * present (JS `??`). The store-testkit compares it with core's.
+ * present (JS `??`); tenant_id: meta.tenant_id when a non-empty string. The
+ * store-testkit compares it with core's.
  */
 const startedEvent = (id: string) => `jsonb_build_object(
          'specversion', '1.0', 'id', ${id}, 'type', 'job.started', 'source', $9::text,
@@ -97,6 +100,12 @@ const startedEvent = (id: string) => `jsonb_build_object(
                   THEN jsonb_build_object('trace_id', o.doc->'meta'->'trace_id')
                 WHEN o.doc->'meta' ? 'traceparent'
                   THEN jsonb_build_object('trace_id', o.doc->'meta'->'traceparent')
+                ELSE '{}'::jsonb
+              END
+           || CASE
+                WHEN jsonb_typeof(o.doc->'meta'->'tenant_id') = 'string'
+                     AND o.doc->'meta'->>'tenant_id' <> ''
+                  THEN jsonb_build_object('tenant_id', o.doc->'meta'->'tenant_id')
                 ELSE '{}'::jsonb
               END)`;
 
@@ -190,10 +199,11 @@ export function statements(schema: string) {
     /** $1 = jsonb array of job rows (rows.ts jobRow). Fails on a duplicate id (jobs_pkey). */
     insertJobs: `INSERT INTO ${s}.jobs
       (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
-       finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id, doc)
+       finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id,
+       tenant_id, doc)
       SELECT id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
              finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id,
-             doc
+             tenant_id, doc
         FROM jsonb_to_recordset($1::jsonb) AS r(${JOB_COLUMNS})`,
     /**
      * An enqueue in ONE statement, run on its own (autocommit): the fast
@@ -221,10 +231,10 @@ export function statements(schema: string) {
         INSERT INTO ${s}.jobs
           (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at,
            finished_at, dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id,
-           doc)
+           tenant_id, doc)
         SELECT i.id, n.seq, i.queue, i.type, i.state, i.priority, i.attempt, i.rev, i.run_at,
                i.deadline, i.expires_at, i.finished_at, i.dead_letter, i.unique_key,
-               i.workflow_id, i.rate_key, i.version_num, i.worker_id,
+               i.workflow_id, i.rate_key, i.version_num, i.worker_id, i.tenant_id,
                i.doc || jsonb_build_object('seq', n.seq)
           FROM input i JOIN numbered n ON n.ord = i.ord
         RETURNING id, seq, state),
@@ -425,23 +435,39 @@ export function statements(schema: string) {
     /**
      * Limited path: the next page of candidates after the (priority, seq)
      * cursor, leaving out rate keys already found at their limit ($6) and
-     * jobs the handlers do not admit ($7), locked (SKIP LOCKED) while the
+     * jobs the handlers do not admit ($7) and, for a tenant's claim ($8, else
+     * null), other tenants' jobs, locked (SKIP LOCKED) while the
      * limits are checked. ORDER BY names the table's columns (j.seq): a bare
      * `seq` would mean the text output column, ordering '10' before '9' and
      * ruling out the jobs_claim index.
      */
-    claimCandidates: `SELECT id, priority, seq::text AS seq, doc->'rate_limit' AS rate_limit
+    claimCandidates: `SELECT id, priority, seq::text AS seq, doc->'rate_limit' AS rate_limit, tenant_id
       FROM ${s}.jobs j
       WHERE queue = $1 AND state = 'available'
         AND (expires_at IS NULL OR expires_at > $2::double precision)
         AND (priority < $3::integer OR (priority = $3::integer AND seq > $4::bigint))
         AND (rate_key IS NULL OR NOT (rate_key = ANY($6::text[])))
         AND ${admitted(7, 'j')}
+        AND ($8::text IS NULL OR tenant_id IS NOT DISTINCT FROM nullif($8::text, '${DEFAULT_TENANT}'))
+      ORDER BY j.priority DESC, j.seq
+      LIMIT $5
+      FOR UPDATE SKIP LOCKED`,
+    /** claimCandidates of a named tenant ($8): served by the jobs_tenant index. */
+    claimCandidatesTenant: `SELECT id, priority, seq::text AS seq, doc->'rate_limit' AS rate_limit, tenant_id
+      FROM ${s}.jobs j
+      WHERE queue = $1 AND state = 'available'
+        AND (expires_at IS NULL OR expires_at > $2::double precision)
+        AND (priority < $3::integer OR (priority = $3::integer AND seq > $4::bigint))
+        AND (rate_key IS NULL OR NOT (rate_key = ANY($6::text[])))
+        AND ${admitted(7, 'j')}
+        AND tenant_id = $8::text
       ORDER BY j.priority DESC, j.seq
       LIMIT $5
       FOR UPDATE SKIP LOCKED`,
     activeInQueue: `SELECT count(*) AS n FROM ${s}.jobs WHERE queue = $1 AND state = 'active'`,
     activeWithKey: `SELECT count(*) AS n FROM ${s}.jobs WHERE rate_key = $1 AND state = 'active'`,
+    /** A named tenant's active jobs (jobs_tenant_active), against its max_concurrency. */
+    activeInTenant: `SELECT count(*) AS n FROM ${s}.jobs WHERE tenant_id = $1 AND state = 'active'`,
     /** Serialises limited claims of one queue / one rate key across processes. */
     advisoryLock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
     tryAdvisoryLock: 'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',

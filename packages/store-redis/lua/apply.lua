@@ -48,7 +48,7 @@ library is loaded, not on every call as an EVAL script's body would be.
 local KEYS, ARGV, P, now, nowIso
 
 local ARITY = {
-  Gjob = 3, Gabsent = 1, Gunique = 2, Gqueue = 1, Gkconc = 2, Gkrate = 3,
+  Gjob = 3, Gabsent = 1, Gunique = 2, Gqueue = 1, Gkconc = 2, Gkrate = 3, Gtconc = 2,
   Gwf = 2, Gcron = 2, Gset = 3,
   Wput = 8, Wdel = 3, Wlock = 3, Wqrate = 1, Wkrate = 2, Wwf = 3, Wcron = 5,
   Wcrondel = 1, Wset = 4, Wsetdel = 2, Wev = 2, Wqpause = 2, Wqconf = 4, E = 0,
@@ -251,6 +251,9 @@ local function check(op, i)
     if l.rate ~= nil and not rateAllows('queue-config:' .. a1, l.rate, l.period) then return 'qrate', a1 end
   elseif op == 'Gkconc' then
     if zcard(PRKA .. a1) >= tonumber(a2) then return 'kconc' end
+  elseif op == 'Gtconc' then
+    -- The tenant is below its max_concurrency (active jobs in ta:<tenant>).
+    if zcard(P .. ':ta:' .. a1) >= tonumber(a2) then return 'tconc' end
   elseif op == 'Gkrate' then
     if not rateAllows(a1, tonumber(a2), tonumber(a3)) then return 'krate' end
   elseif op == 'Gwf' then

@@ -12,8 +12,11 @@ KEYS[1] = '<prefix>:seq'. ARGV[1] = the read, then its arguments:
                                       sorted set KEY with MIN <= score <= MAX
                                       (Redis score syntax: '(' excludes),
                                       DIR 'asc' or 'desc'
-  claim WANTED (QUEUE CURSOR)...   -> per queue: paused, then id, score,
-                                      stored job of up to WANTED available jobs after
+  claim WANTED TENANT (QUEUE CURSOR)...
+                                   -> per queue: paused, then id, score,
+                                      stored job of up to WANTED available jobs
+                                      (of the named TENANT only, from
+                                      avt:QUEUE:TENANT, when not '') after
                                       CURSOR (an exclusive score), in claim
                                       order; fewer queues are read once WANTED
                                       candidates were found
@@ -76,9 +79,10 @@ local function read(KEYS, ARGV)
     return out
   elseif op == 'claim' then
     local wanted = tonumber(ARGV[2])
+    local tenant = ARGV[3]
     local found = 0
     local out = {}
-    local i = 3
+    local i = 4
     while i <= #ARGV do
       local q, cursor = ARGV[i], ARGV[i + 1]
       i = i + 2
@@ -89,7 +93,8 @@ local function read(KEYS, ARGV)
         local paused = redis.call('HGET', key('q', q), 'paused')
         queue[1] = paused == '1' and 'paused' or 'open'
         if paused ~= '1' then
-          local ids = redis.call('ZRANGEBYSCORE', key('av', q), '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, wanted - found)
+          local set = tenant == '' and key('av', q) or key('avt', q, tenant)
+          local ids = redis.call('ZRANGEBYSCORE', set, '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, wanted - found)
           for j = 1, #ids, 2 do
             queue[#queue + 1] = ids[j]
             queue[#queue + 1] = ids[j + 1]

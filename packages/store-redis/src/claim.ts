@@ -15,9 +15,12 @@ import {
   type ClaimRequest,
   claim,
   claimSteps,
+  DEFAULT_TENANT,
   handlersAdmit,
   type JobRecord,
   jobEvent,
+  jobTenant,
+  tenantColumn,
 } from '@ojs/core';
 import { mergeJob, type Reply, splitJob, splitStored } from './records.ts';
 import { type Applied, Ops } from './scripts.ts';
@@ -57,9 +60,15 @@ async function claimInOrder(
   kept: ClaimedJobs,
 ): Promise<JobRecord[]> {
   const claimed: JobRecord[] = [];
+  // A named tenant's claim reads its own index (avt:<queue>:<tenant>); the
+  // default tenant's jobs have none, so its claim reads the queue's and skips.
+  const indexedTenant =
+    request.tenant === undefined || request.tenant === DEFAULT_TENANT ? '' : request.tenant;
   const cursors = new Map<string, string>();
   const closed = new Set<string>();
   const blocked = new Set<string>();
+  /** Tenants found at their max_concurrency: their jobs are left for later claims. */
+  const blockedTenants = new Set<string>();
   let scanned = 0;
   while (claimed.length < request.count && scanned < MAX_SCANNED) {
     const queues = request.queues.filter((q) => !closed.has(q));
@@ -69,11 +78,18 @@ async function claimInOrder(
     const reply = (await io.read([
       'claim',
       String(page),
+      indexedTenant,
       ...queues.flatMap((q) => [q, cursors.get(q) ?? '-inf']),
     ])) as Reply[][];
     const ops = new Ops();
-    const decided: { job: JobRecord; base: string; life: string; queue: string; key?: string }[] =
-      [];
+    const decided: {
+      job: JobRecord;
+      base: string;
+      life: string;
+      queue: string;
+      key?: string;
+      tenant?: string;
+    }[] = [];
     let found = 0;
     for (let i = 0; i < queues.length; i++) {
       const queue = queues[i]!;
@@ -97,6 +113,12 @@ async function claimInOrder(
         const job = mergeJob(stored.seq, base, stored.life);
         if (job.expires_at_ms !== undefined && job.expires_at_ms <= request.now) continue;
         if (!handlersAdmit(request.handlers, job)) continue;
+        // The default tenant's claim skips named tenants' jobs (read from
+        // the queue's index: a large named backlog is scanned up to MAX_SCANNED).
+        if (request.tenant !== undefined && jobTenant(job) !== request.tenant) continue;
+        const tenant = tenantColumn(job);
+        const tenantMax = tenant === null ? undefined : request.tenantConcurrency?.[tenant];
+        if (tenant !== null && blockedTenants.has(tenant)) continue;
         const limit = job.rate_limit;
         if (limit !== undefined && blocked.has(limit.key)) continue;
         const active = claim(job, {
@@ -107,6 +129,7 @@ async function claimInOrder(
         const parts = splitJob(active, job);
         ops.job(job.id, job.rev, 'available').queueAdmits(queue);
         if (limit?.concurrency !== undefined) ops.keyConcurrency(limit.key, limit.concurrency);
+        if (tenantMax !== undefined) ops.tenantConcurrency(tenant!, tenantMax);
         if (limit?.rate) ops.keyRate(limit.key, limit.rate.limit, limit.rate.period_ms);
         ops.put(active, job, parts).takeQueueRate(queue);
         if (limit?.rate) ops.takeKeyRate(limit.key, limit.rate.period_ms);
@@ -119,14 +142,21 @@ async function claimInOrder(
           ),
         ]);
         ops.end();
-        decided.push({ job: active, base, life: parts.life, queue, key: limit?.key });
+        decided.push({
+          job: active,
+          base,
+          life: parts.life,
+          queue,
+          key: limit?.key,
+          tenant: tenant ?? undefined,
+        });
       }
     }
     if (found === 0) break;
     if (decided.length === 0) continue;
     const applied = await io.apply(ops, 'each', request.now, wanted);
     applied.statuses.forEach((status, i) => {
-      const { job, base, life, queue, key } = decided[i]!;
+      const { job, base, life, queue, key, tenant } = decided[i]!;
       if (status === 1) {
         claimed.push(job);
         if (job.workflow_id === undefined) {
@@ -137,6 +167,8 @@ async function claimInOrder(
         closed.add(queue);
       } else if ((status === 'kconc' || status === 'krate') && key !== undefined) {
         blocked.add(key);
+      } else if (status === 'tconc' && tenant !== undefined) {
+        blockedTenants.add(tenant);
       }
     });
   }

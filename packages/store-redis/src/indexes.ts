@@ -21,6 +21,8 @@
  * | `fin:<queue>:<state>` | finished jobs (throughput) | finished_at |
  * | `ret:<queue>:<class>` | finished jobs outside workflows, by retention class | finished_at |
  * | `rka:<key>` / `rkw:<key>` | active / available jobs with a rate-limit key | seq |
+ * | `ta:<tenant>` | active jobs of a named tenant (its max_concurrency) | seq |
+ * | `avt:<queue>:<tenant>` | a named tenant's available jobs: its claim (queue names hold no ':') | as `av:<queue>` |
  * | `wfj:<workflow>` | a workflow's jobs | seq |
  */
 import type { JobColumns } from '@ojs/core';
@@ -42,8 +44,11 @@ export function indexEntries(c: JobColumns): Map<string, Score> {
   const e = new Map<string, Score>();
   const { state, queue } = c;
   e.set('all', 's0');
-  if (state === 'available') e.set(`av:${queue}`, `s${(100 - c.priority) * PRIORITY_SPAN}`);
-  else e.set(`qs:${queue}:${state}`, 's0');
+  if (state === 'available') {
+    const score = `s${(100 - c.priority) * PRIORITY_SPAN}`;
+    e.set(`av:${queue}`, score);
+    if (c.tenant_id !== null) e.set(`avt:${queue}:${c.tenant_id}`, score);
+  } else e.set(`qs:${queue}:${state}`, 's0');
   if ((state === 'scheduled' || state === 'retryable') && c.run_at !== null) {
     e.set('due', String(c.run_at));
   }
@@ -66,6 +71,7 @@ export function indexEntries(c: JobColumns): Map<string, Score> {
     if (state === 'active') e.set(`rka:${c.rate_key}`, 's0');
     if (state === 'available') e.set(`rkw:${c.rate_key}`, 's0');
   }
+  if (c.tenant_id !== null && state === 'active') e.set(`ta:${c.tenant_id}`, 's0');
   if (c.workflow_id !== null) e.set(`wfj:${c.workflow_id}`, 's0');
   return e;
 }

@@ -123,6 +123,10 @@ export class Ops {
   keyConcurrency(key: string, limit: number): this {
     return this.#push('Gkconc', key, String(limit));
   }
+  /** The tenant has fewer than `limit` active jobs (its max_concurrency). */
+  tenantConcurrency(tenant: string, limit: number): this {
+    return this.#push('Gtconc', tenant, String(limit));
+  }
   keyRate(key: string, limit: number, periodMs: number): this {
     return this.#push('Gkrate', key, String(limit), String(periodMs));
   }

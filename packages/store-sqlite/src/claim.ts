@@ -5,14 +5,23 @@
  * available.
  */
 import type { StatementSync } from 'node:sqlite';
-import { type ClaimedJobs, type ClaimRequest, claim, type JobRecord } from '@ojs/core';
+import {
+  type ClaimedJobs,
+  type ClaimRequest,
+  claim,
+  DEFAULT_TENANT,
+  type JobRecord,
+  tenantColumn,
+} from '@ojs/core';
 import type { JobCountDeltas } from './job-counts.ts';
 import { handlerFilter, lifecycleValues, parseJob, type Row } from './rows.ts';
 import {
   ACTIVE_IN_QUEUE,
+  ACTIVE_IN_TENANT,
   ACTIVE_WITH_KEY,
   CLAIM_JOB,
   CLAIM_PAGE,
+  CLAIM_PAGE_TENANT,
   claimPagePlain,
   LITERAL_CLAIM_LIMIT,
   QUEUE_LIMITS,
@@ -51,7 +60,11 @@ export function claimFromQueue(
   if (config?.paused === 1) return [];
   const activeInQueue = stmt(ACTIVE_IN_QUEUE);
   const activeWithKey = stmt(ACTIVE_WITH_KEY);
-  const page = stmt(CLAIM_PAGE);
+  const page = stmt(
+    request.tenant !== undefined && request.tenant !== DEFAULT_TENANT
+      ? CLAIM_PAGE_TENANT
+      : CLAIM_PAGE,
+  );
   const handlers = handlerFilter(request);
   const claimed: JobRecord[] = [];
   let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };
@@ -66,7 +79,7 @@ export function claimFromQueue(
     // jobs is crossed in few statements.
     const limit = scanned === 0 ? wanted : Math.max(wanted - claimed.length, 16);
     const rows = (
-      blocked.size === 0 && handlers === null
+      blocked.size === 0 && handlers === null && request.tenant === undefined
         ? limit <= LITERAL_CLAIM_LIMIT
           ? stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq)
           : stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq, limit)
@@ -78,6 +91,7 @@ export function claimFromQueue(
             JSON.stringify([...blocked]),
             handlers,
             limit,
+            request.tenant ?? null,
           )
     ) as Row[];
     // A short page was the last: no candidate is left after it (keys
@@ -94,6 +108,7 @@ export function claimFromQueue(
       }
       const limit = job.rate_limit;
       if (limit !== undefined && blocked.has(limit.key)) continue;
+      if (request.tenantConcurrency !== undefined && !tenantAdmits(stmt, request, job)) continue;
       if (limit?.concurrency !== undefined) {
         if (((activeWithKey.get(limit.key) as Row).n as number) >= limit.concurrency) {
           blocked.add(limit.key);
@@ -142,6 +157,17 @@ export function claimFromQueue(
     }
   }
   return claimed;
+}
+
+/**
+ * The job's tenant is below its concurrency limit (ClaimRequest.tenantConcurrency).
+ * Jobs claimed earlier in this claim are active already (same transaction).
+ */
+function tenantAdmits(stmt: Prepare, request: ClaimRequest, job: JobRecord): boolean {
+  const tenant = tenantColumn(job);
+  const max = tenant === null ? undefined : request.tenantConcurrency![tenant];
+  if (max === undefined) return true;
+  return ((stmt(ACTIVE_IN_TENANT).get(tenant) as Row).n as number) < max;
 }
 
 /** Fixed window: a window starts at the first start after the previous one ended. */

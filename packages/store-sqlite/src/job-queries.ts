@@ -10,6 +10,7 @@
  */
 import {
   countsByQueueState,
+  DEFAULT_TENANT,
   type IndexRange,
   indexRanges,
   type JobFilter,
@@ -68,6 +69,10 @@ function conditions(filter: JobFilter, params: Query['params'], range?: IndexRan
   if (filter.finishedFrom !== undefined) {
     params.push(filter.finishedFrom);
     where.push('finished_at >= ?');
+  }
+  if (filter.tenant !== undefined) {
+    params.push(filter.tenant === DEFAULT_TENANT ? null : filter.tenant);
+    where.push('tenant_id IS ?');
   }
   return where;
 }

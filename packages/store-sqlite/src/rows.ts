@@ -13,6 +13,7 @@ import {
   type OjsError,
   type QueueInfo,
   type SettingRecord,
+  tenantColumn,
 } from '@ojs/core';
 
 /** A row as node:sqlite returns it. */
@@ -63,7 +64,8 @@ export function setValues(job: JobRecord): Value[] {
 
 /** The values of statements.ts INSERT_JOB, in its column order. */
 export function insertValues(job: JobRecord, seq: number): Value[] {
-  return [job.id, seq, ...setValues(job)];
+  // The tenant is written once: a job never changes tenant (SET_JOB leaves it).
+  return [job.id, seq, ...setValues(job), tenantColumn(job)];
 }
 
 /** Version routing as JSON rows for the claim query: one row per (type, interval). */

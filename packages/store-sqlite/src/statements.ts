@@ -11,7 +11,7 @@
  * the statements themselves (`rev = :expect_rev`, the lease as read),
  * compared with the row count a write reports.
  */
-import type { EventFilter } from '@ojs/core';
+import { DEFAULT_TENANT, type EventFilter } from '@ojs/core';
 
 // ------------------------------------------------------------ connection
 
@@ -68,8 +68,8 @@ export const GET_JOB = 'SELECT doc FROM ojs_jobs WHERE id = ?';
  */
 export const INSERT_JOB = `INSERT INTO ojs_jobs
   (id, seq, queue, type, state, priority, attempt, rev, run_at, deadline, expires_at, finished_at,
-   dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id, doc)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+   dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id, doc, tenant_id)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 /** Every column but id and seq, in the order of rows.ts setValues: any change of a job. */
 const SET_JOB = `SET queue = ?, type = ?, state = ?, priority = ?, attempt = ?, rev = ?,
@@ -207,7 +207,8 @@ export const ACTIVE_WITH_KEY =
  * cannot hide eligible jobs behind it; ?6 handlers, null (no version
  * routing) or a JSON array of {type, any, lo, hi} (rows.ts handlerFilter):
  * a job is admitted when a handler of its type admits its version
- * (unversioned jobs: any); ?7 the limit.
+ * (unversioned jobs: any); ?7 the limit; ?8 the tenant (ClaimRequest.tenant)
+ * or null for every tenant.
  * Reads only: each candidate is then claimed with CLAIM_JOB, guarded.
  */
 export const CLAIM_PAGE = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state = 'available'
@@ -220,7 +221,18 @@ export const CLAIM_PAGE = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state =
          AND (ojs_jobs.version_num IS NULL OR h.value ->> 'any' = 1
               OR ((h.value ->> 'lo' IS NULL OR ojs_jobs.version_num >= h.value ->> 'lo')
                   AND (h.value ->> 'hi' IS NULL OR ojs_jobs.version_num < h.value ->> 'hi')))))
+    AND (?8 IS NULL OR tenant_id IS nullif(?8, '${DEFAULT_TENANT}'))
   ORDER BY priority DESC, seq ASC LIMIT ?7`;
+
+/**
+ * CLAIM_PAGE of a named tenant (?8): `tenant_id = ?8` lets the planner walk
+ * the partial index ojs_jobs_tenant (tenant, queue, state, priority, seq)
+ * instead of the queue's every available job.
+ */
+export const CLAIM_PAGE_TENANT = CLAIM_PAGE.replace(
+  `(?8 IS NULL OR tenant_id IS nullif(?8, '${DEFAULT_TENANT}'))`,
+  'tenant_id = ?8',
+);
 
 /**
  * CLAIM_PAGE without the blocked keys and the handler filter, for the
@@ -251,6 +263,10 @@ export function claimPagePlain(limit: number): string {
     ? `${CLAIM_PAGE_PLAIN} LIMIT ${limit}`
     : `${CLAIM_PAGE_PLAIN} LIMIT ?5`;
 }
+
+/** ? = tenant. Its active jobs (tenant concurrency, served by ojs_jobs_tenant). */
+export const ACTIVE_IN_TENANT = `SELECT count(*) AS n FROM ojs_jobs
+  WHERE tenant_id = ? AND state = 'active'`;
 
 /** ? = rate key. Its current fixed window (no row: never started). */
 export const RATE_WINDOW = 'SELECT window_start, count FROM ojs_rate_windows WHERE key = ?';

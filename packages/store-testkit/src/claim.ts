@@ -304,6 +304,8 @@ export function claimTests(ctx: SuiteContext): void {
         { trace_id: null, traceparent: 'fallback' },
         { trace_id: null },
         {},
+        { tenant_id: 'acme' },
+        { tenant_id: '' },
       ];
       await insertOk(
         ctx.store,

@@ -26,6 +26,7 @@ import { limitTests } from './limits.ts';
 import { queueTests } from './queues.ts';
 import { retentionTests } from './retention.ts';
 import { settleTests } from './settle.ts';
+import { tenancyTests } from './tenancy.ts';
 import { timeTests } from './time.ts';
 import { uniqueTests } from './unique.ts';
 import { webhookTests } from './webhooks.ts';
@@ -55,5 +56,6 @@ export function runStoreSuite(name: string, factory: StoreFactory): void {
     cronTests(ctx);
     adminTests(ctx);
     webhookTests(ctx);
+    tenancyTests(ctx);
   });
 }

@@ -197,6 +197,74 @@ export class JobMetrics implements JobObserver {
   }
 }
 
+/** Distinct tenant_id label values before the rest share `_other` (MT-006, about 1,000). */
+export const MAX_TENANT_LABELS = 1000;
+export const OTHER_TENANT = '_other';
+
+/**
+ * `ojs_tenant_jobs_{enqueued,started,completed,failed}_total{tenant_id}`
+ * (ext-multi-tenancy MT-006): jobs of named tenants only, so a server
+ * without tenants adds one property read per job. The label takes the
+ * first MAX_TENANT_LABELS tenants seen; later ones are counted under
+ * `_other`, which bounds the series a tenant-per-customer server creates.
+ */
+export class TenantMetrics implements JobObserver {
+  readonly #series = new Map<
+    string,
+    { enqueued: CounterChild; started: CounterChild; completed: CounterChild; failed: CounterChild }
+  >();
+  readonly #enqueued: Counter<'tenant_id'>;
+  readonly #started: Counter<'tenant_id'>;
+  readonly #completed: Counter<'tenant_id'>;
+  readonly #failed: Counter<'tenant_id'>;
+
+  constructor(registry: Registry) {
+    const counter = (name: string, help: string) =>
+      new Counter({ name, help, labelNames: ['tenant_id'] as const, registers: [registry] });
+    this.#enqueued = counter('ojs_tenant_jobs_enqueued_total', 'Jobs enqueued, by tenant.');
+    this.#started = counter('ojs_tenant_jobs_started_total', 'Job attempts started, by tenant.');
+    this.#completed = counter('ojs_tenant_jobs_completed_total', 'Jobs completed, by tenant.');
+    this.#failed = counter(
+      'ojs_tenant_jobs_failed_total',
+      'Jobs that failed for good (discarded), by tenant.',
+    );
+  }
+
+  #of(job: JobRecord) {
+    const tenant = job.meta.tenant_id;
+    if (typeof tenant !== 'string' || tenant === '') return undefined;
+    let series = this.#series.get(tenant);
+    if (series === undefined) {
+      const label = this.#series.size < MAX_TENANT_LABELS ? tenant : OTHER_TENANT;
+      series =
+        label === OTHER_TENANT && this.#series.has(OTHER_TENANT)
+          ? this.#series.get(OTHER_TENANT)!
+          : {
+              enqueued: this.#enqueued.labels(label),
+              started: this.#started.labels(label),
+              completed: this.#completed.labels(label),
+              failed: this.#failed.labels(label),
+            };
+      if (label === OTHER_TENANT) this.#series.set(OTHER_TENANT, series);
+      else this.#series.set(tenant, series);
+    }
+    return series;
+  }
+
+  enqueued(jobs: readonly JobRecord[]): void {
+    for (const job of jobs) this.#of(job)?.enqueued.inc();
+  }
+
+  started(jobs: readonly JobRecord[]): void {
+    for (const job of jobs) this.#of(job)?.started.inc();
+  }
+
+  settled(job: JobRecord): void {
+    if (job.state === 'completed') this.#of(job)?.completed.inc();
+    else if (job.state === 'discarded') this.#of(job)?.failed.inc();
+  }
+}
+
 /**
  * `ojs_queue_depth{queue,state}` and `ojs_workers_busy{queue}` (active jobs),
  * from the store's counters at scrape time. A scrape during a store outage

@@ -204,29 +204,32 @@ export async function adminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/ojs/v1/admin/jobs', async (request) => {
     const listing = listRequest(request.query as Obj, true);
-    const page = await engine.jobs.list(listing);
+    // A request naming a tenant sees that tenant's jobs; none: every job.
+    const page = await engine.jobs.list(listing, request.ojsTenant);
     return { items: page.jobs.map(toWire), pagination: pagination(page, listing.limit) };
   });
 
   app.get<{ Params: { id: string } }>('/ojs/v1/admin/jobs/:id', async (request) =>
-    jobDetail(await engine.getJob(request.params.id)),
+    jobDetail(await engine.getJob(request.params.id, request.ojsTenant)),
   );
 
   for (const action of ['retry', 'cancel'] as const) {
     app.post<{ Params: { id: string } }>(`/ojs/v1/admin/jobs/:id/${action}`, async (request) => {
       objectBody(request.body, { allowEmpty: true });
-      return { job: toWire(await engine.jobs.act(action, request.params.id)) };
+      return {
+        job: toWire(await engine.jobs.act(action, request.params.id, request.ojsTenant)),
+      };
     });
   }
   app.delete<{ Params: { id: string } }>('/ojs/v1/admin/jobs/:id', async (request, reply) => {
-    await engine.jobs.act('delete', request.params.id);
+    await engine.jobs.act('delete', request.params.id, request.ojsTenant);
     reply.code(204);
   });
 
   app.post<{ Params: { action: string } }>('/ojs/v1/admin/jobs/bulk/:action', async (request) => {
     const action = bulkAction(request.params.action);
     const body = objectBody(request.body);
-    return engine.jobs.bulk(action, bulkFilter(body), bulkStep(body));
+    return engine.jobs.bulk(action, bulkFilter(body), bulkStep(body), request.ojsTenant);
   });
 
   // ------------------------------------------------------------ workers

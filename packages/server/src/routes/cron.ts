@@ -13,7 +13,7 @@ export async function cronRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/ojs/v1/cron', async (request, reply) => {
     const body = objectBody(request.body);
-    const { created, cron } = await engine.cron.register(body);
+    const { created, cron } = await engine.cron.register(body, request.ojsTenant);
     const entry = cronToWire(cron);
     reply.code(created ? 201 : 200);
     // A typo in the job's options is reported as PUSH reports it (flat or job_template body).

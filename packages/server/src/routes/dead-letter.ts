@@ -12,10 +12,11 @@ import {
   notFound,
   parseIsoDuration,
   parseJobFilter,
+  type TenantScope,
   toWire,
 } from '@ojs/core';
 import { deadLetterPageResponse, deadLetterRetryResponse } from '@ojs/engine';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bulkFilter, bulkStep, listRequest, pagination, requireConfirm } from '../admin-wire.ts';
 import { objectBody, pageParams } from '../wire.ts';
 
@@ -48,63 +49,74 @@ export async function deadLetterRoutes(app: FastifyInstance): Promise<void> {
     const query = request.query as Record<string, unknown>;
     const { limit, offset } = pageParams(query, 50, 1000);
     const queue = typeof query.queue === 'string' && query.queue !== '' ? query.queue : undefined;
-    return deadLetterPageResponse(await engine.listDeadLetter(queue, limit, offset), limit, offset);
+    return deadLetterPageResponse(
+      await engine.listDeadLetter(queue, limit, offset, request.ojsTenant),
+      limit,
+      offset,
+    );
   });
 
-  const stats = async () => {
+  const stats = async (request: FastifyRequest) => {
     const counts = await engine.store.countJobsByQueue();
     const byQueue: Record<string, number> = {};
+    const tenant = request.ojsTenant === undefined ? {} : { tenant: request.ojsTenant.id };
     let total = 0;
     for (const { queue, state } of counts) {
       if (state !== 'discarded') continue;
-      const n = await engine.store.countJobs({ ...DEAD, queues: [queue] });
+      const n = await engine.store.countJobs({ ...DEAD, queues: [queue], ...tenant });
       if (n > 0) byQueue[queue] = n;
       total += n;
     }
     return { total, by_queue: byQueue };
   };
 
-  const getOne = async (id: string) => {
-    const job = await engine.getJob(id);
+  const getOne = async (id: string, tenant: TenantScope | undefined) => {
+    const job = await engine.getJob(id, tenant);
     if (!(job.state === 'discarded' && job.dead_letter)) {
       throw notFound('dead_letter_job', id);
     }
     return toWire(job);
   };
 
-  const bulkRetry = async (body: Obj) => {
+  const bulkRetry = async (body: Obj, tenant: TenantScope | undefined) => {
     const result = await engine.jobs.bulk(
       'retry',
       { ...bulkFilter(body), ...DEAD },
       bulkStep(body),
+      tenant,
     );
     return { retried: result.succeeded, ...result };
   };
 
-  const purge = async (body: Obj) => {
+  const purge = async (body: Obj, tenant: TenantScope | undefined) => {
     const result = await engine.jobs.bulk(
       'delete',
       purgeFilter(body, engine.now()),
       bulkStep(body),
+      tenant,
     );
     return { purged_count: result.succeeded, ...result };
   };
 
   for (const base of ['/ojs/v1/dead-letter', '/ojs/v1/admin/dead-letter']) {
     app.get(`${base}/stats`, stats);
-    app.post(`${base}/retry`, async (request) => bulkRetry(objectBody(request.body)));
-    app.delete(base, async (request) => purge(objectBody(request.body)));
+    app.post(`${base}/retry`, async (request) =>
+      bulkRetry(objectBody(request.body), request.ojsTenant),
+    );
+    app.delete(base, async (request) => purge(objectBody(request.body), request.ojsTenant));
     app.get<{ Params: { id: string } }>(`${base}/:id`, async (request) => ({
-      job: await getOne(request.params.id),
+      job: await getOne(request.params.id, request.ojsTenant),
     }));
     app.post<{ Params: { id: string } }>(`${base}/:id/retry`, async (request) => {
       objectBody(request.body, { allowEmpty: true });
-      return deadLetterRetryResponse(await engine.retryDeadLetter(request.params.id));
+      return deadLetterRetryResponse(
+        await engine.retryDeadLetter(request.params.id, request.ojsTenant),
+      );
     });
   }
 
   app.delete<{ Params: { id: string } }>('/ojs/v1/dead-letter/:id', async (request) => {
-    await engine.deleteDeadLetter(request.params.id);
+    await engine.deleteDeadLetter(request.params.id, request.ojsTenant);
     return { deleted: true, job_id: request.params.id };
   });
 
@@ -112,14 +124,14 @@ export async function deadLetterRoutes(app: FastifyInstance): Promise<void> {
   app.get('/ojs/v1/admin/dead-letter', async (request) => {
     const listing = listRequest(request.query as Obj, true);
     listing.filter = { ...listing.filter, ...DEAD };
-    const page = await engine.jobs.list(listing);
+    const page = await engine.jobs.list(listing, request.ojsTenant);
     return { items: page.jobs.map(toWire), pagination: pagination(page, listing.limit) };
   });
 
   app.delete<{ Params: { id: string } }>(
     '/ojs/v1/admin/dead-letter/:id',
     async (request, reply) => {
-      await engine.deleteDeadLetter(request.params.id);
+      await engine.deleteDeadLetter(request.params.id, request.ojsTenant);
       reply.code(204);
     },
   );

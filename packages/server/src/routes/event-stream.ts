@@ -88,6 +88,8 @@ export function eventStreams(app: FastifyInstance) {
       from?: { after: string | undefined };
     } = {},
   ): Promise<void> {
+    // A tenant's stream carries its jobs' events only.
+    if (request.ojsTenant !== undefined) filter = { ...filter, tenant: request.ojsTenant.id };
     const query = request.query as Record<string, unknown>;
     const header = request.headers['last-event-id'];
     const resumeFrom =
@@ -187,7 +189,7 @@ export async function eventStreamRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/ojs/v1/jobs/:id/events', async (request, reply) => {
     const { id } = request.params as { id: string };
-    const { job, after, start } = await engine.openJobStream(id);
+    const { job, after, start } = await engine.openJobStream(id, request.ojsTenant);
     const query = request.query as Record<string, unknown>;
     const snapshot = (lastId: string | undefined) =>
       frame(lastId, start.event.type, start.event.data);

@@ -16,13 +16,16 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
     if (wantsEventStream(request)) return streams.all(request, reply);
     const query = request.query as Record<string, unknown>;
     const { limit } = pageParams(query, 100, 1000);
-    const events = await engine.listEvents({
-      types: csv(query.types ?? query.event_types),
-      queues: csv(query.queues),
-      jobTypes: csv(query.job_types),
-      after: typeof query.after === 'string' && query.after !== '' ? query.after : undefined,
-      limit: limit + 1,
-    });
+    const events = await engine.listEvents(
+      {
+        types: csv(query.types ?? query.event_types),
+        queues: csv(query.queues),
+        jobTypes: csv(query.job_types),
+        after: typeof query.after === 'string' && query.after !== '' ? query.after : undefined,
+        limit: limit + 1,
+      },
+      request.ojsTenant,
+    );
     return eventPageResponse(events, limit, query.after);
   });
 }

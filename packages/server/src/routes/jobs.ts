@@ -16,7 +16,7 @@ import {
   pushResponse,
   type QueuePressure,
 } from '@ojs/engine';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { listRequest, pagination } from '../admin-wire.ts';
 import { objectBody } from '../wire.ts';
 
@@ -47,7 +47,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/ojs/v1/jobs', async (request, reply) => {
     const body = objectBody(request.body);
-    const result = await withBackpressure(reply, () => engine.enqueue(body));
+    const result = await withBackpressure(reply, () => engine.enqueue(body, request.ojsTenant));
     const answer = pushResponse(result);
     reply.code(answer.status);
     if (result.status !== 'dropped') reply.header('Location', `/ojs/v1/jobs/${result.job.id}`);
@@ -62,13 +62,15 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
   // whole before anything is stored.
   app.post('/ojs/v1/jobs/many', async (request) => {
     const jobs = pushManyItems(objectBody(request.body).jobs, 'jobs');
-    return pushManyResponse(await engine.enqueueMany(jobs));
+    return pushManyResponse(await engine.enqueueMany(jobs, request.ojsTenant));
   });
 
   app.post('/ojs/v1/jobs/batch', async (request, reply) => {
     const body = objectBody(request.body);
     const report: Parameters<typeof engine.enqueueBatch>[1] = {};
-    const jobs = await withBackpressure(reply, () => engine.enqueueBatch(body.jobs, report));
+    const jobs = await withBackpressure(reply, () =>
+      engine.enqueueBatch(body.jobs, report, request.ojsTenant),
+    );
     reply.code(201);
     pressureHeaders(reply, report.pressure);
     return batchPushResponse(jobs, report.warnings);
@@ -76,29 +78,41 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/ojs/v1/jobs', async (request) => {
     const listing = listRequest(request.query as Record<string, unknown>, false);
-    const page = await engine.jobs.list(listing);
+    const page = await engine.jobs.list(listing, request.ojsTenant);
     return { jobs: page.jobs.map(toWire), pagination: pagination(page, listing.limit) };
   });
 
   app.get<{ Params: { id: string } }>('/ojs/v1/jobs/:id', async (request) => {
-    return jobResponse(await engine.getJob(request.params.id));
+    return jobResponse(await engine.getJob(request.params.id, request.ojsTenant));
   });
 
+  const cancel = async (
+    request: FastifyRequest<{ Params: { id: string }; Querystring: { reason?: unknown } }>,
+  ) => {
+    // ?reason= is kept in the job's meta.cancel_reason (as gRPC CancelJob.reason is).
+    const { reason } = request.query;
+    const { before, after } = await engine.cancelJob(
+      request.params.id,
+      typeof reason === 'string' && reason !== '' ? reason : undefined,
+      request.ojsTenant,
+    );
+    return cancelResponse(before, after);
+  };
   app.delete<{ Params: { id: string }; Querystring: { reason?: unknown } }>(
     '/ojs/v1/jobs/:id',
+    cancel,
+  );
+  // The per-job form the extension suites call (extensions digest §8, support).
+  app.post<{ Params: { id: string }; Querystring: { reason?: unknown } }>(
+    '/ojs/v1/jobs/:id/cancel',
     async (request) => {
-      // ?reason= is kept in the job's meta.cancel_reason (as gRPC CancelJob.reason is).
-      const { reason } = request.query;
-      const { before, after } = await engine.cancelJob(
-        request.params.id,
-        typeof reason === 'string' && reason !== '' ? reason : undefined,
-      );
-      return cancelResponse(before, after);
+      objectBody(request.body, { allowEmpty: true });
+      return cancel(request);
     },
   );
 
   app.post<{ Params: { id: string } }>('/ojs/v1/jobs/:id/activate', async (request) => {
     objectBody(request.body, { allowEmpty: true });
-    return activateResponse(await engine.activate(request.params.id));
+    return activateResponse(await engine.activate(request.params.id, request.ojsTenant));
   });
 }

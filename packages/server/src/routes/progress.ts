@@ -13,14 +13,14 @@ export async function progressRoutes(app: FastifyInstance): Promise<void> {
 
   app.put<{ Params: { id: string } }>('/ojs/v1/jobs/:id/progress', async (request, reply) => {
     const update = parseProgressUpdate(objectBody(request.body));
-    const job = await engine.progress(request.params.id, update);
+    const job = await engine.progress(request.params.id, update, request.ojsTenant);
     const body = progressToWire(job);
     if (typeof body.progress === 'number') reply.header('X-OJS-Progress', String(body.progress));
     return body;
   });
 
   app.get<{ Params: { id: string } }>('/ojs/v1/jobs/:id/progress', async (request, reply) => {
-    const body = progressToWire(await engine.getJob(request.params.id));
+    const body = progressToWire(await engine.getJob(request.params.id, request.ojsTenant));
     reply.header('Cache-Control', 'no-cache');
     if (typeof body.progress === 'number') reply.header('X-OJS-Progress', String(body.progress));
     return body;

@@ -15,12 +15,15 @@ export async function queueRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get<{ Params: { name: string } }>('/ojs/v1/queues/:name/stats', async (request) => {
-    return queueStatsResponse(await engine.queueStats(request.params.name), engine.now());
+    return queueStatsResponse(
+      await engine.queueStats(request.params.name, request.ojsTenant),
+      engine.now(),
+    );
   });
 
   // Queue configuration (queue-config extension paths; the admin API has the same).
   app.get<{ Params: { name: string } }>('/ojs/v1/queues/:name', async (request) => {
-    const stats = await engine.queueStats(request.params.name);
+    const stats = await engine.queueStats(request.params.name, request.ojsTenant);
     return {
       queue: {
         name: stats.name,

@@ -20,9 +20,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import websocket from '@fastify/websocket';
-import { OjsError } from '@ojs/core';
+import { inTenant, OjsError } from '@ojs/core';
 import type { TailFilter } from '@ojs/engine';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 
 const PING_MS = 30_000;
@@ -49,7 +49,8 @@ export async function websocketRoutes(app: FastifyInstance): Promise<void> {
     },
   });
 
-  const onSocket = (socket: WebSocket) => {
+  const onSocket = (socket: WebSocket, request: FastifyRequest) => {
+    const tenant = request.ojsTenant;
     const subscriptions = new Map<string, Subscription>();
     const send = (message: unknown) =>
       new Promise<void>((resolve) => {
@@ -111,7 +112,9 @@ export async function websocketRoutes(app: FastifyInstance): Promise<void> {
       if (channel.startsWith('job:')) {
         const id = channel.slice(4);
         const job = await engine.store.getJob(id);
-        if (job === null) return error('not_found', `Job '${id}' not found.`);
+        if (job === null || !inTenant(job, tenant)) {
+          return error('not_found', `Job '${id}' not found.`);
+        }
         filter = { types, queues: [job.queue], subject: id };
       } else if (channel.startsWith('queue:')) {
         const name = channel.slice(6);
@@ -126,6 +129,7 @@ export async function websocketRoutes(app: FastifyInstance): Promise<void> {
           `Unknown channel '${channel}' (job:{id}, queue:{name}, all).`,
         );
       }
+      if (tenant !== undefined) filter = { ...filter, tenant: tenant.id };
       // Where it starts is fixed before the acknowledgement: every event
       // committed after the client was told "subscribed" is delivered.
       const start =

@@ -17,6 +17,7 @@ import {
   OjsError,
   parseFetchScheduling,
   parseHandlers,
+  type TenantScope,
   toIso,
   validateQueueName,
   validateWorkerId,
@@ -128,6 +129,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
       waitMs: optionalInt(body, 'wait_ms', 0, Number.MAX_SAFE_INTEGER),
       handlers: parseHandlers(body.handlers),
       signal: controller.signal,
+      tenant: request.ojsTenant?.id,
     });
     if (jobs.length > 0) return fetchResponse(jobs);
     // `explain: true` (ours): why nothing was handed out, read only for empty answers.
@@ -141,35 +143,37 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
     return { jobs: [] };
   });
 
-  const ack = async (jobId: string, body: Obj) =>
+  const ack = async (jobId: string, body: Obj, tenant: TenantScope | undefined) =>
     ackResponse(
       await engine.ack({
         jobId,
         result: body.result,
         workerId: validateWorkerId(body.worker_id),
         attempt: optionalInt(body, 'attempt', 1, MAX_ATTEMPTS),
+        tenant: tenant?.id,
       }),
     );
 
-  const nack = async (jobId: string, body: Obj) => {
+  const nack = async (jobId: string, body: Obj, tenant: TenantScope | undefined) => {
     const job = await engine.nack({
       jobId,
       error: failureReport(body.error),
       requeue: body.requeue === true,
       workerId: validateWorkerId(body.worker_id),
       attempt: optionalInt(body, 'attempt', 1, MAX_ATTEMPTS),
+      tenant: tenant?.id,
     });
     return nackResponse(job);
   };
 
   app.post('/ojs/v1/workers/ack', async (request) => {
     const body = objectBody(request.body);
-    return ack(requiredString(body, 'job_id'), body);
+    return ack(requiredString(body, 'job_id'), body, request.ojsTenant);
   });
 
   app.post('/ojs/v1/workers/nack', async (request) => {
     const body = objectBody(request.body);
-    return nack(requiredString(body, 'job_id'), body);
+    return nack(requiredString(body, 'job_id'), body, request.ojsTenant);
   });
 
   // Batched acknowledgement (our extension `ack-batch`, manifest
@@ -184,6 +188,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
         result: item.result,
         workerId: validateWorkerId(item.worker_id),
         attempt: optionalInt(item, 'attempt', 1, MAX_ATTEMPTS),
+        tenant: request.ojsTenant?.id,
       })),
     );
     const nacks = batchItems(body, 'nacks').map((item, index) =>
@@ -193,6 +198,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
         requeue: item.requeue === true,
         workerId: validateWorkerId(item.worker_id),
         attempt: optionalInt(item, 'attempt', 1, MAX_ATTEMPTS),
+        tenant: request.ojsTenant?.id,
       })),
     );
     // settleBatch refuses an empty or oversized batch (at most MAX_ACK_BATCH items).
@@ -201,10 +207,10 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
 
   // Per-job forms used by some clients and extension suites (OA).
   app.post<{ Params: { id: string } }>('/ojs/v1/jobs/:id/ack', async (request) =>
-    ack(request.params.id, objectBody(request.body, { allowEmpty: true })),
+    ack(request.params.id, objectBody(request.body, { allowEmpty: true }), request.ojsTenant),
   );
   app.post<{ Params: { id: string } }>('/ojs/v1/jobs/:id/nack', async (request) =>
-    nack(request.params.id, objectBody(request.body, { allowEmpty: true })),
+    nack(request.params.id, objectBody(request.body, { allowEmpty: true }), request.ojsTenant),
   );
 
   // Worker registration (WP §3): identity, queues, concurrency and the
@@ -237,7 +243,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
   // BEAT (WP §8.4); /workers/beat is the graceful-shutdown extension's name
   // for it (`state: "drain"`, `active_jobs` as a count) and also answers
   // `acknowledged`. The reported state goes into the worker registry.
-  const beat = async (request: { body: unknown }) => {
+  const beat = async (request: { body: unknown; ojsTenant?: TenantScope }) => {
     const body = objectBody(request.body);
     const queues = body.queues;
     const result = await engine.heartbeat({
@@ -259,6 +265,7 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
         version: optionalString(body, 'version'),
         pool: body.pool === undefined ? undefined : validateQueueName(body.pool, 'pool'),
       },
+      tenant: request.ojsTenant?.id,
     });
     return heartbeatResponse(result);
   };

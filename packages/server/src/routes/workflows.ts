@@ -11,7 +11,7 @@ export async function workflowRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/ojs/v1/workflows', async (request, reply) => {
     const body = objectBody(request.body);
-    const workflow = await engine.createWorkflow(body);
+    const workflow = await engine.createWorkflow(body, request.ojsTenant);
     reply.code(201).header('Location', `/ojs/v1/workflows/${workflow.id}`);
     // Typos in the jobs' options, as PUSH reports them (docs/error-codes.md).
     const warnings = workflowOptionWarnings(body);
@@ -21,11 +21,13 @@ export async function workflowRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get<{ Params: { id: string } }>('/ojs/v1/workflows/:id', async (request) => {
-    const workflow = await engine.getWorkflow(request.params.id);
+    const workflow = await engine.getWorkflow(request.params.id, request.ojsTenant);
     return { workflow: workflowToWire(workflow, await engine.workflowJobs(workflow)) };
   });
 
   app.delete<{ Params: { id: string } }>('/ojs/v1/workflows/:id', async (request) => {
-    return { workflow: workflowToWire(await engine.cancelWorkflow(request.params.id)) };
+    return {
+      workflow: workflowToWire(await engine.cancelWorkflow(request.params.id, request.ojsTenant)),
+    };
   });
 }
