@@ -6,7 +6,7 @@
  *
  * The SDK has no runtime dependencies, so it cannot import @ojs/core; the
  * few modules both need (the OJS-xxxx error catalogue, UUIDv7 ids, the
- * media type, isObject) are written once in core and copied here, with a
+ * media type, isObject, the webhook signature check) are written once in core and copied here, with a
  * header, into files that are committed. A copied module may import only
  * Node built-ins (`node:*`): the copy must stand alone. `npm run lint`
  * runs the check; the SDK's `npm run build` regenerates first.
@@ -21,6 +21,7 @@ export const SHARED_MODULES = [
   'is-object.ts',
   'media-type.ts',
   'uuid.ts',
+  'webhook-signature.ts',
 ];
 
 const CORE = 'packages/core/src';

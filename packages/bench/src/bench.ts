@@ -141,6 +141,20 @@ async function postgresProblem(): Promise<string | undefined> {
 
 /** The server's logging and metrics switched off (`--observability off`). */
 let observabilityEnv: Record<string, string> = {};
+/** `--webhooks on`: the receiver every server's subscription delivers to. */
+let webhookReceiver: string | undefined;
+
+/** A receiver on loopback answering 204 to every delivery, for `--webhooks on`. */
+async function startWebhookReceiver(): Promise<string> {
+  const { createServer } = await import('node:http');
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+}
 
 /** redis-server as found at start (INFO server): its pid for /proc CPU readings. */
 let redis: RedisInfo | undefined;
@@ -195,13 +209,25 @@ async function withServer<T>(
   fn: (server: { url: string; pid: number; grpcAddress?: string }) => Promise<T>,
   options: { grpc?: boolean } = {},
 ): Promise<T> {
+  const webhookEnv: Record<string, string> =
+    webhookReceiver === undefined
+      ? {}
+      : { OJS_WEBHOOKS_ALLOW_PRIVATE: 'on', OJS_WEBHOOKS_ALLOW_HTTP: 'on' };
   const server = await startServerProcess(
     spec,
-    { ...env, ...observabilityEnv },
+    { ...env, ...observabilityEnv, ...webhookEnv },
     { ...options, entry: serverEntry },
   );
   track(server.child.pid);
   try {
+    if (webhookReceiver !== undefined) {
+      const res = await fetch(`${server.url}/ojs/v1/webhooks/subscriptions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url: webhookReceiver, events: ['*'] }),
+      });
+      if (res.status !== 201) throw new Error(`webhook subscription refused: ${await res.text()}`);
+    }
     return await fn({ url: server.url, pid: server.child.pid!, grpcAddress: server.grpcAddress });
   } finally {
     if (server.crashed()) log(`server crashed: ${server.logs().slice(-2000)}`);
@@ -570,6 +596,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     opts = parseOptions(argv);
     if (!opts.observability) observabilityEnv = { OJS_LOG_LEVEL: 'silent', OJS_METRICS: 'off' };
+    if (opts.webhooks) webhookReceiver = await startWebhookReceiver();
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     process.stderr.write(`bench: ${error.message}\n\n${USAGE}`);

@@ -70,6 +70,8 @@ export interface BenchOptions {
   server: ServerBuild;
   /** false: the server runs with logging and metrics off (their cost, issue 16). */
   observability: boolean;
+  /** A webhook subscription to every event (`*`), delivered to a receiver in the bench process. */
+  webhooks: boolean;
   help: boolean;
 }
 
@@ -103,6 +105,8 @@ export const USAGE = `Usage: npm run bench -- [flags]
   --out FILE        JSON file of all raw figures (default packages/bench/results/bench-<time>.json)
   --observability X on (the server's defaults: logs at info, metrics) or off (OJS_LOG_LEVEL=silent,
                     OJS_METRICS=off): run twice to see what logging + metrics cost
+  --webhooks X      off (default) or on: the server gets a webhook subscription to every event
+                    (\`*\`), delivered to a receiver on loopback that answers 204: what webhooks cost
   -h, --help        this text
 `;
 
@@ -165,6 +169,7 @@ export function parseOptions(argv: string[]): BenchOptions {
         out: { type: 'string' },
         server: { type: 'string', default: 'packed' },
         observability: { type: 'string', default: 'on' },
+        webhooks: { type: 'string', default: 'off' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }));
@@ -212,6 +217,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     out: values.out as string | undefined,
     server: oneOf('server', values.server as string, SERVERS),
     observability: onOff('observability', values.observability as string),
+    webhooks: onOff('webhooks', values.webhooks as string),
     help: values.help === true,
   };
 }

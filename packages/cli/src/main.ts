@@ -42,6 +42,7 @@ Operator commands, over the HTTP API of any OJS server (--url / OJS_URL, --api-k
   pools         Fair scheduling pools: list | set | delete
   scheduling    stats (dispatches per queue over the last minute)
   stats         Live statistics (refreshes on a terminal)
+  webhooks      list | create | get | update | delete | test | rotate-secret | deliveries | retry
   completion    Shell completion script: ojs completion bash|zsh|fish
 
   -V, --version Print the version
@@ -79,6 +80,13 @@ ojs serve options (environment variables in brackets):
                           Beyond loopback gRPC needs TLS (or --allow-insecure): API keys travel in metadata
   --no-dashboard          Do not serve the web dashboard at /ojs/admin/ [OJS_DASHBOARD=off]
   --no-quiet-gc           Keep the heap a burst grew instead of giving it back when quiet [OJS_QUIET_GC=off]
+  --webhooks-allow-private
+                          Let webhooks deliver to loopback, private, link-local and metadata
+                          addresses (tests, development) [OJS_WEBHOOKS_ALLOW_PRIVATE=on]
+  --webhooks-allow-http   Accept http: webhook URLs (development only) [OJS_WEBHOOKS_ALLOW_HTTP=on]
+  --webhooks-retry-schedule LIST
+                          Delay before each webhook attempt, at least 5 (default
+                          0,30s,2m,10m,1h,4h,12h,24h) [OJS_WEBHOOKS_RETRY_SCHEDULE]
   --tenancy-strict        Refuse a job naming no tenant (400) instead of the default tenant
                           [OJS_TENANCY_STRICT=on]
   --no-tenant-fairness    Dispatch in priority and FIFO order across tenants, without interleaving
@@ -123,6 +131,9 @@ async function serve(argv: string[]): Promise<number> {
       'grpc-tls-ca': { type: 'string' },
       'no-dashboard': { type: 'boolean' },
       'no-quiet-gc': { type: 'boolean' },
+      'webhooks-allow-private': { type: 'boolean' },
+      'webhooks-allow-http': { type: 'boolean' },
+      'webhooks-retry-schedule': { type: 'string' },
       'tenancy-strict': { type: 'boolean' },
       'no-tenant-fairness': { type: 'boolean' },
       'enqueue-hook': { type: 'string', multiple: true },
@@ -145,6 +156,7 @@ async function serve(argv: string[]): Promise<number> {
     parsePort,
     parseRetentionSpec,
     parseValidationMode,
+    parseWebhookSchedule,
   } = await import('@ojs/server/serve');
   const options = optionsFromEnv();
   if (values.host !== undefined) options.host = values.host;
@@ -183,6 +195,11 @@ async function serve(argv: string[]): Promise<number> {
   if (values['grpc-tls-ca'] !== undefined) options.grpcTlsCa = values['grpc-tls-ca'];
   if (values['no-dashboard']) options.dashboard = false;
   if (values['no-quiet-gc']) options.quietGc = false;
+  if (values['webhooks-allow-private']) options.webhooksAllowPrivate = true;
+  if (values['webhooks-allow-http']) options.webhooksAllowHttp = true;
+  if (values['webhooks-retry-schedule'] !== undefined) {
+    options.webhooksRetrySchedule = parseWebhookSchedule(values['webhooks-retry-schedule']);
+  }
   if (values['tenancy-strict']) options.tenancy = { ...options.tenancy, strict: true };
   if (values['no-tenant-fairness']) options.tenancy = { ...options.tenancy, fairness: false };
   if (values['enqueue-hook'] !== undefined) {

@@ -1,6 +1,6 @@
 /**
  * The operator's commands of `ojs` (jobs, enqueue, queues, dlq, cron,
- * workflows, workers, stats, completion) over the HTTP API of any OJS
+ * workflows, workers, stats, webhooks, completion) over the HTTP API of any OJS
  * server, parsed by commander (docs/decisions/0061): per-command --help,
  * unknown options refused with a suggestion, exit codes 0 (done), 1 (the
  * server refused or is unreachable), 2 (a usage mistake).
@@ -16,6 +16,7 @@ import { poolsCommand, schedulingCommand } from './commands/pools.ts';
 import { queuesCommand } from './commands/queues.ts';
 import { statsCommand } from './commands/stats.ts';
 import { tenantsCommand } from './commands/tenants.ts';
+import { webhooksCommand } from './commands/webhooks.ts';
 import { workersCommand } from './commands/workers.ts';
 import { workflowsCommand } from './commands/workflows.ts';
 import { DEFAULT_URL, UsageError } from './context.ts';
@@ -33,6 +34,7 @@ export const OPERATOR_COMMANDS = [
   'pools',
   'scheduling',
   'stats',
+  'webhooks',
   'tenants',
   'completion',
 ];
@@ -68,6 +70,7 @@ export function buildProgram(io: Io, version: string): Command {
     poolsCommand,
     schedulingCommand,
     statsCommand,
+    webhooksCommand,
     tenantsCommand,
   ]) {
     program.addCommand(make(io));

@@ -46,6 +46,9 @@ export async function startCliServer(options: { apiKeys?: string } = {}): Promis
     store: `sqlite:${join(dir, 'ojs.db')}`,
     sqliteSynchronous: 'NORMAL',
     testMode: true,
+    // `ojs webhooks test` and the delivery log, against a receiver on loopback.
+    webhooksAllowPrivate: true,
+    webhooksAllowHttp: true,
     ...(options.apiKeys ? { apiKeys: options.apiKeys } : {}),
   });
   const ojs = async (args: string[], options: RunOptions = {}): Promise<Result> => {

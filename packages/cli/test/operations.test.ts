@@ -1,5 +1,5 @@
 /**
- * `ojs queues|dlq|cron|workflows|workers|stats|completion` against a live
+ * `ojs queues|dlq|cron|workflows|workers|stats|webhooks|completion` against a live
  * server: each command's table or JSON and its effect on the server.
  */
 import assert from 'node:assert/strict';
@@ -70,6 +70,126 @@ describe('ojs operator commands', () => {
     assert.match(purged.stderr, /purged .* 3\/3 \(100%\)\n$/);
     const empty = await cli.json<{ jobs: Json[] }>(['dlq', 'list']);
     assert.deepEqual(empty.jobs, []);
+  });
+
+  it('webhooks create, list, get, update, deliveries, retry, delete', async () => {
+    const created = await cli.ojs([
+      'webhooks',
+      'create',
+      'https://example.com/hook',
+      '--events',
+      'job.completed,job.failed',
+      '--queues',
+      'nowhere',
+      '--secret',
+      'whsec_cli_test_secret_1',
+    ]);
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, /^webhook subscription created\nid: +sub_/);
+    assert.match(created.stdout, /^secret: +whsec_cli_test_secret_1 /m);
+    const id = /^id: +(\S+)$/m.exec(created.stdout)![1]!;
+    const list = await cli.ojs(['webhooks', 'list']);
+    assert.match(list.stdout, /^ID +URL +EVENTS +STATE +CREATED\n/);
+    assert.match(
+      list.stdout,
+      new RegExp(`^${id} +https://example.com/hook +job.completed,job.failed +active `, 'm'),
+    );
+    const got = await cli.json<Json>(['webhooks', 'get', id]);
+    assert.equal(got.secret, undefined);
+    assert.deepEqual(got.filter, { queues: ['nowhere'] });
+    const updated = await cli.ojs([
+      'webhooks',
+      'update',
+      id,
+      '--active',
+      'false',
+      '--events',
+      'job.*',
+    ]);
+    assert.match(updated.stdout, /^events: +job\.\*$/m);
+    assert.match(updated.stdout, /^active: +false$/m);
+    const rotated = await cli.ojs(['webhooks', 'rotate-secret', id]);
+    assert.match(rotated.stdout, /^secret: +whsec_/m);
+    assert.doesNotMatch(rotated.stdout, /whsec_cli_test_secret_1/);
+    assert.equal(
+      (await cli.ojs(['webhooks', 'deliveries', '--subscription', id])).stdout,
+      'no webhook deliveries\n',
+    );
+    const missing = await cli.ojs(['webhooks', 'retry', 'whd_nope']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /not found/);
+    const refused = await cli.ojs([
+      'webhooks',
+      'create',
+      'ftp://example.com/hook',
+      '--events',
+      '*',
+    ]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /https/);
+    const typo = await cli.ojs(['webhooks', 'create', 'https://example.com/h', '--event', '*']);
+    assert.equal(typo.code, 2);
+    assert.equal(
+      (await cli.ojs(['webhooks', 'delete', id])).stdout,
+      `webhook subscription ${id} deleted\n`,
+    );
+    assert.equal((await cli.ojs(['webhooks', 'list'])).stdout, 'no webhook subscriptions\n');
+  });
+
+  it('webhooks test and deliveries against a receiver on loopback', async () => {
+    const { createServer } = await import('node:http');
+    const receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(204).end());
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+      const sub = await cli.json<Json>([
+        'webhooks',
+        'create',
+        url,
+        '--events',
+        'job.enqueued',
+        '--queues',
+        'hooked',
+      ]);
+      const id = sub.id as string;
+      assert.match(
+        (await cli.ojs(['webhooks', 'test', id])).stdout,
+        /^delivered: 204 in \d+ ms\n$/,
+      );
+      await cli.ojs(['enqueue', 'a.b', '--queue', 'hooked']);
+      const deadline = Date.now() + 10_000;
+      let page = await cli.json<{ deliveries: Json[] }>([
+        'webhooks',
+        'deliveries',
+        '--subscription',
+        id,
+      ]);
+      while (page.deliveries[0]?.state !== 'delivered' && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+        page = await cli.json<{ deliveries: Json[] }>([
+          'webhooks',
+          'deliveries',
+          '--subscription',
+          id,
+        ]);
+      }
+      assert.equal(page.deliveries[0]?.state, 'delivered');
+      const table = await cli.ojs(['webhooks', 'deliveries', '--state', 'delivered']);
+      assert.match(
+        table.stdout,
+        /^ID +SUBSCRIPTION +EVENT +STATE +ATTEMPTS +LAST RESULT +UPDATED\n/,
+      );
+      assert.match(
+        table.stdout,
+        new RegExp(`^whd_\\S+ +${id} +job.enqueued +delivered +1 +204 `, 'm'),
+      );
+      await cli.ojs(['webhooks', 'delete', id]);
+    } finally {
+      receiver.close();
+    }
   });
 
   it('cron add, list, trigger, remove', async () => {

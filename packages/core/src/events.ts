@@ -71,6 +71,20 @@ export function enqueueEvents(job: JobRecord, now: number): OjsEvent[] {
   return events;
 }
 
+/**
+ * The webhooks extension's own events (ext-webhooks §1.3, C8). Recorded in
+ * the event log for streams and the dashboard; never delivered to webhooks
+ * through it (webhook-filter.ts says why). `webhook.test` is sent by the
+ * test route only.
+ */
+export const WEBHOOK_EVENT_TYPES = [
+  'webhook.test',
+  'webhook.delivered',
+  'webhook.failed',
+  'webhook.dead',
+  'webhook.subscription.created',
+  'webhook.subscription.deleted',
+] as const;
 /** The tenant an event is about: its data.tenant_id (jobEvent), else the default tenant. */
 export function eventTenant(event: OjsEvent): string {
   const data = event.data as { tenant_id?: unknown } | undefined;

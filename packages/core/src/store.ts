@@ -17,6 +17,7 @@ import type { PruneTarget } from './queue-config.ts';
 import type { LeaseItem, LeaseResult, SettleItem, SettleResult } from './settle.ts';
 import type { JobState } from './states.ts';
 import type { HandlerDeclaration } from './version.ts';
+import type { WebhookDelivery, WebhookDeliveryFilter } from './webhook-types.ts';
 import type { CronRecord, WorkflowRecord } from './workflow-types.ts';
 
 export interface EventFilter {
@@ -333,6 +334,40 @@ export interface Store {
    * one long write holding the store.
    */
   pruneEvents(keep: number, limit?: number): Promise<number>;
+
+  /**
+   * Webhook deliveries (ext-webhooks): the delivery log and its queue.
+   * Inserts new deliveries; a delivery whose id is already stored is left
+   * as it is (ids are derived from event and subscription, so the fan-out
+   * may insert one again after a crash or from another process). Returns
+   * how many were new.
+   */
+  insertWebhookDeliveries(deliveries: WebhookDelivery[]): Promise<number>;
+  /**
+   * Up to `limit` deliveries a process may claim at `now`: pending ones due
+   * (`next_attempt_at <= now`) and delivering ones whose lease ran out,
+   * soonest first (core `webhookDeliveryDueAt`).
+   */
+  dueWebhookDeliveries(now: number, limit: number): Promise<WebhookDelivery[]>;
+  /**
+   * Writes the decided delivery (claim, settlement, replay) only if the
+   * stored one's rev is still `expectRev`; false and nothing written
+   * otherwise. Every claim changes rev, so a settlement guarded on the
+   * claim's rev lands only for the holder of the latest claim.
+   */
+  updateWebhookDelivery(delivery: WebhookDelivery, expectRev: number): Promise<boolean>;
+  getWebhookDelivery(id: string): Promise<WebhookDelivery | null>;
+  /** The delivery log, newest first, filtered; a page after `after`. */
+  listWebhookDeliveries(filter: WebhookDeliveryFilter): Promise<WebhookDelivery[]>;
+  /**
+   * Deletes up to `limit` settled deliveries: delivered ones settled
+   * (core `webhookDeliverySettledAt`) before `before.delivered`, dead ones
+   * before `before.dead`. Returns how many were deleted.
+   */
+  pruneWebhookDeliveries(
+    before: { delivered: number; dead: number },
+    limit: number,
+  ): Promise<number>;
 
   /**
    * Cross-process wake-ups for waiting fetches (LISTEN/NOTIFY, pub/sub):

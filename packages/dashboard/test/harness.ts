@@ -61,7 +61,7 @@ export interface DashboardServer {
 }
 
 export async function startDashboardServer(
-  options: { dashboard?: boolean; apiKeys?: string | null } = {},
+  options: { dashboard?: boolean; apiKeys?: string | null; webhooksToLoopback?: boolean } = {},
 ): Promise<DashboardServer> {
   const dir = mkdtempSync(join(tmpdir(), 'ojs-dashboard-'));
   const apiKeys =
@@ -76,6 +76,8 @@ export async function startDashboardServer(
     dashboard: options.dashboard ?? true,
     // Worker ACKs/NACKs in these tests come from the engine directly.
     sqliteSynchronous: 'NORMAL',
+    // Webhooks to a receiver on this machine (http: on loopback).
+    ...(options.webhooksToLoopback ? { webhooksAllowPrivate: true, webhooksAllowHttp: true } : {}),
   });
   return {
     server,

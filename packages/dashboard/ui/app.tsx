@@ -17,6 +17,7 @@ import { OverviewView } from './views/overview.tsx';
 import { QueuesView } from './views/queues.tsx';
 import { SchedulingView } from './views/scheduling.tsx';
 import { TenantsView } from './views/tenants.tsx';
+import { WebhooksView } from './views/webhooks.tsx';
 import { WorkersView } from './views/workers.tsx';
 import { WorkflowsView, WorkflowView } from './views/workflows.tsx';
 
@@ -34,6 +35,7 @@ const NAV: [path: string, label: string][] = [
   ['cron', 'Cron'],
   ['workflows', 'Workflows'],
   ['workers', 'Workers'],
+  ['webhooks', 'Webhooks'],
   ['tenants', 'Tenants'],
   ['scheduling', 'Scheduling'],
 ];
@@ -162,6 +164,8 @@ function View({ path, query }: { path: string[]; query: URLSearchParams }) {
       return id === undefined ? <WorkflowsView /> : <WorkflowView id={id} />;
     case 'workers':
       return <WorkersView />;
+    case 'webhooks':
+      return <WebhooksView />;
     case 'tenants':
       return <TenantsView />;
     case 'scheduling':

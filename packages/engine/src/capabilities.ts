@@ -116,6 +116,8 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
       event_stream: true,
       // RT §3 subscriptions: served by the HTTP binding at /ojs/v1/ws.
       websocket: true,
+      // ext-webhooks: subscriptions and the delivery log, served by the HTTP binding (no ojs.v1 RPCs).
+      webhooks: true,
     },
     extensions: {
       official: [
@@ -128,6 +130,12 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
         official('graceful-shutdown'),
         official('middleware'),
         official('observability'),
+        {
+          name: 'webhooks',
+          uri: 'urn:ojs:ext:webhooks',
+          version: '1.0.0-rc.1',
+          capability: 'webhooks',
+        },
         // ext-multi-tenancy at the header's URI and version (extensions digest §6, C1).
         { name: 'multi-tenancy', uri: 'urn:ojs:ext:multi-tenancy', version: '1.0.0-rc.1' },
         // Codecs run in the SDK; the server keeps codec data byte-exact (decision 0104).
@@ -194,6 +202,7 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
  */
 export const HTTP_ONLY_CAPABILITIES: readonly string[] = [
   'admin_api',
+  'webhooks',
   'job_search',
   'bulk_operations',
   'push_many',

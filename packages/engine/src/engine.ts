@@ -93,6 +93,7 @@ import type { TenantWeight } from './tenant-fairness.ts';
 import { type TenancyOptions, TenantRegistry } from './tenants.ts';
 import { TurnBatch } from './turn-batch.ts';
 import { Wakeups } from './wakeups.ts';
+import { type WebhookOptions, WebhookService } from './webhooks/service.ts';
 import * as responses from './wire-responses.ts';
 import { WorkerRegistry, type WorkerState } from './workers.ts';
 
@@ -138,6 +139,8 @@ export interface EngineOptions {
   retentionPruner?: RetentionOptions;
   /** The process's logger (pino); silent when not given. */
   logger?: Logger;
+  /** The webhooks extension: target policy, retry schedule, delivery loop (webhooks/service.ts). */
+  webhooks?: WebhookOptions;
   /** Multi-tenancy (tenants.ts): strict mode. */
   tenancy?: TenancyOptions;
   /**
@@ -311,6 +314,8 @@ export class Engine implements EngineContext {
   readonly observers = new JobObservers();
   /** Live event streams: followers of the event log (SSE). */
   readonly events: EventTail;
+  /** Webhook subscriptions, the fan-out from the event log and the delivery loop. */
+  readonly webhooks: WebhookService;
   /** Tenants: records, auto-registration, enqueue limits, stats (tenants.ts). */
   readonly tenants: TenantRegistry;
   readonly #random: () => number;
@@ -337,6 +342,7 @@ export class Engine implements EngineContext {
     this.logger = options.logger ?? silentLogger;
     this.errors = new ErrorThrottle(this.logger);
     this.events = new EventTail(this);
+    this.webhooks = new WebhookService(this, options.webhooks);
     this.settings = new SettingsCache(this.store);
     this.scheduling = new FairScheduler(this);
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
@@ -379,6 +385,7 @@ export class Engine implements EngineContext {
   start(): void {
     this.#stopping = false;
     this.#services.start();
+    this.webhooks.start();
   }
 
   /**
@@ -400,7 +407,7 @@ export class Engine implements EngineContext {
     this.#stopping = true;
     this.scheduling.stop();
     this.notifier.notify();
-    await this.#services.stop();
+    await Promise.all([this.#services.stop(), this.webhooks.stop()]);
     this.wakeups.close();
     this.notifier.notify();
   }
@@ -1687,6 +1694,7 @@ export class Engine implements EngineContext {
     if (!this.testMode) throw new OjsError('not_found', 'Reset is only available in test mode.');
     await this.store.reset();
     this.settings.clear();
+    this.webhooks.forget();
     this.tenants.forgetAll();
     this.#draining = false;
   }

@@ -36,6 +36,7 @@ export {
   MAX_TENANT_LABELS,
   QUEUE_TIME_BUCKETS,
   registerQueueDepth,
+  registerWebhookMetrics,
   TenantMetrics,
 } from './observability/metrics.ts';
 export {
@@ -73,6 +74,14 @@ export {
   TenantRegistry,
   type TenantStats,
 } from './tenants.ts';
+export {
+  type DeliveryQuery,
+  type WebhookObserver,
+  type WebhookOptions,
+  WebhookService,
+  type WebhookTestResult,
+} from './webhooks/service.ts';
+
 export * from './wire-responses.ts';
 export {
   HEARTBEAT_TIMEOUT_MS,

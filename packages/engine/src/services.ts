@@ -111,6 +111,8 @@ export interface ServicesContext extends Pick<EngineContext, 'store' | 'errors'>
   expireLeases(): Promise<number>;
   readonly cron: Pick<CronScheduler, 'tick'>;
   readonly retention: Pick<RetentionPruner, 'tick'>;
+  /** The webhooks' fan-out reads the event log: pruned only once it has read it (webhooks/service.ts). */
+  readonly webhooks: { eventsConsumed(withinMs: number): Promise<boolean> };
 }
 
 export class BackgroundServices {
@@ -134,7 +136,12 @@ export class BackgroundServices {
       new Ticker(
         'event-pruner',
         every.pruneMs,
-        (stopped) => pruneEventsInSteps(engine.store, eventRetention, stopped),
+        async (stopped) => {
+          // The newest `eventRetention` events are kept: what a fan-out that
+          // reached the head a moment ago has not read yet is among them.
+          if (!(await engine.webhooks.eventsConsumed(every.pruneMs))) return 0;
+          return pruneEventsInSteps(engine.store, eventRetention, stopped);
+        },
         onError,
         onSuccess,
       ),

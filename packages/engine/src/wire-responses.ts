@@ -21,6 +21,9 @@ import {
   type TenantRecord,
   toIso,
   toWire,
+  type WebhookDelivery,
+  type WebhookSubscription,
+  webhookSubscriptionToWire,
 } from '@ojs/core';
 import type { PoolView, QueueDispatchStats } from './scheduling.ts';
 import type { TenantStats } from './tenants.ts';
@@ -347,6 +350,59 @@ export function healthResponse(
       latency_ms: report.latencyMs,
       ...(report.ok ? {} : { error: at.showError ? report.error : 'store unreachable' }),
     },
+  };
+}
+
+// ------------------------------------------------------------ webhooks (ext-webhooks, C2)
+
+/** `{subscription}`; the secret only on create and rotate (C3). */
+export function webhookSubscriptionResponse(
+  sub: WebhookSubscription,
+  withSecret = false,
+): { subscription: Obj } {
+  return { subscription: webhookSubscriptionToWire(sub, withSecret) };
+}
+
+/** `{subscriptions}`, never with secrets. */
+export function webhookSubscriptionsResponse(subs: readonly WebhookSubscription[]): {
+  subscriptions: Obj[];
+} {
+  return { subscriptions: subs.map((sub) => webhookSubscriptionToWire(sub)) };
+}
+
+/** A delivery log entry: its state, attempts and last outcome, with the event it carries. */
+export function webhookDeliveryToWire(d: WebhookDelivery): Obj {
+  const out: Obj = {
+    id: d.id,
+    subscription_id: d.subscription_id,
+    event_id: d.event_id,
+    event_type: d.event_type,
+    state: d.state,
+    attempts: d.attempts,
+    max_attempts: d.max_attempts,
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+  };
+  if (d.state === 'pending') out.next_attempt_at = toIso(d.next_attempt_at);
+  if (d.last_status_code !== undefined) out.last_status_code = d.last_status_code;
+  if (d.last_error !== undefined) out.last_error = d.last_error;
+  if (d.last_response_time_ms !== undefined) out.last_response_time_ms = d.last_response_time_ms;
+  if (d.last_response_body !== undefined) out.last_response_body = d.last_response_body;
+  if (d.delivered_at !== undefined) out.delivered_at = d.delivered_at;
+  if (d.tenant_id !== undefined) out.tenant_id = d.tenant_id;
+  out.event = d.event;
+  return out;
+}
+
+/** `{deliveries, next_cursor}`: newest first; `next_cursor` when a full page may have more. */
+export function webhookDeliveriesResponse(
+  deliveries: readonly WebhookDelivery[],
+  limit: number,
+): { deliveries: Obj[]; next_cursor: string | null } {
+  const last = deliveries[deliveries.length - 1];
+  return {
+    deliveries: deliveries.map(webhookDeliveryToWire),
+    next_cursor: deliveries.length === limit && last !== undefined ? last.id : null,
   };
 }
 

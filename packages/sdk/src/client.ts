@@ -52,6 +52,7 @@ import {
   type WorkflowDefinition,
   type WorkflowJobSpec,
 } from './types.ts';
+import { OjsWebhooks } from './webhooks.ts';
 
 /** Job type -> args tuple. The default accepts any type with any args. */
 export type JobTypeMap = Record<string, unknown[]>;
@@ -268,6 +269,8 @@ export class OjsClient<TMap extends JobTypeMap = JobTypeMap> {
   /** The transport in use (the test-mode one while a testing context is active). */
   /** The admin API: find and act on jobs, queues, workers, dead letters (HTTP only). */
   readonly admin: OjsAdmin = new OjsAdmin(() => this.transport);
+  /** Webhook subscriptions and the delivery log (`urn:ojs:ext:webhooks`, HTTP only). */
+  readonly webhooks: OjsWebhooks = new OjsWebhooks(() => this.transport);
 
   get transport(): Transport {
     return activeTestTransport() ?? this.#transport;

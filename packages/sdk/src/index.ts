@@ -101,6 +101,12 @@ export {
 } from './generated/error-codes.ts';
 export { OJS_MEDIA_TYPE } from './generated/media-type.ts';
 export { isUuidv7, uuidv7 } from './generated/uuid.ts';
+export {
+  type VerifyOptions,
+  verifyWebhookSignature,
+  webhookSignature,
+  webhookSignatureHeader,
+} from './generated/webhook-signature.ts';
 export { GraphBuilder, type GraphDefinition, type GraphStep, graph } from './graph.ts';
 export {
   HttpTransport,
@@ -126,6 +132,18 @@ export {
 } from './middleware.ts';
 export { testing } from './testing.ts';
 export * from './types.ts';
+export type {
+  OjsWebhooks,
+  WebhookDelivery,
+  WebhookDeliveryPage,
+  WebhookDeliveryQuery,
+  WebhookDeliveryState,
+  WebhookFilter,
+  WebhookSubscription,
+  WebhookSubscriptionInput,
+  WebhookSubscriptionPatch,
+  WebhookTestResult,
+} from './webhooks.ts';
 export {
   backtraceOf,
   describeError,

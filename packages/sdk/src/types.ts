@@ -580,7 +580,7 @@ export interface JobProgress {
 }
 
 export interface AdminCall {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Path under /ojs/v1, e.g. `/admin/jobs`. */
   path: string;
   query?: Record<string, string | number | undefined>;

@@ -45,6 +45,7 @@ import { rateLimitRoutes } from './routes/rate-limits.ts';
 import { schedulingRoutes } from './routes/scheduling.ts';
 import { systemRoutes } from './routes/system.ts';
 import { tenantRoutes } from './routes/tenants.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 import { websocketRoutes } from './routes/websocket.ts';
 import { workerRoutes } from './routes/workers.ts';
 import { workflowRoutes } from './routes/workflows.ts';
@@ -306,6 +307,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(rateLimitRoutes);
   await app.register(tenantRoutes);
   await app.register(dashboardApiRoutes);
+  await app.register(webhookRoutes);
   if (config.dashboard) await app.register(dashboardRoutes);
   return app;
 }

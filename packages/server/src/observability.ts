@@ -13,6 +13,7 @@ import {
   JobTracing,
   LifecycleLog,
   registerQueueDepth,
+  registerWebhookMetrics,
   TenantMetrics,
 } from '@ojs/engine';
 import { collectDefaultMetrics, Registry } from 'prom-client';
@@ -42,6 +43,7 @@ export function observeEngine(
   engine.observers.add(new JobMetrics(registry));
   engine.observers.add(new TenantMetrics(registry));
   registerQueueDepth(registry, store);
+  registerWebhookMetrics(registry, engine.webhooks);
   instrumentStore(store, registry);
   collectDefaultMetrics({ register: registry });
   return registry;

@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import {
   parseApiKeys,
   parseRetention,
+  parseRetrySchedule,
   type RetentionPolicy,
   type Store,
   startQuietGc,
@@ -85,6 +86,16 @@ export interface ServeOptions extends GrpcServeOptions {
    */
   quietGc?: boolean;
   /**
+   * Webhooks may deliver to loopback, private, link-local and metadata
+   * addresses (tests, development; --webhooks-allow-private,
+   * OJS_WEBHOOKS_ALLOW_PRIVATE=on).
+   */
+  webhooksAllowPrivate?: boolean;
+  /** Webhook subscriptions may use http: URLs (--webhooks-allow-http, OJS_WEBHOOKS_ALLOW_HTTP=on). */
+  webhooksAllowHttp?: boolean;
+  /** Delay before each webhook attempt, ms (parseWebhookSchedule; at least 5 attempts). */
+  webhooksRetrySchedule?: number[];
+  /**
    * Multi-tenancy: `strict` refuses jobs and requests naming no tenant
    * (400; C9's opt-in, --tenancy-strict, OJS_TENANCY_STRICT=on); `fairness`
    * interleaves tenants at dispatch (default on).
@@ -98,6 +109,24 @@ export interface ServeOptions extends GrpcServeOptions {
   enqueueHooks?: string[];
   /** How long one job may spend in the enqueue hooks before a 500 (default 5000 ms). */
   enqueueHookTimeoutMs?: number;
+}
+
+/**
+ * `0,30s,2m,10m,1h,4h,12h,24h`: the delay before each webhook attempt, in
+ * ms or with a unit (ms, s, m, h); at least 5 attempts.
+ */
+export function parseWebhookSchedule(text: string): number[] {
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, '': 1 };
+  const delays = text.split(',').map((part) => {
+    const match = /^\s*(\d{1,9})(ms|s|m|h)?\s*$/.exec(part);
+    if (match === null) {
+      throw new Error(
+        `Webhook retry schedule: '${part}' is not a delay such as 500ms, 30s, 2m or 1h.`,
+      );
+    }
+    return Number(match[1]) * units[match[2] ?? '']!;
+  });
+  return parseRetrySchedule(delays);
 }
 
 /**
@@ -241,6 +270,18 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
   if (env.OJS_SQLITE_THREAD !== undefined && env.OJS_SQLITE_THREAD !== '') {
     options.sqliteThread = parseSwitch('OJS_SQLITE_THREAD', env.OJS_SQLITE_THREAD);
   }
+  if (env.OJS_WEBHOOKS_ALLOW_PRIVATE !== undefined && env.OJS_WEBHOOKS_ALLOW_PRIVATE !== '') {
+    options.webhooksAllowPrivate = parseSwitch(
+      'OJS_WEBHOOKS_ALLOW_PRIVATE',
+      env.OJS_WEBHOOKS_ALLOW_PRIVATE,
+    );
+  }
+  if (env.OJS_WEBHOOKS_ALLOW_HTTP !== undefined && env.OJS_WEBHOOKS_ALLOW_HTTP !== '') {
+    options.webhooksAllowHttp = parseSwitch('OJS_WEBHOOKS_ALLOW_HTTP', env.OJS_WEBHOOKS_ALLOW_HTTP);
+  }
+  if (env.OJS_WEBHOOKS_RETRY_SCHEDULE) {
+    options.webhooksRetrySchedule = parseWebhookSchedule(env.OJS_WEBHOOKS_RETRY_SCHEDULE);
+  }
   return options;
 }
 
@@ -333,6 +374,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     requireFencing: options.requireFencing,
     retention: options.retention,
     logger,
+    webhooks: {
+      allowPrivate: options.webhooksAllowPrivate,
+      allowHttp: options.webhooksAllowHttp,
+      retrySchedule: options.webhooksRetrySchedule,
+    },
     tenancy: options.tenancy,
     enqueueHooks,
     enqueueHookTimeoutMs: options.enqueueHookTimeoutMs,

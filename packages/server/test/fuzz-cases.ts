@@ -320,6 +320,18 @@ class Gen {
         };
       case 'PATCH /ojs/v1/cron/:name':
         return { path, body: { enabled: this.chance(0.5) } };
+      // `.invalid` never resolves (RFC 2606): a subscription the fuzzer makes delivers nowhere.
+      case 'POST /ojs/v1/webhooks/subscriptions':
+        return {
+          path,
+          body: {
+            url: 'https://hooks.example.invalid/ojs',
+            events: [this.pick(['job.completed', 'job.*', '*'])],
+            ...(this.chance(0.3) ? { filter: { queues: ['default'] } } : {}),
+          },
+        };
+      case 'PATCH /ojs/v1/webhooks/subscriptions/:id':
+        return { path, body: { active: this.chance(0.5), events: ['job.failed'] } };
       case 'PUT /ojs/v1/admin/schemas/:type/:version':
         return { path, body: this.schema() };
       case 'PUT /ojs/v1/admin/schemas/:type/validation':

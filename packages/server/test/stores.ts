@@ -36,14 +36,14 @@ export interface LiveServer {
   close(): Promise<void>;
 }
 
-type PgClient = {
+export type PgClient = {
   connect(): Promise<void>;
   query(sql: string): Promise<unknown>;
   end(): Promise<void>;
   on(event: string, listener: () => void): void;
 };
 
-async function withPg<T>(fn: (client: PgClient) => Promise<T>): Promise<T> {
+export async function withPg<T>(fn: (client: PgClient) => Promise<T>): Promise<T> {
   const name = 'pg';
   const { default: pg } = (await import(name)) as {
     default: { Client: new (o: { connectionString: string }) => PgClient };
@@ -122,29 +122,35 @@ export async function storeKinds(): Promise<StoreKind[]> {
   return kinds;
 }
 
+/** A fresh store of `kind` as a spec (a temporary file, a schema, a key prefix) and its removal. */
+export function tempStore(kind: StoreKind): { store: string; cleanup: () => Promise<void> } {
+  if (kind === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'ojs-live-'));
+    return {
+      store: `sqlite:${join(dir, 'ojs.db')}`,
+      cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  }
+  if (kind === 'redis') {
+    const prefix = `ojs-live-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const url = new URL(REDIS_URL);
+    url.searchParams.set('prefix', prefix);
+    return { store: url.toString(), cleanup: () => dropRedisPrefix(REDIS_URL, prefix) };
+  }
+  const schema = `ojs_live_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const url = new URL(POSTGRES_URL);
+  url.searchParams.set('schema', schema);
+  return {
+    store: url.toString(),
+    cleanup: () => withPg(async (c) => void (await c.query(`DROP SCHEMA "${schema}" CASCADE`))),
+  };
+}
+
 export async function startLiveServer(
   kind: StoreKind,
   options: Omit<ServeOptions, 'store' | 'port'> = {},
 ): Promise<LiveServer> {
-  let store: string;
-  let cleanup: () => Promise<void>;
-  if (kind === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'ojs-live-'));
-    store = `sqlite:${join(dir, 'ojs.db')}`;
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  } else if (kind === 'redis') {
-    const prefix = `ojs-live-${process.pid}-${randomBytes(4).toString('hex')}`;
-    const url = new URL(REDIS_URL);
-    url.searchParams.set('prefix', prefix);
-    store = url.toString();
-    cleanup = () => dropRedisPrefix(REDIS_URL, prefix);
-  } else {
-    const schema = `ojs_live_${process.pid}_${randomBytes(4).toString('hex')}`;
-    const url = new URL(POSTGRES_URL);
-    url.searchParams.set('schema', schema);
-    store = url.toString();
-    cleanup = () => withPg(async (c) => void (await c.query(`DROP SCHEMA "${schema}" CASCADE`)));
-  }
+  const { store, cleanup } = tempStore(kind);
   const server = await startServer({
     sqliteSynchronous: 'NORMAL',
     logLevel: 'silent',

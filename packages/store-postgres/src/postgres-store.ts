@@ -36,7 +36,11 @@ import {
   type StateCounts,
   type Store,
   toIso,
+  type WebhookDelivery,
+  type WebhookDeliveryFilter,
   type WorkflowRecord,
+  webhookDeliveryDueAt,
+  webhookDeliverySettledAt,
 } from '@ojs/core';
 import pg from 'pg';
 import { claimInTransaction, claimOneQueue, type GatedRow } from './claim.ts';
@@ -676,6 +680,82 @@ export class PostgresStore implements Store {
   /** Resolves once this process LISTENs (tests; the server need not wait for it). */
   async listening(): Promise<void> {
     await this.#listener.ready();
+  }
+
+  // ------------------------------------------------------------ webhooks
+
+  async insertWebhookDeliveries(deliveries: WebhookDelivery[]): Promise<number> {
+    if (deliveries.length === 0) return 0;
+    const rows = deliveries.map((d) => ({
+      id: d.id,
+      subscription_id: d.subscription_id,
+      tenant_id: d.tenant_id ?? null,
+      state: d.state,
+      due_at: webhookDeliveryDueAt(d),
+      settled_at: webhookDeliverySettledAt(d),
+      rev: d.rev,
+      doc: d,
+    }));
+    const result = await this.#db.query(this.#sql.insertWebhookDeliveries, [JSON.stringify(rows)]);
+    return result.rowCount ?? 0;
+  }
+
+  async dueWebhookDeliveries(now: number, limit: number): Promise<WebhookDelivery[]> {
+    const { rows } = await this.#db.query<{ doc: WebhookDelivery }>(
+      this.#sql.dueWebhookDeliveries,
+      [now, limit],
+    );
+    return rows.map((row) => row.doc);
+  }
+
+  async updateWebhookDelivery(delivery: WebhookDelivery, expectRev: number): Promise<boolean> {
+    const result = await this.#db.query(
+      this.#sql.updateWebhookDelivery,
+      [
+        delivery.id,
+        delivery.state,
+        webhookDeliveryDueAt(delivery),
+        delivery.rev,
+        JSON.stringify(delivery),
+        expectRev,
+        webhookDeliverySettledAt(delivery),
+      ],
+      false,
+    );
+    return result.rowCount === 1;
+  }
+
+  async pruneWebhookDeliveries(
+    before: { delivered: number; dead: number },
+    limit: number,
+  ): Promise<number> {
+    const result = await this.#db.query(this.#sql.pruneWebhookDeliveries, [
+      before.delivered,
+      before.dead,
+      limit,
+    ]);
+    return result.rowCount ?? 0;
+  }
+
+  async getWebhookDelivery(id: string): Promise<WebhookDelivery | null> {
+    const { rows } = await this.#db.query<{ doc: WebhookDelivery }>(this.#sql.getWebhookDelivery, [
+      id,
+    ]);
+    return rows[0]?.doc ?? null;
+  }
+
+  async listWebhookDeliveries(filter: WebhookDeliveryFilter): Promise<WebhookDelivery[]> {
+    const { rows } = await this.#db.query<{ doc: WebhookDelivery }>(
+      this.#sql.listWebhookDeliveries,
+      [
+        filter.subscriptionId ?? null,
+        filter.state ?? null,
+        filter.tenantId ?? null,
+        filter.after ?? null,
+        filter.limit,
+      ],
+    );
+    return rows.map((row) => row.doc);
   }
 
   async reset(): Promise<void> {

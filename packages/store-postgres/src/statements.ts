@@ -556,6 +556,37 @@ export function statements(schema: string) {
       RETURNING namespace, key, rev, updated_at, value`,
     deleteSetting: `DELETE FROM ${s}.settings WHERE namespace = $1 AND key = $2`,
 
+    // ------------------------------------------------------------ webhooks
+    /** $1 = jsonb array of delivery rows; an id already stored is left as it is. */
+    insertWebhookDeliveries: `INSERT INTO ${s}.webhook_deliveries
+        (id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc)
+      SELECT id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc
+        FROM jsonb_to_recordset($1::jsonb) AS d(id text, subscription_id text, tenant_id text,
+             state text, due_at double precision, settled_at double precision, rev integer,
+             doc jsonb)
+      ON CONFLICT (id) DO NOTHING`,
+    /** $1 = now, $2 = limit. Soonest first. */
+    dueWebhookDeliveries: `SELECT doc FROM ${s}.webhook_deliveries
+      WHERE due_at IS NOT NULL AND due_at <= $1 ORDER BY due_at LIMIT $2`,
+    /** $1 = id, $2 = state, $3 = due_at, $4 = rev, $5 = doc, $6 = expected rev, $7 = settled_at. */
+    updateWebhookDelivery: `UPDATE ${s}.webhook_deliveries
+      SET state = $2, due_at = $3, rev = $4, doc = $5::jsonb, settled_at = $7
+      WHERE id = $1 AND rev = $6`,
+    /** $1 = delivered before, $2 = dead before, $3 = limit. */
+    pruneWebhookDeliveries: `DELETE FROM ${s}.webhook_deliveries WHERE seq IN (
+      SELECT seq FROM ${s}.webhook_deliveries WHERE state = 'delivered' AND settled_at < $1
+      UNION ALL
+      SELECT seq FROM ${s}.webhook_deliveries WHERE state = 'dead' AND settled_at < $2
+      LIMIT $3)`,
+    getWebhookDelivery: `SELECT doc FROM ${s}.webhook_deliveries WHERE id = $1`,
+    /** $1 subscription, $2 state, $3 tenant (each NULL: any), $4 the page's cursor id (NULL: newest), $5 limit. */
+    listWebhookDeliveries: `SELECT doc FROM ${s}.webhook_deliveries
+      WHERE ($1::text IS NULL OR subscription_id = $1)
+        AND ($2::text IS NULL OR state = $2)
+        AND ($3::text IS NULL OR tenant_id = $3)
+        AND ($4::text IS NULL OR seq < (SELECT seq FROM ${s}.webhook_deliveries WHERE id = $4))
+      ORDER BY seq DESC LIMIT $5`,
+
     // ------------------------------------------------------------ events
     /** $1 = jsonb array of event rows, inserted (seq assigned) in array order. */
     insertEvents: `INSERT INTO ${s}.events (id, type, queue, job_type, doc)
@@ -600,7 +631,7 @@ export function statements(schema: string) {
     notify: 'SELECT pg_notify($1, $2)',
     // TRUNCATE fires no row or statement triggers: the counters go with the jobs.
     reset: `TRUNCATE ${s}.jobs, ${s}.job_counts, ${s}.job_count_deltas, ${s}.queues, ${s}.events, ${s}.unique_locks, ${s}.rate_windows,
-      ${s}.workflows, ${s}.crons, ${s}.settings`,
+      ${s}.workflows, ${s}.crons, ${s}.settings, ${s}.webhook_deliveries`,
     dbTimeMs: 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::double precision AS ms',
   };
 }

@@ -53,7 +53,11 @@ import {
   type StateCounts,
   type Store,
   toIso,
+  type WebhookDelivery,
+  type WebhookDeliveryFilter,
   type WorkflowRecord,
+  webhookDeliveryDueAt,
+  webhookDeliverySettledAt,
 } from '@ojs/core';
 import { Redis, type RedisOptions } from 'ioredis';
 import { claimJobs } from './claim.ts';
@@ -982,11 +986,97 @@ export class RedisStore implements Store {
     );
   }
 
+  async insertWebhookDeliveries(deliveries: WebhookDelivery[]): Promise<number> {
+    if (deliveries.length === 0) return 0;
+    const args = deliveries.flatMap((d) => [
+      d.id,
+      String(d.rev),
+      ...webhookDeliveryIndexArgs(d),
+      JSON.stringify(d),
+    ]);
+    return this.#call(true, () => this.#lib().insertWebhookDeliveries(this.#seqKey, args));
+  }
+
+  async dueWebhookDeliveries(now: number, limit: number): Promise<WebhookDelivery[]> {
+    const ids = await this.#call(false, (r) =>
+      r.zrangebyscore(this.key('whdue'), '-inf', String(now), 'LIMIT', 0, limit),
+    );
+    return this.#webhookDeliveries(ids);
+  }
+
+  async #webhookDeliveries(ids: string[]): Promise<WebhookDelivery[]> {
+    if (ids.length === 0) return [];
+    const docs = await this.#call(false, (r) => r.hmget(this.key('whd'), ...ids));
+    return docs.flatMap((doc) => (doc === null ? [] : [JSON.parse(doc) as WebhookDelivery]));
+  }
+
+  async updateWebhookDelivery(delivery: WebhookDelivery, expectRev: number): Promise<boolean> {
+    const args = [
+      delivery.id,
+      String(expectRev),
+      String(delivery.rev),
+      ...webhookDeliveryIndexArgs(delivery),
+      JSON.stringify(delivery),
+    ];
+    const applied = await this.#call(true, () =>
+      this.#lib().updateWebhookDelivery(this.#seqKey, args),
+    );
+    return applied === 1;
+  }
+
+  async getWebhookDelivery(id: string): Promise<WebhookDelivery | null> {
+    const doc = await this.#call(false, (r) => r.hget(this.key('whd'), id));
+    return doc === null ? null : (JSON.parse(doc) as WebhookDelivery);
+  }
+
+  /** Walks the log newest first in pages, filtering each document (the log is an operator's view). */
+  async listWebhookDeliveries(filter: WebhookDeliveryFilter): Promise<WebhookDelivery[]> {
+    let start = 0;
+    if (filter.after !== undefined) {
+      const after = filter.after;
+      const rank = await this.#call(false, (r) => r.zrevrank(this.key('whlog'), after));
+      if (rank === null) return [];
+      start = rank + 1;
+    }
+    const out: WebhookDelivery[] = [];
+    const page = 500;
+    for (;;) {
+      const ids = await this.#call(false, (r) =>
+        r.zrevrange(this.key('whlog'), start, start + page - 1),
+      );
+      for (const d of await this.#webhookDeliveries(ids)) {
+        if (filter.subscriptionId !== undefined && d.subscription_id !== filter.subscriptionId)
+          continue;
+        if (filter.state !== undefined && d.state !== filter.state) continue;
+        if (filter.tenantId !== undefined && d.tenant_id !== filter.tenantId) continue;
+        out.push(d);
+        if (out.length >= filter.limit) return out;
+      }
+      if (ids.length < page) return out;
+      start += page;
+    }
+  }
+
+  async pruneWebhookDeliveries(
+    before: { delivered: number; dead: number },
+    limit: number,
+  ): Promise<number> {
+    const args = [String(before.delivered), String(before.dead), String(limit)];
+    return this.#call(true, () => this.#lib().pruneWebhookDeliveries(this.#seqKey, args));
+  }
+
   async reset(): Promise<void> {
     this.#claimed.clear();
     const keep = new Set([this.#seqKey, this.key('evseq'), this.key('layout')]);
     await this.#call(true, (redis) => deleteKeys(redis, this.#tag, keep));
   }
+}
+
+/** A delivery's index arguments for lua/webhooks.lua: due ('' none), state, settled ('' none). */
+function webhookDeliveryIndexArgs(d: WebhookDelivery): [string, string, string] {
+  const due = webhookDeliveryDueAt(d);
+  const settled = webhookDeliverySettledAt(d);
+  return [due === null ? '' : String(due), d.state, settled === null ? '' : String(settled)];
 }
 
 /** A call before the first connection (a server started while Redis is down retries init). */

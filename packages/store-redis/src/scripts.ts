@@ -16,7 +16,7 @@ import type { Redis } from 'ioredis';
 import { type IndexChange, indexChange } from './indexes.ts';
 import { encodeEvent, splitJob } from './records.ts';
 
-const FRAGMENTS = ['apply', 'read', 'prune-events'].map((name) =>
+const FRAGMENTS = ['apply', 'read', 'prune-events', 'webhooks'].map((name) =>
   readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8'),
 );
 const VERSION = createHash('sha256').update(FRAGMENTS.join('\n')).digest('hex').slice(0, 12);
@@ -58,6 +58,15 @@ export class Functions {
   }
   pruneEvents(key: string, keep: string, limit: string): Promise<number> {
     return this.#fcall('ojs_prune_events', key, [keep, limit]) as Promise<number>;
+  }
+  insertWebhookDeliveries(key: string, args: string[]): Promise<number> {
+    return this.#fcall('ojs_wh_insert', key, args) as Promise<number>;
+  }
+  updateWebhookDelivery(key: string, args: string[]): Promise<number> {
+    return this.#fcall('ojs_wh_update', key, args) as Promise<number>;
+  }
+  pruneWebhookDeliveries(key: string, args: string[]): Promise<number> {
+    return this.#fcall('ojs_wh_prune', key, args) as Promise<number>;
   }
 }
 

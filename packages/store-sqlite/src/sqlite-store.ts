@@ -45,7 +45,11 @@ import {
   type Store,
   toIso,
   uniqueConflicts,
+  type WebhookDelivery,
+  type WebhookDeliveryFilter,
   type WorkflowRecord,
+  webhookDeliveryDueAt,
+  webhookDeliverySettledAt,
 } from '@ojs/core';
 import { type ClaimContext, claimFromQueue } from './claim.ts';
 import { GroupCommit, Rollback } from './group-commit.ts';
@@ -960,6 +964,75 @@ export class SqliteStore implements Store {
     });
   }
 
+  async insertWebhookDeliveries(deliveries: WebhookDelivery[]): Promise<number> {
+    if (deliveries.length === 0) return 0;
+    return this.#write(() => {
+      const insert = this.#stmt(sql.INSERT_WEBHOOK_DELIVERY);
+      let inserted = 0;
+      for (const d of deliveries) {
+        inserted += Number(insert.run(...webhookDeliveryColumns(d)).changes);
+      }
+      return inserted;
+    });
+  }
+
+  async dueWebhookDeliveries(now: number, limit: number): Promise<WebhookDelivery[]> {
+    return this.#read(() =>
+      (this.#stmt(sql.DUE_WEBHOOK_DELIVERIES).all(now, limit) as Row[]).map(
+        (row) => JSON.parse(row.doc as string) as WebhookDelivery,
+      ),
+    );
+  }
+
+  async updateWebhookDelivery(delivery: WebhookDelivery, expectRev: number): Promise<boolean> {
+    return this.#write(() => {
+      const [id, , , state, dueAt, settledAt, rev, doc] = webhookDeliveryColumns(delivery);
+      const result = this.#stmt(sql.UPDATE_WEBHOOK_DELIVERY).run(
+        state,
+        dueAt,
+        settledAt,
+        rev,
+        doc,
+        id,
+        expectRev,
+      );
+      return Number(result.changes) === 1;
+    });
+  }
+
+  async getWebhookDelivery(id: string): Promise<WebhookDelivery | null> {
+    return this.#read(() => {
+      const row = this.#stmt(sql.GET_WEBHOOK_DELIVERY).get(id) as Row | undefined;
+      return row === undefined ? null : (JSON.parse(row.doc as string) as WebhookDelivery);
+    });
+  }
+
+  async listWebhookDeliveries(filter: WebhookDeliveryFilter): Promise<WebhookDelivery[]> {
+    return this.#read(() => {
+      let beforeSeq: number | undefined;
+      if (filter.after !== undefined) {
+        const row = this.#stmt(sql.WEBHOOK_DELIVERY_SEQ).get(filter.after) as Row | undefined;
+        if (row === undefined) return [];
+        beforeSeq = row.seq as number;
+      }
+      const query = sql.listWebhookDeliveries({ ...filter, beforeSeq });
+      return (this.#db!.prepare(query.sql).all(...query.params) as Row[]).map(
+        (row) => JSON.parse(row.doc as string) as WebhookDelivery,
+      );
+    });
+  }
+
+  async pruneWebhookDeliveries(
+    before: { delivered: number; dead: number },
+    limit: number,
+  ): Promise<number> {
+    return this.#write(() =>
+      Number(
+        this.#stmt(sql.PRUNE_WEBHOOK_DELIVERIES).run(before.delivered, before.dead, limit).changes,
+      ),
+    );
+  }
+
   async reset(): Promise<void> {
     return this.#write(() => {
       for (const table of sql.RESET_TABLES) this.#db!.exec(sql.deleteAll(table));
@@ -970,4 +1043,20 @@ export class SqliteStore implements Store {
       this.#queuesSeen = undefined;
     });
   }
+}
+
+/** A delivery's row: id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc. */
+function webhookDeliveryColumns(
+  d: WebhookDelivery,
+): [string, string, string | null, string, number | null, number | null, number, string] {
+  return [
+    d.id,
+    d.subscription_id,
+    d.tenant_id ?? null,
+    d.state,
+    webhookDeliveryDueAt(d),
+    webhookDeliverySettledAt(d),
+    d.rev,
+    JSON.stringify(d),
+  ];
 }

@@ -468,9 +468,64 @@ export const RESET_TABLES = [
   'ojs_workflows',
   'ojs_crons',
   'ojs_settings',
+  'ojs_webhook_deliveries',
 ] as const;
 /** Empties one table of RESET_TABLES. */
 export const deleteAll = (table: (typeof RESET_TABLES)[number]) => `DELETE FROM ${table}`;
 
 /** Changes whenever another connection commits to the file (wake-watch.ts). */
 export const DATA_VERSION = 'PRAGMA data_version';
+
+// ------------------------------------------------------------ webhooks
+
+/** ? = id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc. An id already stored is left as it is. */
+export const INSERT_WEBHOOK_DELIVERY =
+  'INSERT INTO ojs_webhook_deliveries (id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING';
+/** ? = now, ? = limit. Soonest first. */
+export const DUE_WEBHOOK_DELIVERIES =
+  'SELECT doc FROM ojs_webhook_deliveries WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?';
+/** ? = state, due_at, settled_at, rev, doc, id, expected rev. */
+export const UPDATE_WEBHOOK_DELIVERY =
+  'UPDATE ojs_webhook_deliveries SET state = ?, due_at = ?, settled_at = ?, rev = ?, doc = ? WHERE id = ? AND rev = ?';
+/** ? = delivered before, ? = dead before, ? = limit. */
+export const PRUNE_WEBHOOK_DELIVERIES = `DELETE FROM ojs_webhook_deliveries WHERE seq IN (
+  SELECT seq FROM ojs_webhook_deliveries WHERE state = 'delivered' AND settled_at < ?1
+  UNION ALL
+  SELECT seq FROM ojs_webhook_deliveries WHERE state = 'dead' AND settled_at < ?2
+  LIMIT ?3)`;
+export const GET_WEBHOOK_DELIVERY = 'SELECT doc FROM ojs_webhook_deliveries WHERE id = ?';
+export const WEBHOOK_DELIVERY_SEQ = 'SELECT seq FROM ojs_webhook_deliveries WHERE id = ?';
+
+/** The delivery log, newest first, with the filter's conditions. */
+export function listWebhookDeliveries(filter: {
+  subscriptionId?: string;
+  state?: string;
+  tenantId?: string;
+  beforeSeq?: number;
+  limit: number;
+}): { sql: string; params: (string | number)[] } {
+  const where: string[] = [];
+  const params: (string | number)[] = [];
+  if (filter.subscriptionId !== undefined) {
+    where.push('subscription_id = ?');
+    params.push(filter.subscriptionId);
+  }
+  if (filter.state !== undefined) {
+    where.push('state = ?');
+    params.push(filter.state);
+  }
+  if (filter.tenantId !== undefined) {
+    where.push('tenant_id = ?');
+    params.push(filter.tenantId);
+  }
+  if (filter.beforeSeq !== undefined) {
+    where.push('seq < ?');
+    params.push(filter.beforeSeq);
+  }
+  params.push(filter.limit);
+  const clause = where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`;
+  return {
+    sql: `SELECT doc FROM ojs_webhook_deliveries${clause} ORDER BY seq DESC LIMIT ?`,
+    params,
+  };
+}

@@ -51,6 +51,12 @@ export const STORE_METHODS = [
   'appendEvents',
   'listEvents',
   'pruneEvents',
+  'insertWebhookDeliveries',
+  'dueWebhookDeliveries',
+  'updateWebhookDelivery',
+  'getWebhookDelivery',
+  'listWebhookDeliveries',
+  'pruneWebhookDeliveries',
   'reset',
 ] as const;
 

@@ -37,6 +37,8 @@ import type {
   SettleRequest,
   SettleResult,
   Store,
+  WebhookDelivery,
+  WebhookDeliveryFilter,
   WorkflowRecord,
 } from '@ojs/core';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
@@ -311,6 +313,27 @@ export class SqliteThreadStore implements Store {
   }
   pruneEvents(keep: number, limit?: number): Promise<number> {
     return this.#call('pruneEvents', [keep, limit]);
+  }
+  insertWebhookDeliveries(deliveries: WebhookDelivery[]): Promise<number> {
+    return this.#call('insertWebhookDeliveries', [deliveries]);
+  }
+  dueWebhookDeliveries(now: number, limit: number): Promise<WebhookDelivery[]> {
+    return this.#call('dueWebhookDeliveries', [now, limit]);
+  }
+  updateWebhookDelivery(delivery: WebhookDelivery, expectRev: number): Promise<boolean> {
+    return this.#call('updateWebhookDelivery', [delivery, expectRev]);
+  }
+  getWebhookDelivery(id: string): Promise<WebhookDelivery | null> {
+    return this.#call('getWebhookDelivery', [id]);
+  }
+  listWebhookDeliveries(filter: WebhookDeliveryFilter): Promise<WebhookDelivery[]> {
+    return this.#call('listWebhookDeliveries', [filter]);
+  }
+  pruneWebhookDeliveries(
+    before: { delivered: number; dead: number },
+    limit: number,
+  ): Promise<number> {
+    return this.#call('pruneWebhookDeliveries', [before, limit]);
   }
   reset(): Promise<void> {
     return this.#call('reset', []);

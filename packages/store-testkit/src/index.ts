@@ -29,6 +29,7 @@ import { settleTests } from './settle.ts';
 import { tenancyTests } from './tenancy.ts';
 import { timeTests } from './time.ts';
 import { uniqueTests } from './unique.ts';
+import { webhookTests } from './webhooks.ts';
 import { workflowTests } from './workflows.ts';
 
 export type { StoreFactory, StoreUnderTest } from './context.ts';
@@ -54,6 +55,7 @@ export function runStoreSuite(name: string, factory: StoreFactory): void {
     workflowTests(ctx);
     cronTests(ctx);
     adminTests(ctx);
+    webhookTests(ctx);
     tenancyTests(ctx);
   });
 }

@@ -12,6 +12,7 @@
  */
 import { JOB_STATES, type JobRecord, type JobState, type Store } from '@ojs/core';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { WebhookObserver } from '../webhooks/dispatcher.ts';
 import { Elapsed, finishedAt, type JobObserver } from './lifecycle.ts';
 
 /** OBS §8 buckets (seconds). */
@@ -367,3 +368,65 @@ const STORE_OPERATIONS = [
   'pruneJobs',
   'ping',
 ] as const;
+
+/** What the webhook metrics read of the webhooks service (webhooks/service.ts). */
+export interface WebhookMetricsSource {
+  readonly observers: Set<WebhookObserver>;
+  readonly subscriptionCount: number;
+}
+
+/**
+ * `ojs.webhook.*` (ext-webhooks §1.3): attempts by outcome, their
+ * duration, retries, dead deliveries, and the subscriptions this process
+ * knows of. Counted off the job path, as each attempt settles.
+ */
+export function registerWebhookMetrics(registry: Registry, webhooks: WebhookMetricsSource): void {
+  const deliveries = new Counter({
+    name: 'ojs_webhook_delivery_total',
+    help: 'Webhook delivery attempts by outcome (delivered, retry, dead).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'ojs_webhook_delivery_duration_seconds',
+    help: 'Time of one webhook delivery attempt, redirects included.',
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+  const retries = new Counter({
+    name: 'ojs_webhook_retry_total',
+    help: 'Webhook delivery attempts that will be retried.',
+    registers: [registry],
+  });
+  const dead = new Counter({
+    name: 'ojs_webhook_dead_delivery_total',
+    help: 'Webhook deliveries that died (a final failure or a status that is not retried).',
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'ojs_webhook_subscription_count',
+    help: 'Webhook subscriptions (as of the last check).',
+    registers: [registry],
+    collect() {
+      this.set(webhooks.subscriptionCount);
+    },
+  });
+  const outcome = {
+    delivered: deliveries.labels('delivered'),
+    retry: deliveries.labels('retry'),
+    dead: deliveries.labels('dead'),
+  };
+  webhooks.observers.add({
+    attempted(delivery, result) {
+      duration.observe(result.responseTimeMs / 1000);
+      if (delivery.state === 'delivered') outcome.delivered.inc();
+      else if (delivery.state === 'dead') {
+        outcome.dead.inc();
+        dead.inc();
+      } else {
+        outcome.retry.inc();
+        retries.inc();
+      }
+    },
+  });
+}
