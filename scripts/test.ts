@@ -43,6 +43,7 @@ const SUITES = (
     '0,1,2,3,4,ext-job-versioning,ext-schema-registry',
     'ext-admin-api,ext-dead-letter,ext-graceful-shutdown,ext-backpressure',
     'ext-progress,ext-rate-limiting,ext-middleware,ext-observability',
+    'ext-webhooks,ext-multi-tenancy,ext-encryption,ext-fair-scheduling',
   ].join(',')
 ).split(',');
 

@@ -223,6 +223,24 @@ export interface ManifestBinding {
   endpoints?: Record<string, unknown>;
 }
 
+/** The extensions the Full tier adds to Levels 0-4 (extensions digest §8). */
+const FULL_TIER_EXTENSIONS = ['webhooks', 'multi-tenancy', 'encryption', 'fair-scheduling'];
+
+/**
+ * The conformance tier (conformance §3.3): `full` needs both protocol
+ * bindings served by this server and every Full-tier extension declared;
+ * a server started without gRPC (or a front door that leaves an extension
+ * out) declares `runtime`.
+ */
+function conformanceTier(protocols: string[], official: ExtensionEntry[]): 'full' | 'runtime' {
+  const declared = new Set(official.map((e) => e.name));
+  return protocols.includes('http') &&
+    protocols.includes('grpc') &&
+    FULL_TIER_EXTENSIONS.every((name) => declared.has(name))
+    ? 'full'
+    : 'runtime';
+}
+
 /** The manifest of one front door over this engine. */
 export function buildManifest(
   engine: EngineCapabilities,
@@ -238,6 +256,7 @@ export function buildManifest(
     list
       .filter((e) => e.capability === undefined || capabilities[e.capability] === true)
       .map(({ name, uri, version }) => ({ name, uri, version }));
+  const official = served(engine.extensions.official);
   return {
     specversion: '1.0',
     ojs_version: '1.0',
@@ -249,12 +268,12 @@ export function buildManifest(
       ...(binding.mode === undefined ? {} : { mode: binding.mode }),
     },
     conformance_level: engine.conformanceLevel,
-    conformance_tier: 'runtime',
+    conformance_tier: conformanceTier(binding.protocols, official),
     protocols: binding.protocols,
     backend: engine.backend,
     capabilities,
     extensions: {
-      official: served(engine.extensions.official),
+      official,
       experimental: served(engine.extensions.experimental),
     },
     ...(binding.endpoints === undefined ? {} : { endpoints: binding.endpoints }),
