@@ -157,7 +157,8 @@ describe('fetchManifest', () => {
     const check = await fetchManifest(client, `${real.url}/ojs/manifest`, 5000);
     assert.deepEqual(check.problems, []);
     assert.equal(check.valid, true);
-    assert.equal(check.declared_tier, 'runtime');
+    // Our server serves HTTP and gRPC with the four Full-tier extensions.
+    assert.equal(check.declared_tier, 'full');
     assert.equal(typeof check.declared_level, 'number');
     const compared = withComparison(
       check,
