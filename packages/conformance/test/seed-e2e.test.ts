@@ -138,7 +138,10 @@ describe('CLI pipeline against the real server', () => {
       text,
       /^manifest level check: consistent - declares level 4 and passes every test of levels 0-4$/m,
     );
-    assert.match(text, /^badge: OJS Conformant Level 4 \(Runtime\) \(the manifest declares the Full tier; this harness verifies the Runtime tier only\) -> /m);
+    assert.match(
+      text,
+      /^badge: OJS Conformant Level 4 \(Runtime\) \(the manifest declares the Full tier; this harness verifies the Runtime tier only\) -> /m,
+    );
     assert.equal(io.stdout.at(-1), '5 passed, 0 failed, 0 errored');
   });
 
