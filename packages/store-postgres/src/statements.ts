@@ -33,48 +33,56 @@ const admitted = (n: number, j: string) => `($${n}::jsonb IS NULL OR EXISTS (
                       AND (h.hi IS NULL OR ${j}.version_num < h.hi)))))`;
 
 /**
- * The claim as core `claim()` computes it, in SQL over the locked row `p`
- * (id, attempt, rev, doc). Parameters: $1 now (ms), $2 started_at (ISO of
- * $1), $3 visibility timeout override (ms or NULL), $4 worker id (or NULL).
- * state active, attempt + 1, rev + 1, started_at, worker_id set or removed,
- * lease_until = now + (override ?? visibility_timeout_ms), timeout_at = now
- * + timeout_ms when the job has one; run_at, next_attempt_at and
- * cancel_requested removed. The store-testkit compares the result with
- * core `claim()` field by field. The new fields are joined first (small
- * objects), so the document is rebuilt once by `||`, not twice.
+ * The claim as core `claim()` computes it, in SQL over the row `j` being
+ * updated (its values before the update). Parameters: $1 now (ms), $2
+ * started_at (ISO of $1), $3 visibility timeout override (ms or NULL), $4
+ * worker id (or NULL). state active, attempt + 1, rev + 1, started_at,
+ * worker_id set or removed, lease_until = now + (override ??
+ * visibility_timeout_ms), timeout_at = now + timeout_ms when the job has
+ * one; run_at, next_attempt_at and cancel_requested removed. The
+ * store-testkit compares the result with core `claim()` field by field. The
+ * new fields are joined first (small objects), so the document is rebuilt
+ * once by `||`, not twice.
  */
-const CLAIMED_DOC = `(p.doc - '{run_at,next_attempt_at,cancel_requested,worker_id}'::text[])
+const LEASE_UNTIL = `$1::numeric + coalesce($3::numeric, (j.doc->>'visibility_timeout_ms')::numeric)`;
+const TIMEOUT_AT = `CASE WHEN jsonb_typeof(j.doc->'timeout_ms') = 'number'
+                         THEN $1::numeric + (j.doc->>'timeout_ms')::numeric END`;
+const CLAIMED_DOC = `(j.doc - '{run_at,next_attempt_at,cancel_requested,worker_id}'::text[])
     || (jsonb_build_object(
           'state', 'active',
-          'attempt', p.attempt + 1,
-          'rev', p.rev + 1,
+          'attempt', j.attempt + 1,
+          'rev', j.rev + 1,
           'started_at', $2::text,
-          'lease_until', $1::numeric + coalesce($3::numeric, (p.doc->>'visibility_timeout_ms')::numeric))
-        || jsonb_strip_nulls(jsonb_build_object(
-             'worker_id', $4::text,
-             'timeout_at', CASE WHEN jsonb_typeof(p.doc->'timeout_ms') = 'number'
-                                THEN $1::numeric + (p.doc->>'timeout_ms')::numeric END)))`;
+          'lease_until', ${LEASE_UNTIL})
+        || jsonb_strip_nulls(jsonb_build_object('worker_id', $4::text, 'timeout_at', ${TIMEOUT_AT})))`;
 
 /**
- * The claim's CTEs: `picked` (which must lock its rows) and the claimed
- * documents; then `claimSet`, the UPDATE that turns the picked jobs active
- * and returns each claimed document with the transaction's xid (so the
- * lost-COMMIT check needs no round trip of its own).
+ * The claim's CTE `picked` (the ids it locked) and `claimSet`, the UPDATE
+ * that turns exactly those jobs active, computing each one's claimed
+ * document from its own row, and returns it with the transaction's xid (so
+ * the lost-COMMIT check needs no round trip of its own).
+ *
+ * Its shape is chosen so that one generic plan serves every call (the claim
+ * connections force generic plans, decision 0106): the picked ids reach the
+ * UPDATE as an array (`id = ANY(ARRAY(...))`), which the planner always
+ * looks up in the primary key, whatever it guesses of `LIMIT $6`. (Joined
+ * to the picked rows instead, the generic plan guessed a tenth of the queue
+ * and hashed the whole table.) The rows are locked by `picked` until
+ * COMMIT; a job another transaction changed after this statement's
+ * snapshot but before `picked` locked it is updated in its locked version
+ * (PostgreSQL re-reads it and re-checks the id), as `picked` accepted it.
  */
-const claimCtes = (picked: string) => `picked AS MATERIALIZED (${picked}),
-  claimed AS MATERIALIZED (SELECT p.id, ${CLAIMED_DOC} AS doc FROM picked p)`;
+const claimCtes = (picked: string) => `picked AS MATERIALIZED (${picked})`;
 
 const claimSet = (s: string) => `UPDATE ${s}.jobs j
    SET state = 'active',
-       attempt = (c.doc->>'attempt')::integer,
-       rev = (c.doc->>'rev')::integer,
+       attempt = j.attempt + 1,
+       rev = j.rev + 1,
        run_at = NULL,
        worker_id = $4::text,
-       deadline = least((c.doc->>'lease_until')::double precision,
-                        (c.doc->>'timeout_at')::double precision),
-       doc = c.doc
-  FROM claimed c
- WHERE j.id = c.id
+       deadline = least((${LEASE_UNTIL})::double precision, (${TIMEOUT_AT})::double precision),
+       doc = ${CLAIMED_DOC}
+ WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING j.doc, txid_current()::text AS xid`;
 
 const claimUpdate = (s: string, picked: string) => `WITH ${claimCtes(picked)}
@@ -147,7 +155,7 @@ const pickQueue = (
   s: string,
   queue: string,
   gate = '',
-) => `SELECT id, attempt, rev, doc FROM ${s}.jobs j
+) => `SELECT id FROM ${s}.jobs j
         WHERE ${gate}queue = ${queue} AND state = 'available' AND rate_key IS NULL
           AND (expires_at IS NULL OR expires_at > ($1::numeric)::double precision)
           AND ${admitted(7, 'j')}
@@ -428,7 +436,7 @@ export function statements(schema: string) {
     /** Claims jobs $5 (text[]) the limited path already locked and accepted. */
     claimIds: claimUpdate(
       s,
-      `SELECT id, attempt, rev, doc FROM ${s}.jobs
+      `SELECT id FROM ${s}.jobs
         WHERE id = ANY($5::text[]) AND state = 'available'
         FOR UPDATE`,
     ),
