@@ -29,3 +29,11 @@ CREATE INDEX jobs_state_seq ON jobs (state, seq) WHERE state <> 'active';
 DROP INDEX jobs_finished;
 DROP INDEX jobs_prune;
 CREATE INDEX jobs_finished ON jobs (state, finished_at, queue) WHERE finished_at IS NOT NULL;
+
+-- The event log's id index is a hash index instead of a unique btree: a
+-- cursor (`after`) is looked up by equality only, and a hash entry is
+-- cheaper to insert than a btree one (no comparisons of the id along a
+-- descent). Event ids are UUIDv7 (core makeEvent): their uniqueness never
+-- came from the index.
+ALTER TABLE events DROP CONSTRAINT events_id_key;
+CREATE INDEX events_id ON events USING hash (id);

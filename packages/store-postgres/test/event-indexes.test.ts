@@ -1,8 +1,9 @@
 /**
- * The event log's indexes (migration 010): the three event types every job
- * writes have no (type, seq) entry, the others do, and a listing filtered
- * by those others walks that partial index (EXPLAIN) instead of the whole
- * retained log, while every filter still answers the same events.
+ * The event log's indexes (migrations 010, 013): the three event types every
+ * job writes have no (type, seq) entry, the others do, and a listing
+ * filtered by those others walks that partial index (EXPLAIN) instead of
+ * the whole retained log, while every filter still answers the same events;
+ * a cursor's id is found through a hash index.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it, test } from 'node:test';
@@ -63,7 +64,7 @@ if (reason !== undefined) {
       );
       assert.deepEqual(
         rows.map((row) => row.indexname),
-        ['events_id_key', 'events_pkey', 'events_type_rare'],
+        ['events_id', 'events_pkey', 'events_type_rare'],
       );
       const rare = rows.find((row) => row.indexname === 'events_type_rare')!.indexdef;
       for (const type of FREQUENT) assert.ok(rare.includes(`'${type}'`), rare);
@@ -84,6 +85,22 @@ if (reason !== undefined) {
         scans.map((n) => n['Index Name']),
         ['events_type_rare'],
         JSON.stringify(plan),
+      );
+    });
+
+    it('resumes after a cursor through the id hash index (migration 013)', async () => {
+      const first = await store.listEvents({ limit: 3 });
+      const query = listEventsQuery(`"${schema}".events`, { after: first[1]!.id, limit: 5 });
+      const { rows } = await withAdmin((client) =>
+        client.query(`EXPLAIN (FORMAT JSON) ${query.text}`, query.values),
+      );
+      const plan = (rows[0]['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]!.Plan;
+      const byId = planNodes(plan).filter((n) => n['Index Name'] === 'events_id');
+      assert.equal(byId.length, 1, JSON.stringify(plan));
+      const next = await store.listEvents({ after: first[1]!.id, limit: 1 });
+      assert.deepEqual(
+        next.map((e) => e.id),
+        [first[2]!.id],
       );
     });
 
