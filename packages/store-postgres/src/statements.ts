@@ -151,11 +151,7 @@ const claimUpdateGated = (s: string) => `WITH gate AS MATERIALIZED (
 SELECT doc, xid FROM ordered UNION ALL SELECT NULL, NULL FROM gate WHERE NOT gate.open`;
 
 /** The pick of an unlimited queue ($5 = its name): see `claimQueue`. `gate`: a condition first. */
-const pickQueue = (
-  s: string,
-  queue: string,
-  gate = '',
-) => `SELECT id FROM ${s}.jobs j
+const pickQueue = (s: string, queue: string, gate = '') => `SELECT id FROM ${s}.jobs j
         WHERE ${gate}queue = ${queue} AND state = 'available' AND rate_key IS NULL
           AND (expires_at IS NULL OR expires_at > ($1::numeric)::double precision)
           AND ${admitted(7, 'j')}
