@@ -5,7 +5,7 @@
  * clause varies.
  *
  * A listing walks the index ranges core `indexRanges` names ((queue, state,
- * seq) / (state, seq): migrations 007 and 013, which leave active jobs to
+ * seq) / (state, seq): migrations 007 and 014, which leave active jobs to
  * jobs_lease), each in seq order up to the page
  * size, and merges them: the first page is a few index probes. A type range
  * has no index of its own here (see 007): it walks the seq index and checks
@@ -94,13 +94,13 @@ export function listJobsQuery(schema: string, request: JobPageRequest): Query {
       const value = range?.[column];
       if (value === undefined) continue;
       if (column === 'state' && value === 'active') {
-        // Active jobs are only in jobs_lease (migration 013): they are few
+        // Active jobs are only in jobs_lease (migration 014): they are few
         // (the leases held), ordered here.
         where.push("state = 'active'");
         continue;
       }
       where.push(`${column} = ${p.add(value, '::text')}`);
-      // The condition of the partial state indexes (migration 013), so that
+      // The condition of the partial state indexes (migration 014), so that
       // the planner uses them whatever it is told of the bound state.
       if (column === 'state') where.push("state <> 'active'");
     }

@@ -5,7 +5,7 @@
  * the pick, the primary key for the update, whatever the plan guesses of
  * `LIMIT $6`. Checked on the plan PostgreSQL keeps for a prepared
  * statement, and on a claim connection's own setting. Also: the listing
- * indexes leave active jobs to jobs_lease (migration 013), and listings
+ * indexes leave active jobs to jobs_lease (migration 014), and listings
  * still find jobs of every state.
  */
 import assert from 'node:assert/strict';

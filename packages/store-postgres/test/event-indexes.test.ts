@@ -1,5 +1,5 @@
 /**
- * The event log's indexes (migrations 010, 013): the three event types every
+ * The event log's indexes (migrations 010, 014): the three event types every
  * job writes have no (type, seq) entry, the others do, and a listing
  * filtered by those others walks that partial index (EXPLAIN) instead of
  * the whole retained log, while every filter still answers the same events;
@@ -88,7 +88,7 @@ if (reason !== undefined) {
       );
     });
 
-    it('resumes after a cursor through the id hash index (migration 013)', async () => {
+    it('resumes after a cursor through the id hash index (migration 014)', async () => {
       const first = await store.listEvents({ limit: 3 });
       const query = listEventsQuery(`"${schema}".events`, { after: first[1]!.id, limit: 5 });
       const { rows } = await withAdmin((client) =>

@@ -1,4 +1,4 @@
--- 013_lean_job_indexes: fewer index entries per job transition.
+-- 014_lean_job_indexes: fewer index entries per job transition.
 --
 -- Every change of state is a non-HOT update, so the new row version gets an
 -- entry in every index whose condition it meets. A job's hot path
