@@ -3,7 +3,7 @@
  * connections force generic plans, and the claim statement's shape makes
  * the generic plan the one a custom plan finds: the queue's claim index for
  * the pick, the primary key for the update, whatever the plan guesses of
- * `LIMIT $6`. Checked on the plan PostgreSQL keeps for a prepared
+ * `LIMIT $6`, and whatever the table's size was when the plan was made. Checked on the plan PostgreSQL keeps for a prepared
  * statement, and on a claim connection's own setting. Also: the listing
  * indexes leave active jobs to jobs_lease (migration 014), and listings
  * still find jobs of every state.
@@ -60,17 +60,17 @@ if (reason !== undefined) {
       await dropSchema(schema);
     });
 
-    it('a claim connection plans generically', async () => {
+    it('a claim connection plans generically, on indexes', async () => {
       const client = new pg.Client({
         connectionString: POSTGRES_URL,
         options: `${ASYNC_COMMIT_OPTION} ${GENERIC_PLANS_OPTION}`,
       });
       await client.connect();
       try {
-        const { rows } = await client.query<{ mode: string }>(
-          "SELECT current_setting('plan_cache_mode') AS mode",
+        const { rows } = await client.query<{ mode: string; seqscan: string }>(
+          "SELECT current_setting('plan_cache_mode') AS mode, current_setting('enable_seqscan') AS seqscan",
         );
-        assert.equal(rows[0]!.mode, 'force_generic_plan');
+        assert.deepEqual(rows[0], { mode: 'force_generic_plan', seqscan: 'off' });
       } finally {
         await client.end();
       }
@@ -128,6 +128,62 @@ if (reason !== undefined) {
       // Generic: the queue is the parameter, not the value of this call.
       const pick = nodes.find((node) => node['Index Name'] === 'jobs_claim')!;
       assert.match(String(pick['Index Cond']), /\$5/, String(pick['Index Cond']));
+    });
+
+    it('a generic claim plan made on an empty table still reads indexes once the table has grown', async () => {
+      const empty = testSchema('claim_plan_empty');
+      const other = await openStore(empty, { countCompactionIntervalMs: 0 });
+      const client = new pg.Client({
+        connectionString: POSTGRES_URL,
+        options: `${ASYNC_COMMIT_OPTION} ${GENERIC_PLANS_OPTION}`,
+      });
+      await client.connect();
+      try {
+        const literal = (count: number) =>
+          [
+            T0 + 1,
+            toIso(T0 + 1),
+            null,
+            'w1',
+            QUEUE,
+            count,
+            null,
+            `{${Array.from({ length: count }, () => `evt_${uuidv7(T0)}`).join(',')}}`,
+            EVENT_SOURCE,
+          ]
+            .map((v) => (v === null ? 'NULL' : `'${v}'`))
+            .join(', ');
+        await client.query(`PREPARE claim AS ${statements(empty).claimQueueGated}`);
+        // The plan is made and kept at the first call, on the empty table.
+        await client.query(`EXECUTE claim(${literal(10)})`);
+        const jobs = Array.from({ length: 3000 }, (_, i) =>
+          parseEnqueueRequest({ type: 'p.t', args: [i], options: { queue: QUEUE } }, T0, {
+            visibilityTimeoutMs: 30_000,
+          }),
+        );
+        await other.insertJobs(jobs, [], T0);
+        await client.query('BEGIN');
+        try {
+          const { rows } = await client.query<{ 'QUERY PLAN': Record<string, unknown>[] }>(
+            `EXPLAIN (FORMAT JSON, ANALYZE) EXECUTE claim(${literal(10)})`,
+          );
+          const plan = rows[0]!['QUERY PLAN'][0]!;
+          const onJobs = planNodes(plan.Plan as Record<string, unknown>).filter(
+            (node) => node['Relation Name'] === 'jobs',
+          );
+          assert.ok(onJobs.length > 0);
+          assert.ok(
+            onJobs.every((node) => node['Node Type'] !== 'Seq Scan'),
+            JSON.stringify(plan),
+          );
+        } finally {
+          await client.query('ROLLBACK');
+        }
+      } finally {
+        await client.end();
+        await other.close();
+        await dropSchema(empty);
+      }
     });
 
     it('claims in claim order through the claim connections, and lists active jobs', async () => {
