@@ -46,6 +46,8 @@ describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () =>
       ['#/jobs', 'tr[data-job]'],
       [`#/jobs/${fixture.seeded.ids.discarded}`, '.timeline li'],
       ['#/dead-letter', 'tr[data-job]'],
+      // SQLite: the note that transactional enqueue needs PostgreSQL.
+      ['#/outbox', 'p.notice'],
       ['#/cron', 'article[data-cron]'],
       ['#/workflows', 'tbody tr'],
       [`#/workflows/${fixture.seeded.workflowId}`, '.graph .node'],
