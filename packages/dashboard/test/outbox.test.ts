@@ -21,21 +21,26 @@ import {
   VIEWER_KEY,
 } from './harness.ts';
 
-const skip = skipReason() ?? (await postgresProblem());
+const skip = skipReason();
+const noPostgres = skip ?? (await postgresProblem());
 
 describe('dashboard outbox view in Chromium', { skip, timeout: 120_000 }, () => {
-  let ctx: DashboardServer;
-  let cleanup: () => Promise<void>;
+  let ctx: DashboardServer | undefined;
+  let sqlite: DashboardServer;
+  let cleanup: (() => Promise<void>) | undefined;
   let schema: string;
   let browser: Awaited<ReturnType<typeof launchBrowser>>['browser'];
   let close: () => Promise<void>;
   const errors: string[] = [];
 
   before(async () => {
-    const temp = tempStore('postgres');
-    cleanup = temp.cleanup;
-    schema = new URL(temp.store).searchParams.get('schema')!;
-    ctx = await startDashboardServer({ store: temp.store });
+    if (noPostgres === undefined) {
+      const temp = tempStore('postgres');
+      cleanup = temp.cleanup;
+      schema = new URL(temp.store).searchParams.get('schema')!;
+      ctx = await startDashboardServer({ store: temp.store });
+    }
+    sqlite = await startDashboardServer();
     const launched = await launchBrowser();
     browser = launched.browser;
     close = launched.close;
@@ -44,6 +49,7 @@ describe('dashboard outbox view in Chromium', { skip, timeout: 120_000 }, () => 
     await close?.();
     await ctx?.close();
     await cleanup?.();
+    await sqlite?.close();
     assert.deepEqual(errors, [], 'script errors in the page');
   });
 
@@ -55,7 +61,10 @@ describe('dashboard outbox view in Chromium', { skip, timeout: 120_000 }, () => 
       await client.query('COMMIT');
     });
 
-  it('lists a refused row with its error and counts; filter, retry and delete it', async () => {
+  it('lists a refused row with its error and counts; filter, retry and delete it', {
+    skip: noPostgres,
+  }, async () => {
+    const { url } = ctx!;
     await commit(
       `SELECT "${schema}".enqueue('email.send', '["ada@example.com"]', '{"queue": "Bad Queue!"}')`,
       `SELECT "${schema}".enqueue_envelope('{"id": "dash-0001", "type": "report.build", "args": "monthly"}')`,
@@ -63,7 +72,7 @@ describe('dashboard outbox view in Chromium', { skip, timeout: 120_000 }, () => 
     );
     const page = await openPage(browser, errors);
     page.on('dialog', (dialog) => void dialog.accept());
-    await signIn(page, ctx.url, ADMIN_KEY);
+    await signIn(page, url, ADMIN_KEY);
     await page.getByRole('link', { name: 'Outbox' }).click();
     const rows = page.locator('tr[data-outbox-row]');
     // The valid row became a job; the two refused ones stay, invalid.
@@ -124,42 +133,21 @@ describe('dashboard outbox view in Chromium', { skip, timeout: 120_000 }, () => 
     await page.close();
   });
 
-  it('a viewer sees the rows without the actions', async () => {
+  it('a viewer sees the rows without the actions', { skip: noPostgres }, async () => {
+    const { url } = ctx!;
     const page = await openPage(browser, errors);
-    await signIn(page, ctx.url, VIEWER_KEY);
-    await page.goto(`${ctx.url}/ojs/admin/#/outbox`);
+    await signIn(page, url, VIEWER_KEY);
+    await page.goto(`${url}/ojs/admin/#/outbox`);
     const row = page.locator('tr[data-outbox-row]').first();
     await row.getByText('email.send', { exact: true }).waitFor();
     assert.equal(await row.getByRole('button').count(), 0);
     await page.close();
   });
-});
 
-describe('dashboard outbox view without PostgreSQL', {
-  skip: skipReason(),
-  timeout: 60_000,
-}, () => {
-  let ctx: DashboardServer;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>['browser'];
-  let close: () => Promise<void>;
-  const errors: string[] = [];
-
-  before(async () => {
-    ctx = await startDashboardServer();
-    const launched = await launchBrowser();
-    browser = launched.browser;
-    close = launched.close;
-  });
-  after(async () => {
-    await close?.();
-    await ctx?.close();
-    assert.deepEqual(errors, [], 'script errors in the page');
-  });
-
-  it('says transactional enqueue needs PostgreSQL', async () => {
+  it('says transactional enqueue needs PostgreSQL on SQLite', async () => {
     const page = await openPage(browser, errors);
-    await signIn(page, ctx.url, ADMIN_KEY);
-    await page.goto(`${ctx.url}/ojs/admin/#/outbox`);
+    await signIn(page, sqlite.url, ADMIN_KEY);
+    await page.goto(`${sqlite.url}/ojs/admin/#/outbox`);
     await page
       .getByRole('status')
       .filter({ hasText: 'Transactional enqueue needs PostgreSQL: this server runs on the sqlite' })
