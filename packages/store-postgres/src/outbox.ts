@@ -1,5 +1,5 @@
 /**
- * The outbox of transactional enqueue (decision 0109, migration 015): rows
+ * The outbox of transactional enqueue (decision 0109, migration 013): rows
  * an application wrote inside its own transaction, leased to one relaying
  * server process at a time. A relayed row is deleted in the transaction
  * that inserts its job (`consumeOutboxTx`, guarded on the lease), so it
@@ -19,7 +19,7 @@ import type { JobsAvailableListener } from './listener.ts';
 import { quoteSchema } from './names.ts';
 import type { Tx } from './tx.ts';
 
-/** The outbox's NOTIFY channel (the trigger of migration 015 sends `<schema>_outbox`). */
+/** The outbox's NOTIFY channel (the trigger of migration 013 sends `<schema>_outbox`). */
 export function outboxChannel(schema: string): string {
   return `${schema}_outbox`;
 }

@@ -1,4 +1,4 @@
--- 015_outbox: transactional enqueue (decision 0109). An application that
+-- 013_outbox: transactional enqueue (decision 0109). An application that
 -- shares the database writes a job into `outbox` inside its own
 -- transaction: the row exists if and only if that transaction commits.
 -- The server relays committed rows into jobs through its normal enqueue
