@@ -111,6 +111,7 @@ describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () =>
       ['#/queues', 'tr[data-queue]'],
       ['#/jobs', 'tr[data-job]'],
       [`#/jobs/${fixture.seeded.ids.discarded}`, '.timeline li'],
+      ['#/outbox', 'p.notice'],
       ['#/cron', 'article[data-cron]'],
       ['#/workers', 'tr[data-worker]'],
       ['#/tenants', 'tr[data-tenant]'],

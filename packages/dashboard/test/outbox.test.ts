@@ -144,6 +144,21 @@ describe('dashboard outbox view in Chromium', { skip, timeout: 120_000 }, () => 
     await page.close();
   });
 
+  it('at phone width the page does not scroll sideways', { skip: noPostgres }, async () => {
+    const { url } = ctx!;
+    const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    page.on('pageerror', (e) => errors.push(e.message));
+    await signIn(page, url, ADMIN_KEY);
+    await page.goto(`${url}/ojs/admin/#/outbox`);
+    await page.locator('tr[data-outbox-row]').first().waitFor();
+    const [scroll, width] = (await page.evaluate(
+      '[document.documentElement.scrollWidth, window.innerWidth]',
+    )) as [number, number];
+    assert.ok(scroll <= width, `page ${scroll}px wide in a ${width}px window`);
+    await page.screenshot({ path: '/tmp/ojs-outbox-phone.png', fullPage: true });
+    await page.close();
+  });
+
   it('says transactional enqueue needs PostgreSQL on SQLite', async () => {
     const page = await openPage(browser, errors);
     await signIn(page, sqlite.url, ADMIN_KEY);
