@@ -43,6 +43,7 @@ import {
   fromStruct,
   type PbDuration,
   type PbStruct,
+  ProtoWriter,
   stateToProto,
   toStruct,
   toTimestamp,
@@ -52,12 +53,11 @@ import { authorize, callTenant } from './auth.ts';
 import {
   type EnqueueContext,
   enqueueBody,
-  jobToProto,
   optionsToProto,
   workflowBody,
   workflowToProto,
 } from './convert.ts';
-import { ojsService } from './proto.ts';
+import { jobReply, jobsReply, writeJob } from './job-codec.ts';
 import { fetchReply, receiveLimit } from './reply-limits.ts';
 import { throwIfRefused } from './request-limits.ts';
 import { errorInfoMetadata, grpcStatusOfError, toServiceError } from './status.ts';
@@ -175,23 +175,32 @@ function pushBody(
   return body;
 }
 
-/** One EnqueueMany result: what the item's own Enqueue call would have answered. */
-function enqueueManyResult(outcome: EnqueueManyOutcome, requestId: string): Obj {
-  switch (outcome.status) {
-    case 'created':
-    case 'existing':
-      return { status: outcome.status, job: jobToProto(outcome.job) };
-    case 'dropped':
-      return { status: 'dropped' };
-    case 'error':
-      return {
-        status: 'error',
-        code: grpcStatusOfError(outcome.error),
-        error_code: outcome.error.code,
-        error_message: outcome.error.message,
-        error_metadata: errorInfoMetadata(outcome.error, requestId),
-      };
+/**
+ * EnqueueManyResponse: each result what the item's own Enqueue call would
+ * have answered (ojsts.v1.EnqueueManyResult: status 1, job 2, code 3,
+ * error_code 4, error_message 5, error_metadata 6).
+ */
+function enqueueManyReply(outcomes: readonly EnqueueManyOutcome[], requestId: string): Buffer {
+  const w = new ProtoWriter(1024 * outcomes.length);
+  for (const outcome of outcomes) {
+    const mark = w.begin(1);
+    w.string(1, outcome.status);
+    if (outcome.status === 'created' || outcome.status === 'existing') {
+      writeJob(w, 2, outcome.job);
+    } else if (outcome.status === 'error') {
+      w.intField(3, grpcStatusOfError(outcome.error));
+      w.text(4, outcome.error.code);
+      w.text(5, outcome.error.message);
+      for (const [key, value] of Object.entries(errorInfoMetadata(outcome.error, requestId))) {
+        const entry = w.begin(6);
+        w.string(1, key);
+        w.string(2, value);
+        w.end(entry);
+      }
+    }
+    w.end(mark);
   }
+  return w.finish();
 }
 
 /** proto JobError -> the engine's failure report (X-7: `code` is the error class, G-4). */
@@ -284,10 +293,9 @@ export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj | Buffe
 
 export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
   const { engine, streams } = ctx;
-  const job = (record: JobRecord) => ({ job: jobToProto(record) });
+  const job = (record: JobRecord) => jobReply(record);
   // Concurrent Enqueue, Ack and Nack calls share store calls in the engine
   // (decision 0100), as the HTTP binding's single requests do.
-  const encodeFetch = ojsService().Fetch!.responseSerialize;
 
   return {
     async Manifest() {
@@ -332,7 +340,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         jobs: entries.map((entry) => enqueueBody(entry, context, defaults)),
       });
       const jobs = await engine.enqueueBatch(bodies, {}, call.tenant);
-      return { jobs: jobs.map(jobToProto), count: jobs.length, errors: {} };
+      return jobsReply(jobs, { count: jobs.length });
     },
 
     async GetJob(request, call) {
@@ -377,7 +385,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         // Fair scheduling: FetchRequest has no pool field; ours in metadata, like x-ojs-wait-ms.
         pool: poolOf(meta(call, 'x-ojs-pool')),
       });
-      return fetchReply(engine, jobs, limit, (job) => encodeFetch({ jobs: [jobToProto(job)] }));
+      return fetchReply(engine, jobs, limit, (job) => jobsReply([job]));
     },
 
     async Ack(request, call) {
@@ -533,13 +541,12 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       // A query parameter in the HTTP binding.
       if (queue !== undefined) checkRequestText('queue', queue, Number.POSITIVE_INFINITY);
       const page = await engine.listDeadLetter(queue, limit, offset, call.tenant);
-      return {
-        jobs: page.items.map(jobToProto),
-        total_count: page.total,
-        next_cursor: offsetPagination(page.total, limit, offset, page.items.length).has_more
+      return jobsReply(page.items, {
+        count: page.total,
+        nextCursor: offsetPagination(page.total, limit, offset, page.items.length).has_more
           ? String(offset + limit)
           : '',
-      };
+      });
     },
 
     async RetryDeadLetter(request, call) {
@@ -678,7 +685,7 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
           outcomes[positions[k]!] = outcome;
         }
       }
-      return { results: outcomes.map((outcome) => enqueueManyResult(outcome, call.requestId)) };
+      return enqueueManyReply(outcomes, call.requestId);
     },
 
     async AckBatch(request, call) {

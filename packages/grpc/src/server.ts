@@ -151,7 +151,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   for (const [name, handler] of Object.entries(extensionHandlers(ctx))) {
     extensions[name] = wrapUnary(ctx, name, handler, level);
   }
-  server.addService(withRequestLimits(extensionsService(), maxBodyBytes), extensions);
+  server.addService(
+    withEncodedReplies(withRequestLimits(extensionsService(), maxBodyBytes)),
+    extensions,
+  );
 
   // grpc.health.v1: "" and the OJS service follow the store's health.
   const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE_NAME]: 'NOT_SERVING' });

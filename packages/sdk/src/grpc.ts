@@ -27,25 +27,29 @@ import {
   UnsupportedFeatureError,
 } from './errors.ts';
 import { isObject } from './generated/is-object.ts';
+import {
+  decodeEnqueueManyResponse,
+  decodeJobReply,
+  decodeJobsReply,
+  type EnqueueManyResult,
+  encodeEnqueueBatchRequest,
+  encodeEnqueueManyItem,
+  encodeEnqueueRequest,
+} from './grpc-messages.ts';
 import { parseAckBatchResults, toPushBody } from './http.ts';
 import {
-  fromDuration,
   fromStruct,
   fromValue,
   LOADER_OPTIONS,
-  type PbDuration,
   type PbStruct,
   type PbTimestamp,
   type PbValue,
   PROTO_FILES,
   resultToStruct,
   stateFromProto,
-  stateToProto,
   timestampText,
   toDuration,
   toStruct,
-  toTimestamp,
-  toValue,
 } from './proto-wire.ts';
 import { TurnBatch } from './turn-batch.ts';
 import type {
@@ -128,7 +132,7 @@ interface ServiceError extends Error {
 }
 
 type UnaryMethod = (
-  request: Obj,
+  request: unknown,
   metadata: unknown,
   options: { deadline: number },
   callback: (error: ServiceError | null, response: Obj) => void,
@@ -163,13 +167,69 @@ const STATUS_HTTP: Record<number, number> = {
 // @ts-ignore TS1343: the CommonJS emit of the SDK compiles this file too; its export is ESM only.
 const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
 
+const SERVICE = 'ojs.v1.OJSService';
+const EXTENSIONS = 'ojsts.v1.WorkerExtensions';
+
+/** A method of a @grpc/proto-loader package definition. */
+interface MethodDefinition {
+  requestSerialize(value: unknown): Buffer;
+  requestDeserialize(bytes: Buffer): Obj;
+  responseSerialize(value: unknown): Buffer;
+  responseDeserialize(bytes: Buffer): Obj;
+  [key: string]: unknown;
+}
+type Definition = Record<string, Record<string, MethodDefinition>>;
+
+/**
+ * The methods a job crosses get the codecs of grpc-messages.ts (decision
+ * 0107): their requests are PUSH bodies, their replies hold jobs already
+ * as the HTTP binding's objects. The other methods keep proto-loader's.
+ */
+function withWireCodecs(definition: Definition): void {
+  const codec = (
+    service: string,
+    method: string,
+    request: ((value: never) => Buffer) | undefined,
+    response: (bytes: Buffer) => object,
+  ) => {
+    const current = definition[service]![method]!;
+    definition[service]![method] = {
+      ...current,
+      requestSerialize: (request ?? current.requestSerialize) as MethodDefinition['requestSerialize'],
+      responseDeserialize: response as MethodDefinition['responseDeserialize'],
+    };
+  };
+  codec(SERVICE, 'Enqueue', (bytes: Buffer) => bytes, decodeJobReply);
+  codec(SERVICE, 'EnqueueBatch', encodeEnqueueBatchRequest, (bytes) => decodeJobsReply(bytes));
+  for (const method of ['GetJob', 'CancelJob', 'ActivateJob', 'RetryDeadLetter']) {
+    codec(SERVICE, method, undefined, decodeJobReply);
+  }
+  codec(SERVICE, 'Fetch', undefined, (bytes) => decodeJobsReply(bytes));
+  codec(SERVICE, 'ListDeadLetter', undefined, (bytes) => decodeJobsReply(bytes, true));
+  // Written before the call (a push that cannot be written fails alone): the items' bytes.
+  codec(
+    EXTENSIONS,
+    'EnqueueMany',
+    (items: Buffer[]) => Buffer.concat(items),
+    decodeEnqueueManyResponse,
+  );
+}
+
 /** The largest message this transport's channel accepts (a fetched batch of big jobs). */
 const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
 
 export class GrpcTransport implements Transport {
   readonly kind = 'grpc';
   readonly #options: GrpcTransportOptions;
-  #loading: Promise<{ grpc: GrpcModule; client: Client; extensions: Client }> | undefined;
+  #loading:
+    | Promise<{
+        grpc: GrpcModule;
+        client: Client;
+        extensions: Client;
+        /** EnqueueRequest bytes -> proto-loader's message object (cron and workflow requests). */
+        enqueueMessage(bytes: Buffer): Obj;
+      }>
+    | undefined;
   /** False once the server answered EnqueueMany with UNIMPLEMENTED (not ojs-ts, or older). */
   #enqueueMany: boolean;
   /** Pushes of this turn, sent together after it. */
@@ -203,7 +263,9 @@ export class GrpcTransport implements Transport {
       const definition = loader.loadSync(PROTO_FILES, {
         ...LOADER_OPTIONS,
         includeDirs: [PROTO_DIR],
-      });
+      }) as Definition;
+      const enqueueMessage = definition[SERVICE]!.Enqueue!.requestDeserialize;
+      withWireCodecs(definition);
       type Ctor = new (address: string, credentials: unknown, options: Obj) => Client;
       const loaded = grpc.loadPackageDefinition(definition) as {
         ojs: { v1: { OJSService: Ctor } };
@@ -229,14 +291,14 @@ export class GrpcTransport implements Transport {
         credentials,
         channelOptions,
       );
-      return { grpc, client, extensions };
+      return { grpc, client, extensions, enqueueMessage };
     })();
     return this.#loading;
   }
 
   async #call(
     method: string,
-    request: Obj,
+    request: object,
     options: RequestOptions & {
       metadata?: Record<string, string>;
       extraMs?: number;
@@ -334,24 +396,21 @@ export class GrpcTransport implements Transport {
   async #pushMany(queued: QueuedPush[]): Promise<void> {
     // A push whose envelope cannot be turned into a message fails alone, as it would sent alone.
     const items: QueuedPush[] = [];
-    const messages: Obj[] = [];
+    const messages: Buffer[] = [];
     for (const item of queued) {
       try {
         const body = toPushBody(item.envelope);
-        messages.push({
-          id: typeof body.id === 'string' ? body.id : '',
-          job: enqueueRequest(body),
-        });
+        messages.push(encodeEnqueueManyItem(typeof body.id === 'string' ? body.id : '', body));
         items.push(item);
       } catch (error) {
         item.reject(error);
       }
     }
     if (items.length === 0) return;
-    let results: Obj[];
+    let results: EnqueueManyResult[];
     try {
-      const response = await this.#call('EnqueueMany', { items: messages }, { extension: true });
-      results = Array.isArray(response.results) ? (response.results as Obj[]) : [];
+      const response = await this.#call('EnqueueMany', messages, { extension: true });
+      results = (response as { results: EnqueueManyResult[] }).results;
     } catch (error) {
       // UNIMPLEMENTED (no ErrorInfo): a server without the extension stored
       // nothing; these pushes and later ones go one call each.
@@ -376,18 +435,15 @@ export class GrpcTransport implements Transport {
       } else if (result.status === 'error') {
         item.reject(
           errorFromInfo(
-            Number(result.code ?? 0),
-            String(result.error_message ?? ''),
-            {
-              reason: String(result.error_code ?? ''),
-              metadata: (result.error_metadata as Record<string, string> | undefined) ?? {},
-            },
+            result.code,
+            result.error_message,
+            { reason: result.error_code, metadata: result.error_metadata },
             'Enqueue',
           ),
         );
-      } else if (isObject(result.job)) {
+      } else if (result.job !== undefined) {
         item.resolve({
-          job: jobFromProto(result.job),
+          job: result.job,
           status: result.status === 'existing' ? 'existing' : 'created',
         });
       } else {
@@ -401,30 +457,46 @@ export class GrpcTransport implements Transport {
     const metadata: Record<string, string> = {};
     // The protocol has no job id: our server takes it from the idempotency key.
     if (typeof body.id === 'string') metadata['x-ojs-idempotency-key'] = body.id;
-    const response = await this.#call('Enqueue', enqueueRequest(body), { ...options, metadata });
-    if (!isObject(response.job)) return { job: null, status: 'dropped' };
-    return { job: jobFromProto(response.job), status: 'created' };
+    const request = encodeEnqueueRequest(body);
+    const { job } = (await this.#call('Enqueue', request, { ...options, metadata })) as {
+      job?: Job;
+    };
+    if (job === undefined) return { job: null, status: 'dropped' };
+    return { job, status: 'created' };
   }
 
   async pushBatch(envelopes: JobEnvelope[], options?: RequestOptions): Promise<Job[]> {
     const response = await this.#call(
       'EnqueueBatch',
-      { jobs: envelopes.map((e) => enqueueRequest(toPushBody(e))) },
+      { bodies: envelopes.map((e) => toPushBody(e)) },
       options,
     );
-    return ((response.jobs as Obj[]) ?? []).map(jobFromProto);
+    return (response as { jobs: Job[] }).jobs;
+  }
+
+  /** A call whose reply is `Job job = 1`. */
+  async #job(method: string, id: string, options?: RequestOptions): Promise<Job> {
+    const { job } = (await this.#call(method, { job_id: id }, options)) as { job?: Job };
+    if (job === undefined) {
+      throw new OjsError(`${method}: the server sent no job.`, {
+        code: 'invalid_response',
+        operation: method,
+        jobId: id,
+      });
+    }
+    return job;
   }
 
   async getJob(id: string, options?: RequestOptions): Promise<Job> {
-    return jobFromProto((await this.#call('GetJob', { job_id: id }, options)).job as Obj);
+    return this.#job('GetJob', id, options);
   }
 
   async cancelJob(id: string, options?: RequestOptions): Promise<Job> {
-    return jobFromProto((await this.#call('CancelJob', { job_id: id }, options)).job as Obj);
+    return this.#job('CancelJob', id, options);
   }
 
   async activateJob(id: string, options?: RequestOptions): Promise<Job> {
-    return jobFromProto((await this.#call('ActivateJob', { job_id: id }, options)).job as Obj);
+    return this.#job('ActivateJob', id, options);
   }
 
   // ------------------------------------------------------------ worker protocol
@@ -445,7 +517,7 @@ export class GrpcTransport implements Transport {
       { queues: request.queues, count: request.count, worker_id: request.worker_id ?? '' },
       { ...options, metadata, extraMs: request.wait_ms ?? 0 },
     );
-    return ((response.jobs as Obj[]) ?? []).map(jobFromProto);
+    return (response as { jobs: Job[] }).jobs;
   }
 
   async ack(request: AckRequest, options?: RequestOptions): Promise<Obj> {
@@ -618,13 +690,13 @@ export class GrpcTransport implements Transport {
       },
       options,
     );
-    const items = ((response.jobs as Obj[]) ?? []).map(jobFromProto);
-    const next = typeof response.next_cursor === 'string' && response.next_cursor !== '';
-    return pageOf(items, query.limit ?? 50, offset, next, Number(response.total_count ?? 0));
+    const page = response as { jobs: Job[]; total_count?: number; next_cursor?: string };
+    const next = page.next_cursor !== undefined && page.next_cursor !== '';
+    return pageOf(page.jobs, query.limit ?? 50, offset, next, page.total_count ?? 0);
   }
 
   async retryDeadLetter(id: string, options?: RequestOptions): Promise<Job> {
-    return jobFromProto((await this.#call('RetryDeadLetter', { job_id: id }, options)).job as Obj);
+    return this.#job('RetryDeadLetter', id, options);
   }
 
   async deleteDeadLetter(id: string, options?: RequestOptions): Promise<void> {
@@ -635,7 +707,7 @@ export class GrpcTransport implements Transport {
 
   async registerCron(body: Obj, options?: RequestOptions): Promise<CronJob> {
     const template = isObject(body.job_template) ? body.job_template : body;
-    const request = enqueueRequest({
+    const request = await this.#enqueueMessage({
       type: template.type,
       args: template.args,
       meta: template.meta,
@@ -701,11 +773,12 @@ export class GrpcTransport implements Transport {
       );
     }
     const chain = body.type === 'chain';
+    const messages = await Promise.all(steps.map((step) => this.#enqueueMessage(step)));
     const request = {
       name: body.name ?? body.type ?? 'workflow',
       steps: steps.map((step, i) => ({
         id: typeof step.id === 'string' ? step.id : String(i),
-        ...enqueueRequest(step),
+        ...messages[i],
         depends_on: Array.isArray(step.depends_on)
           ? step.depends_on
           : chain && i > 0
@@ -736,6 +809,12 @@ export class GrpcTransport implements Transport {
       'Listing past events is not in the gRPC protocol; use HTTP (GET /ojs/v1/events).',
       { code: 'unsupported' },
     );
+  }
+
+  /** A PUSH body as the EnqueueRequest fields of a cron entry or workflow step (one mapping: grpc-messages.ts). */
+  async #enqueueMessage(body: Obj): Promise<Obj> {
+    const { enqueueMessage } = await this.#load();
+    return enqueueMessage(encodeEnqueueRequest(body));
   }
 
   async close(): Promise<void> {
@@ -782,163 +861,6 @@ function pageOf<T>(
       has_more: hasMore,
     },
   } as Page<T>;
-}
-
-/** A PUSH body (`toPushBody`) -> EnqueueRequest. */
-function enqueueRequest(body: Obj): Obj {
-  const o = isObject(body.options) ? body.options : {};
-  const options: Obj = {};
-  if (typeof o.queue === 'string') options.queue = o.queue;
-  if (typeof o.priority === 'number') options.priority = o.priority;
-  const at = o.delay_until ?? o.scheduled_at;
-  if (typeof at === 'string') options.delay_until = toTimestamp(at);
-  if (typeof o.timeout_ms === 'number') options.timeout = toDuration(o.timeout_ms);
-  if (typeof o.visibility_timeout_ms === 'number') {
-    options.visibility_timeout = toDuration(o.visibility_timeout_ms);
-  }
-  if (typeof o.expires_at === 'string') {
-    options.ttl = toDuration(Math.max(1, Date.parse(o.expires_at) - Date.now()));
-  }
-  if (Array.isArray(o.tags)) options.tags = o.tags;
-  if (isObject(o.retry)) options.retry = retryToProto(o.retry);
-  if (isObject(o.unique)) options.unique = uniqueToProto(o.unique);
-  if (o.pending === true) options.pending = true;
-  if (isObject(body.meta)) options.meta = toStruct(body.meta);
-  return {
-    type: body.type,
-    args: Array.isArray(body.args) ? body.args.map(toValue) : [],
-    options,
-  };
-}
-
-function isoMs(text: unknown): number | undefined {
-  if (typeof text !== 'string') return undefined;
-  const m =
-    /^P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$/.exec(
-      text,
-    );
-  if (m === null) return undefined;
-  const [, d, h, min, s] = m.map((x) => (x === undefined ? 0 : Number(x)));
-  return Math.round((((d! * 24 + h!) * 60 + min!) * 60 + s!) * 1000);
-}
-
-function isoText(ms: number | undefined): string | undefined {
-  if (ms === undefined) return undefined;
-  return `PT${ms / 1000}S`;
-}
-
-function retryToProto(retry: Obj): Obj {
-  const out: Obj = {};
-  if (typeof retry.max_attempts === 'number') out.max_attempts = retry.max_attempts;
-  const initial =
-    isoMs(retry.initial_interval) ?? (retry.initial_interval_ms as number | undefined);
-  if (initial !== undefined) out.initial_interval = toDuration(initial);
-  const max = isoMs(retry.max_interval) ?? (retry.max_interval_ms as number | undefined);
-  if (max !== undefined) out.max_interval = toDuration(max);
-  if (typeof retry.backoff_coefficient === 'number')
-    out.backoff_coefficient = retry.backoff_coefficient;
-  if (typeof retry.jitter === 'boolean') out.jitter = retry.jitter;
-  if (Array.isArray(retry.non_retryable_errors))
-    out.non_retryable_errors = retry.non_retryable_errors;
-  if (typeof retry.on_exhaustion === 'string') out.on_exhaustion = retry.on_exhaustion;
-  return out;
-}
-
-const CONFLICT: Record<string, string> = {
-  reject: 'UNIQUE_CONFLICT_ACTION_REJECT',
-  replace: 'UNIQUE_CONFLICT_ACTION_REPLACE',
-  ignore: 'UNIQUE_CONFLICT_ACTION_IGNORE',
-  replace_except_schedule: 'UNIQUE_CONFLICT_ACTION_REPLACE_EXCEPT_SCHEDULE',
-};
-
-function uniqueToProto(unique: Obj): Obj {
-  const out: Obj = {};
-  if (Array.isArray(unique.keys)) out.key = unique.keys;
-  const period = isoMs(unique.period);
-  if (period !== undefined) out.period = toDuration(period);
-  if (typeof unique.on_conflict === 'string' && CONFLICT[unique.on_conflict] !== undefined) {
-    out.on_conflict = CONFLICT[unique.on_conflict];
-  }
-  if (Array.isArray(unique.states)) out.states = unique.states.map((s) => stateToProto(String(s)));
-  if (Array.isArray(unique.args_keys)) out.args_keys = unique.args_keys;
-  if (Array.isArray(unique.meta_keys)) out.meta_keys = unique.meta_keys;
-  return out;
-}
-
-/** ojs.v1.Job -> the HTTP binding's job object. */
-export function jobFromProto(job: Obj): Job {
-  const out: Obj = {
-    specversion: job.specversion || '1.0',
-    id: job.id,
-    type: job.type,
-    queue: job.queue || 'default',
-    args: ((job.args as PbValue[]) ?? []).map(fromValue),
-    meta: fromStruct(job.meta as PbStruct) ?? {},
-    state: stateFromProto(job.state),
-    priority: Number(job.priority ?? 0),
-    attempt: Number(job.attempt ?? 0),
-    max_attempts: Number(job.max_attempts ?? 0),
-  };
-  for (const key of [
-    'created_at',
-    'enqueued_at',
-    'scheduled_at',
-    'started_at',
-    'completed_at',
-    'expires_at',
-  ]) {
-    const text = timestampText(job[key] as PbTimestamp);
-    if (text !== undefined) out[key] = text;
-  }
-  const timeout = fromDuration(job.timeout as PbDuration);
-  if (timeout !== undefined) out.timeout_ms = timeout;
-  const visibility = fromDuration(job.visibility_timeout as PbDuration);
-  if (visibility !== undefined) out.visibility_timeout_ms = visibility;
-  if (Array.isArray(job.tags) && job.tags.length > 0) out.tags = job.tags;
-  if (typeof job.workflow_id === 'string' && job.workflow_id !== '')
-    out.workflow_id = job.workflow_id;
-  // ojs-ts extension fields (job.proto 1001-1003): a workflow step's inputs.
-  if (Array.isArray(job.parent_results) && job.parent_results.length > 0) {
-    out.parent_results = (job.parent_results as PbValue[]).map(fromValue);
-  }
-  if (isObject(job.parent_results_by_step)) {
-    out.parent_results_by_step = fromStruct(job.parent_results_by_step as PbStruct);
-  }
-  if (typeof job.workflow_step_id === 'string' && job.workflow_step_id !== '') {
-    out.workflow_step_id = job.workflow_step_id;
-  }
-  if (isObject(job.retry_policy)) {
-    const r = job.retry_policy;
-    out.retry = {
-      max_attempts: r.max_attempts,
-      initial_interval: isoText(fromDuration(r.initial_interval as PbDuration)),
-      backoff_coefficient: r.backoff_coefficient,
-      max_interval: isoText(fromDuration(r.max_interval as PbDuration)),
-      jitter: r.jitter === true,
-      non_retryable_errors: r.non_retryable_errors ?? [],
-      on_exhaustion: r.on_exhaustion || 'discard',
-    };
-  }
-  if (isObject(job.result)) {
-    const result = fromStruct(job.result as PbStruct) ?? {};
-    const keys = Object.keys(result);
-    // A non-object result travels as {"value": ...} (Struct only, G-9).
-    out.result = keys.length === 1 && keys[0] === 'value' ? result.value : result;
-  }
-  const errors = ((job.errors as Obj[]) ?? []).map((e) => ({
-    code: e.code,
-    type: e.code,
-    message: e.message ?? '',
-    retryable: e.retryable === true,
-    attempt: Number(e.attempt ?? 0),
-    occurred_at: timestampText(e.occurred_at as PbTimestamp),
-    ...(isObject(e.details) ? { details: fromStruct(e.details as PbStruct) } : {}),
-  }));
-  if (errors.length > 0) {
-    out.errors = errors;
-    out.error = errors.at(-1);
-  }
-  return out as unknown as Job;
 }
 
 function cronFromProto(entry: Obj): CronJob {

@@ -6,6 +6,9 @@
  */
 import { isObject } from './generated/is-object.ts';
 
+// The wire format written and read directly (decision 0107).
+export * from './proto-codec.ts';
+
 type Obj = Record<string, unknown>;
 
 export interface PbTimestamp {
