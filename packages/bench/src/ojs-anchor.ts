@@ -107,6 +107,10 @@ async function transportFor(): Promise<{ transport?: Transport; close(): Promise
   if (MODE === 'grpc') {
     const { GrpcTransport } = await import('@ojs/sdk/grpc');
     const transport = new GrpcTransport({ address: GRPC });
+    // GrpcTransport loads @grpc/grpc-js and the .proto files on its first
+    // call: made here, before the phases, as the in-process mode opens its
+    // store here (a one-time start-up cost, not a cost per job).
+    await transport.health();
     return { transport, close: () => transport.close() };
   }
   if (MODE !== 'in-process') return { close: async () => {} };
