@@ -222,6 +222,10 @@ const adapter = {
   async workerSetup() {
     // The worker process ends with its parent (common.js's producer), whatever happens to it.
     process.on('disconnect', () => process.exit(3));
+    // The worker starts inside its first phase: gRPC's one-time load
+    // (grpc-js, the .proto files: shared by every GrpcTransport of the
+    // process) is done here, before it, as the producer's is.
+    if (MODE === 'grpc') await (await transportFor()).close();
     return {};
   },
   async startWorker(_wctx: unknown, concurrency: number, hooks: Hooks): Promise<WorkerHandle> {

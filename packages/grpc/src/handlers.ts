@@ -9,6 +9,7 @@
 import * as grpc from '@grpc/grpc-js';
 import {
   type AuthConfig,
+  boundedArray,
   checkRequestJson,
   checkRequestText,
   type FailureReport,
@@ -18,6 +19,7 @@ import {
   isUuidv7,
   type JobRecord,
   MAX_ATTEMPTS,
+  MAX_HEARTBEAT_JOBS,
   MAX_PATH_PARAM_BYTES,
   MAX_VISIBILITY_TIMEOUT_MS,
   notFound,
@@ -32,6 +34,7 @@ import {
   ackBatchResponse,
   type Engine,
   type EnqueueManyOutcome,
+  type HeartbeatResult,
   healthStatus,
   type NackRequest,
   offsetPagination,
@@ -249,6 +252,30 @@ const DIRECTIVE_TO_PROTO: Record<string, string> = {
   terminate: 'WORKER_STATE_TERMINATE',
 };
 
+/** What a beat tells its worker: a draining server, to finish up (features §11 S: TERMINATE first). */
+function directedState(engine: Engine, result: HeartbeatResult): string {
+  return engine.draining
+    ? 'WORKER_STATE_TERMINATE'
+    : (DIRECTIVE_TO_PROTO[result.state] ?? 'WORKER_STATE_RUNNING');
+}
+
+/** A heartbeat's extend_by in ms, within the lease limits. */
+function extendByOf(request: Obj): number | undefined {
+  const extendBy = fromDuration(request.extend_by as PbDuration | undefined);
+  if (extendBy !== undefined && (extendBy < 1 || extendBy > MAX_VISIBILITY_TIMEOUT_MS)) {
+    throw invalidRequest(`extend_by must be between 1 ms and ${MAX_VISIBILITY_TIMEOUT_MS} ms.`, {
+      field: 'extend_by',
+    });
+  }
+  return extendBy;
+}
+
+function workerStateOf(request: Obj): 'running' | 'quiet' | 'terminate' | undefined {
+  return typeof request.current_state === 'string'
+    ? WORKER_STATE_FROM_PROTO[request.current_state]
+    : undefined;
+}
+
 /** The cursor of the offset-paged listings: the offset as decimal text. */
 function offsetCursor(cursor: unknown): number {
   if (cursor === undefined || cursor === '') return 0;
@@ -433,32 +460,16 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       const id = requiredId(request, 'id');
       const workerId = validateWorkerId(request.worker_id || undefined);
       const perJob = id !== workerId;
-      const extendBy = fromDuration(request.extend_by as PbDuration | undefined);
-      if (extendBy !== undefined && (extendBy < 1 || extendBy > MAX_VISIBILITY_TIMEOUT_MS)) {
-        throw invalidRequest(
-          `extend_by must be between 1 ms and ${MAX_VISIBILITY_TIMEOUT_MS} ms.`,
-          { field: 'extend_by' },
-        );
-      }
-      const state =
-        typeof request.current_state === 'string'
-          ? WORKER_STATE_FROM_PROTO[request.current_state]
-          : undefined;
       const result = await engine.heartbeat({
         workerId,
         jobIds: perJob ? [id] : [],
-        workerState: state,
-        visibilityTimeoutMs: extendBy,
+        workerState: workerStateOf(request),
+        visibilityTimeoutMs: extendByOf(request),
         // A worker beating N jobs sends N + 1 beats: only its own is a registry write.
         recordWorker: !perJob,
         tenant: call.tenant?.id,
       });
-      const out: Obj = {
-        // A draining server tells its workers to finish up (features §11 S: TERMINATE first).
-        directed_state: engine.draining
-          ? 'WORKER_STATE_TERMINATE'
-          : (DIRECTIVE_TO_PROTO[result.state] ?? 'WORKER_STATE_RUNNING'),
-      };
+      const out: Obj = { directed_state: directedState(engine, result) };
       if (!perJob) return out;
       if (result.jobsCancelled.includes(id)) {
         throw new OjsError('conflict', `Job '${id}' was cancelled; stop working on it.`, {
@@ -686,6 +697,26 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
         }
       }
       return enqueueManyReply(outcomes, call.requestId);
+    },
+
+    async HeartbeatMany(request, call) {
+      // The BEAT of POST /ojs/v1/workers/heartbeat: the worker and all its jobs in one call.
+      const { job_ids: jobIds } = checked({
+        worker_id: request.worker_id,
+        job_ids: Array.isArray(request.job_ids) ? (request.job_ids as string[]) : [],
+      });
+      const result = await engine.heartbeat({
+        workerId: validateWorkerId(request.worker_id || undefined),
+        jobIds: boundedArray(jobIds, 'job_ids', MAX_HEARTBEAT_JOBS) as string[],
+        workerState: workerStateOf(request),
+        visibilityTimeoutMs: extendByOf(request),
+        tenant: call.tenant?.id,
+      });
+      return {
+        directed_state: directedState(engine, result),
+        jobs_extended: result.jobsExtended,
+        jobs_cancelled: result.jobsCancelled,
+      };
     },
 
     async AckBatch(request, call) {

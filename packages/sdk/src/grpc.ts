@@ -215,6 +215,60 @@ function withWireCodecs(definition: Definition): void {
   );
 }
 
+type ClientConstructor = new (address: string, credentials: unknown, options: Obj) => Client;
+
+interface Protocol {
+  grpc: GrpcModule;
+  services: { OJSService: ClientConstructor; WorkerExtensions: ClientConstructor };
+  /** EnqueueRequest bytes -> proto-loader's message object (cron and workflow requests). */
+  enqueueMessage(bytes: Buffer): Obj;
+}
+
+let protocol: Promise<Protocol> | undefined;
+
+/**
+ * @grpc/grpc-js and the ojs.v1 protocol, loaded once per process on the
+ * first call of any GrpcTransport (parsing the .proto files costs about
+ * 0.1 s of CPU; every transport shares the result).
+ */
+function loadProtocol(): Promise<Protocol> {
+  protocol ??= (async () => {
+    let grpc: GrpcModule;
+    let loader: { loadSync(files: string[], options: Obj): Obj };
+    try {
+      const grpcName = '@grpc/grpc-js';
+      const loaderName = '@grpc/proto-loader';
+      grpc = (await import(grpcName)) as GrpcModule;
+      loader = (await import(loaderName)) as typeof loader;
+    } catch (error) {
+      protocol = undefined;
+      throw new UnsupportedFeatureError(
+        'The gRPC transport needs @grpc/grpc-js and @grpc/proto-loader: npm install @grpc/grpc-js @grpc/proto-loader',
+        { code: 'unsupported', cause: error },
+      );
+    }
+    const definition = loader.loadSync(PROTO_FILES, {
+      ...LOADER_OPTIONS,
+      includeDirs: [PROTO_DIR],
+    }) as Definition;
+    const enqueueMessage = definition[SERVICE]!.Enqueue!.requestDeserialize;
+    withWireCodecs(definition);
+    const loaded = grpc.loadPackageDefinition(definition) as {
+      ojs: { v1: { OJSService: ClientConstructor } };
+      ojsts: { v1: { WorkerExtensions: ClientConstructor } };
+    };
+    return {
+      grpc,
+      services: {
+        OJSService: loaded.ojs.v1.OJSService,
+        WorkerExtensions: loaded.ojsts.v1.WorkerExtensions,
+      },
+      enqueueMessage,
+    };
+  })();
+  return protocol;
+}
+
 /** The largest message this transport's channel accepts (a fetched batch of big jobs). */
 const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
 
@@ -232,6 +286,8 @@ export class GrpcTransport implements Transport {
     | undefined;
   /** False once the server answered EnqueueMany with UNIMPLEMENTED (not ojs-ts, or older). */
   #enqueueMany: boolean;
+  /** False once the server answered HeartbeatMany with UNIMPLEMENTED: one Heartbeat per id. */
+  #heartbeatMany = true;
   /** Pushes of this turn, sent together after it. */
   readonly #pushes = new TurnBatch<QueuedPush>((queue) => this.#flushPushes(queue));
 
@@ -245,32 +301,7 @@ export class GrpcTransport implements Transport {
 
   #load() {
     this.#loading ??= (async () => {
-      let grpc: GrpcModule;
-      let loader: {
-        loadSync(files: string[], options: Obj): Obj;
-      };
-      try {
-        const grpcName = '@grpc/grpc-js';
-        const loaderName = '@grpc/proto-loader';
-        grpc = (await import(grpcName)) as GrpcModule;
-        loader = (await import(loaderName)) as typeof loader;
-      } catch (error) {
-        throw new UnsupportedFeatureError(
-          'The gRPC transport needs @grpc/grpc-js and @grpc/proto-loader: npm install @grpc/grpc-js @grpc/proto-loader',
-          { code: 'unsupported', cause: error },
-        );
-      }
-      const definition = loader.loadSync(PROTO_FILES, {
-        ...LOADER_OPTIONS,
-        includeDirs: [PROTO_DIR],
-      }) as Definition;
-      const enqueueMessage = definition[SERVICE]!.Enqueue!.requestDeserialize;
-      withWireCodecs(definition);
-      type Ctor = new (address: string, credentials: unknown, options: Obj) => Client;
-      const loaded = grpc.loadPackageDefinition(definition) as {
-        ojs: { v1: { OJSService: Ctor } };
-        ojsts: { v1: { WorkerExtensions: Ctor } };
-      };
+      const { grpc, services, enqueueMessage } = await loadProtocol();
       const tls = this.#options.tls;
       const pem = (v: Uint8Array | string | undefined) =>
         v === undefined ? null : Buffer.from(v as Uint8Array);
@@ -280,13 +311,13 @@ export class GrpcTransport implements Transport {
           ? grpc.credentials.createInsecure()
           : grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert)));
       const channelOptions = { 'grpc.max_receive_message_length': MAX_RECEIVE_BYTES };
-      const client = new loaded.ojs.v1.OJSService(
+      const client = new services.OJSService(
         this.#options.address,
         credentials,
         channelOptions,
       );
       // Same target and options: grpc-js shares one connection between the two.
-      const extensions = new loaded.ojsts.v1.WorkerExtensions(
+      const extensions = new services.WorkerExtensions(
         this.#options.address,
         credentials,
         channelOptions,
@@ -414,7 +445,7 @@ export class GrpcTransport implements Transport {
     } catch (error) {
       // UNIMPLEMENTED (no ErrorInfo): a server without the extension stored
       // nothing; these pushes and later ones go one call each.
-      if (error instanceof OjsError && (error.cause as ServiceError | undefined)?.code === 12) {
+      if (unimplemented(error)) {
         this.#enqueueMany = false;
         for (const item of items) this.#pushOne(item.envelope).then(item.resolve, item.reject);
         return;
@@ -588,12 +619,37 @@ export class GrpcTransport implements Transport {
   }
 
   /**
-   * The protocol beats one id at a time (grpc-proto G-6): one worker-level
+   * One ojsts.v1.WorkerExtensions/HeartbeatMany call, the HTTP binding's
+   * BEAT (decision 0107). A server without it (UNIMPLEMENTED) gets what
+   * the protocol says, one id at a time (grpc-proto G-6): one worker-level
    * beat, then one per active job. A job whose beat is refused because it
    * was cancelled is reported cancelled; one refused otherwise lost its lease.
    */
   async heartbeat(request: HeartbeatRequest, options?: RequestOptions): Promise<HeartbeatResponse> {
     const state = `WORKER_STATE_${request.state.toUpperCase()}`;
+    if (this.#heartbeatMany) {
+      try {
+        const beat = await this.#call(
+          'HeartbeatMany',
+          {
+            worker_id: request.worker_id,
+            job_ids: request.active_job_ids,
+            extend_by: toDuration(request.visibility_timeout_ms),
+            current_state: state,
+          },
+          { ...options, extension: true },
+        );
+        return {
+          directive: directiveOf(beat.directed_state),
+          jobsExtended: (beat.jobs_extended as string[] | undefined) ?? [],
+          jobsCancelled: (beat.jobs_cancelled as string[] | undefined) ?? [],
+          raw: beat,
+        };
+      } catch (error) {
+        if (!unimplemented(error)) throw error;
+        this.#heartbeatMany = false;
+      }
+    }
     const worker = await this.#call(
       'Heartbeat',
       { id: request.worker_id, worker_id: request.worker_id, current_state: state },
@@ -623,13 +679,12 @@ export class GrpcTransport implements Transport {
         }
       }),
     );
-    const directed = String(worker.directed_state ?? '');
-    const directive = directed.endsWith('TERMINATE')
-      ? 'terminate'
-      : directed.endsWith('QUIET')
-        ? 'quiet'
-        : 'running';
-    return { directive, jobsExtended, jobsCancelled, raw: worker };
+    return {
+      directive: directiveOf(worker.directed_state),
+      jobsExtended,
+      jobsCancelled,
+      raw: worker,
+    };
   }
 
   // ------------------------------------------------------------ queues, dead letter
@@ -822,6 +877,17 @@ export class GrpcTransport implements Transport {
     const loaded = await this.#loading.catch(() => undefined);
     loaded?.client.close();
   }
+}
+
+/** A call the server does not serve (UNIMPLEMENTED, no ErrorInfo): not ojs-ts, or older. */
+function unimplemented(error: unknown): boolean {
+  return error instanceof OjsError && (error.cause as ServiceError | undefined)?.code === 12;
+}
+
+/** A WorkerState a beat was answered with -> the worker's directive. */
+function directiveOf(directed: unknown): HeartbeatResponse['directive'] {
+  const text = String(directed ?? '');
+  return text.endsWith('TERMINATE') ? 'terminate' : text.endsWith('QUIET') ? 'quiet' : 'running';
 }
 
 /** A NACK's error as ojs.v1.JobError (`code` is the error class, G-4). */
