@@ -184,7 +184,7 @@ function pushBody(
  * error_code 4, error_message 5, error_metadata 6).
  */
 function enqueueManyReply(outcomes: readonly EnqueueManyOutcome[], requestId: string): Buffer {
-  const w = new ProtoWriter(1024 * outcomes.length);
+  const w = new ProtoWriter();
   for (const outcome of outcomes) {
     const mark = w.begin(1);
     w.string(1, outcome.status);

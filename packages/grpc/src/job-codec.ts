@@ -149,7 +149,7 @@ export function jobsReply(
   jobs: readonly JobRecord[],
   more: { count?: number; nextCursor?: string } = {},
 ): Buffer {
-  const w = new ProtoWriter(1024 * Math.max(1, jobs.length));
+  const w = new ProtoWriter();
   for (const job of jobs) writeJob(w, 1, job);
   w.intField(2, more.count);
   w.text(3, more.nextCursor);

@@ -148,7 +148,6 @@ class JobStream {
   }
 }
 
-
 /** The open StreamJobs calls of one server. */
 export class JobStreams {
   readonly #open = new Set<JobStream>();

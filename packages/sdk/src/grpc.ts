@@ -195,7 +195,8 @@ function withWireCodecs(definition: Definition): void {
     const current = definition[service]![method]!;
     definition[service]![method] = {
       ...current,
-      requestSerialize: (request ?? current.requestSerialize) as MethodDefinition['requestSerialize'],
+      requestSerialize: (request ??
+        current.requestSerialize) as MethodDefinition['requestSerialize'],
       responseDeserialize: response as MethodDefinition['responseDeserialize'],
     };
   };
@@ -311,11 +312,7 @@ export class GrpcTransport implements Transport {
           ? grpc.credentials.createInsecure()
           : grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert)));
       const channelOptions = { 'grpc.max_receive_message_length': MAX_RECEIVE_BYTES };
-      const client = new services.OJSService(
-        this.#options.address,
-        credentials,
-        channelOptions,
-      );
+      const client = new services.OJSService(this.#options.address, credentials, channelOptions);
       // Same target and options: grpc-js shares one connection between the two.
       const extensions = new services.WorkerExtensions(
         this.#options.address,

@@ -18,6 +18,7 @@ type Obj = Record<string, unknown>;
 const Wire = { Varint: 0, Fixed64: 1, Bytes: 2, Fixed32: 5 } as const;
 
 const TWO_32 = 2 ** 32;
+const EMPTY = Buffer.alloc(0);
 
 /** Bytes of `n` as a varint (n >= 0, < 2^53). */
 function varintSize(n: number): number {
@@ -29,13 +30,24 @@ function varintSize(n: number): number {
   return size;
 }
 
+/**
+ * The buffer messages are written into, shared: writing is synchronous, so
+ * one writer at a time uses it, and `finish` copies the message out at its
+ * exact size. A reply of a thousand jobs thus allocates its bytes once,
+ * not a buffer grown (and garbage) along the way.
+ */
+let scratch: Buffer | undefined = Buffer.allocUnsafe(64 * 1024);
+
 /** A message being written: a growing buffer, nested messages length-prefixed in place. */
 export class ProtoWriter {
   buf: Buffer;
   pos = 0;
+  #shared: boolean;
 
-  constructor(size = 512) {
-    this.buf = Buffer.allocUnsafe(size);
+  constructor() {
+    this.#shared = scratch !== undefined;
+    this.buf = scratch ?? Buffer.allocUnsafe(1024);
+    scratch = undefined;
   }
 
   #ensure(n: number): void {
@@ -161,9 +173,17 @@ export class ProtoWriter {
     this.pos = mark + extra + length;
   }
 
-  /** The bytes written (a view: a writer is used for one message). */
+  /** The bytes written; the writer is done (its buffer goes back to be shared). */
   finish(): Buffer {
-    return this.buf.subarray(0, this.pos);
+    const out = Buffer.allocUnsafe(this.pos);
+    this.buf.copy(out, 0, 0, this.pos);
+    // The largest buffer seen is kept, up to 16 MiB.
+    if (this.#shared || (scratch === undefined && this.buf.length <= 16 * 1024 * 1024)) {
+      scratch = this.buf;
+    }
+    this.#shared = false;
+    this.buf = EMPTY;
+    return out;
   }
 }
 
@@ -432,7 +452,8 @@ export function readStruct(r: ProtoReader): Obj {
       r.skip(key & 7);
       continue;
     }
-    const entryEnd = r.enter();
+    // A map entry is not a level of nesting (as protobufjs counts them).
+    const entryEnd = r.limit();
     let name = '';
     let value: unknown = null;
     while (r.pos < entryEnd) {
@@ -441,7 +462,6 @@ export function readStruct(r: ProtoReader): Obj {
       else if (k === 18) value = readValue(r);
       else r.skip(k & 7);
     }
-    r.leave();
     if (name === '__proto__') {
       Object.defineProperty(out, name, {
         value,
