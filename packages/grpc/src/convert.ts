@@ -12,7 +12,6 @@ import {
   type JobRecord,
   type OjsEvent,
   toIso,
-  type UniquePolicy,
   type WorkflowRecord,
   type WorkflowStepState,
 } from '@ojs/core';
@@ -29,7 +28,6 @@ import {
   toDuration,
   toStruct,
   toTimestamp,
-  toValue,
 } from '@ojs/sdk/proto-wire';
 
 type Obj = Record<string, unknown>;

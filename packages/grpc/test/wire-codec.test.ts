@@ -18,6 +18,7 @@ import {
 import { jobMessage, jobReply, jobsReply } from '../src/job-codec.ts';
 import { extensionsService, ojsService } from '../src/proto.ts';
 
+// biome-ignore lint/suspicious/noExplicitAny: messages are read dynamically in assertions.
 type Obj = Record<string, any>;
 
 /** JSON values that stress the writer: nesting, long and non-ASCII text, odd numbers and keys. */

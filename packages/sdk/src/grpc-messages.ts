@@ -324,7 +324,8 @@ export function readJob(r: ProtoReader): Job {
         break;
       }
       case 106:
-        (errors ??= []).push(readJobError(r));
+        errors ??= [];
+        errors.push(readJobError(r));
         break;
       case 114:
       case 122:
@@ -353,7 +354,8 @@ export function readJob(r: ProtoReader): Job {
         break;
       // ojs-ts extension fields (job.proto 1001-1003): a workflow step's inputs.
       case 8010:
-        (parentResults ??= []).push(readValue(r));
+        parentResults ??= [];
+        parentResults.push(readValue(r));
         break;
       case 8018:
         job.parent_results_by_step = readStruct(r);

@@ -490,6 +490,5 @@ export const JOB_STATES = [
 
 /** The JobState number of a state name (0 for one the protocol does not have). */
 export function jobStateNumber(state: string): number {
-  const n = JOB_STATES.indexOf(state as (typeof JOB_STATES)[number]);
-  return n < 0 ? 0 : n;
+  return Math.max(0, JOB_STATES.indexOf(state as (typeof JOB_STATES)[number]));
 }

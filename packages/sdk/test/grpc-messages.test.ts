@@ -28,6 +28,7 @@ import {
   toValue,
 } from '../src/proto-wire.ts';
 
+// biome-ignore lint/suspicious/noExplicitAny: messages are read dynamically in assertions.
 type Obj = Record<string, any>;
 type Method = {
   requestSerialize(value: unknown): Buffer;
