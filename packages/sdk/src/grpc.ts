@@ -37,6 +37,7 @@ import {
   encodeEnqueueRequest,
 } from './grpc-messages.ts';
 import { parseAckBatchResults, toPushBody } from './http.ts';
+import { ProtoReader } from './proto-codec.ts';
 import {
   fromStruct,
   fromValue,
@@ -201,13 +202,19 @@ function withWireCodecs(definition: Definition): void {
     };
   };
   codec(SERVICE, 'Enqueue', (bytes: Buffer) => bytes, decodeJobReply);
-  codec(SERVICE, 'EnqueueBatch', encodeEnqueueBatchRequest, (bytes) => decodeJobsReply(bytes));
+  codec(
+    SERVICE,
+    'EnqueueBatch',
+    (bytes: Buffer) => bytes,
+    (bytes) => decodeJobsReply(bytes),
+  );
   for (const method of ['GetJob', 'CancelJob', 'ActivateJob', 'RetryDeadLetter']) {
     codec(SERVICE, method, undefined, decodeJobReply);
   }
   codec(SERVICE, 'Fetch', undefined, (bytes) => decodeJobsReply(bytes));
   codec(SERVICE, 'ListDeadLetter', undefined, (bytes) => decodeJobsReply(bytes, true));
-  // Written before the call (a push that cannot be written fails alone): the items' bytes.
+  // Requests written before the call (a body that cannot be written fails
+  // there, alone): Enqueue and EnqueueBatch get bytes, EnqueueMany its items' bytes.
   codec(
     EXTENSIONS,
     'EnqueueMany',
@@ -494,11 +501,9 @@ export class GrpcTransport implements Transport {
   }
 
   async pushBatch(envelopes: JobEnvelope[], options?: RequestOptions): Promise<Job[]> {
-    const response = await this.#call(
-      'EnqueueBatch',
-      { bodies: envelopes.map((e) => toPushBody(e)) },
-      options,
-    );
+    // Written before the call: a body that cannot be written fails here, not in grpc-js.
+    const request = encodeEnqueueBatchRequest({ bodies: envelopes.map((e) => toPushBody(e)) });
+    const response = await this.#call('EnqueueBatch', request, options);
     return (response as { jobs: Job[] }).jobs;
   }
 
@@ -971,75 +976,59 @@ function workflowFromProto(workflow: Obj): Workflow {
 /**
  * google.rpc.Status{details: Any[]} -> its ErrorInfo {reason, metadata},
  * read directly: proto-loader has no decoder for messages outside a service,
- * and these few fields need none.
+ * and these few fields need none. A malformed one counts as none.
  */
 function readErrorInfo(
   status: Uint8Array,
 ): { reason: string; metadata: Record<string, string> } | null {
-  for (const [field, value] of fields(status)) {
-    if (field !== 3 || !(value instanceof Uint8Array)) continue;
-    let typeUrl = '';
-    let payload: Uint8Array | undefined;
-    for (const [f, v] of fields(value)) {
-      if (f === 1 && v instanceof Uint8Array) typeUrl = new TextDecoder().decode(v);
-      if (f === 2 && v instanceof Uint8Array) payload = v;
-    }
-    if (!typeUrl.endsWith('google.rpc.ErrorInfo') || payload === undefined) continue;
-    let reason = '';
-    const metadata: Record<string, string> = {};
-    for (const [f, v] of fields(payload)) {
-      if (f === 1 && v instanceof Uint8Array) reason = new TextDecoder().decode(v);
-      if (f === 3 && v instanceof Uint8Array) {
-        let key = '';
-        let val = '';
-        for (const [mf, mv] of fields(v)) {
-          if (mf === 1 && mv instanceof Uint8Array) key = new TextDecoder().decode(mv);
-          if (mf === 2 && mv instanceof Uint8Array) val = new TextDecoder().decode(mv);
-        }
-        metadata[key] = val;
+  try {
+    const r = new ProtoReader(status);
+    while (r.pos < r.buf.length) {
+      const key = r.varint();
+      // Status.details (3): google.protobuf.Any {type_url = 1, value = 2}.
+      if (key !== 26) {
+        r.skip(key & 7);
+        continue;
       }
+      const end = r.limit();
+      let typeUrl = '';
+      let payload: [number, number] | undefined;
+      while (r.pos < end) {
+        const k = r.varint();
+        if (k === 10) typeUrl = r.string();
+        else if (k === 18) {
+          const valueEnd = r.limit();
+          payload = [r.pos, valueEnd];
+          r.pos = valueEnd;
+        } else r.skip(k & 7);
+      }
+      if (!typeUrl.endsWith('google.rpc.ErrorInfo') || payload === undefined) continue;
+      // ErrorInfo {reason = 1, domain = 2, map<string, string> metadata = 3}.
+      const info = new ProtoReader(r.buf.subarray(payload[0], payload[1]));
+      let reason = '';
+      const metadata: Record<string, string> = {};
+      while (info.pos < info.buf.length) {
+        const k = info.varint();
+        if (k === 10) reason = info.string();
+        else if (k === 26) {
+          const entryEnd = info.limit();
+          let name = '';
+          let value = '';
+          while (info.pos < entryEnd) {
+            const e = info.varint();
+            if (e === 10) name = info.string();
+            else if (e === 18) value = info.string();
+            else info.skip(e & 7);
+          }
+          metadata[name] = value;
+        } else info.skip(k & 7);
+      }
+      return { reason, metadata };
     }
-    return { reason, metadata };
+  } catch {
+    // Truncated or not protobuf: no ErrorInfo.
   }
   return null;
-}
-
-/** (field number, varint | bytes) pairs of one protobuf message. */
-function* fields(bytes: Uint8Array): Generator<[number, number | Uint8Array]> {
-  let i = 0;
-  const varint = () => {
-    let result = 0;
-    let shift = 0;
-    for (;;) {
-      const b = bytes[i++]!;
-      result += (b & 0x7f) * 2 ** shift;
-      if (b < 0x80) return result;
-      shift += 7;
-    }
-  };
-  while (i < bytes.length) {
-    const key = varint();
-    const field = Math.floor(key / 8);
-    switch (key & 7) {
-      case 0:
-        yield [field, varint()];
-        break;
-      case 1:
-        i += 8;
-        break;
-      case 2: {
-        const length = varint();
-        yield [field, bytes.subarray(i, i + length)];
-        i += length;
-        break;
-      }
-      case 5:
-        i += 4;
-        break;
-      default:
-        return;
-    }
-  }
 }
 
 /**
