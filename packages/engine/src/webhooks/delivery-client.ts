@@ -10,7 +10,7 @@
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
 import {
   isBlockedAddress,
   literalHostIp,
@@ -49,7 +49,12 @@ type LookupCallback = (
 export class DeliveryClient {
   readonly #options: DeliveryClientOptions;
   readonly #http = new http.Agent({ keepAlive: true, maxSockets: 16 });
-  readonly #https = new https.Agent({ keepAlive: true, maxSockets: 16 });
+  // node:https (and TLS with it) loads with the first https: delivery, not with every
+  // server: a few MB of memory that a server without webhooks never uses (decision 0108).
+  #https?: https.Agent;
+  #httpsModule(): typeof https {
+    return process.getBuiltinModule('node:https');
+  }
 
   constructor(options: DeliveryClientOptions) {
     this.#options = options;
@@ -57,7 +62,7 @@ export class DeliveryClient {
 
   close(): void {
     this.#http.destroy();
-    this.#https.destroy();
+    this.#https?.destroy();
   }
 
   /** Resolves, keeps the first address the guard admits, and connects to that one only. */
@@ -144,11 +149,13 @@ export class DeliveryClient {
     signal: AbortSignal,
   ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
     const secure = target.protocol === 'https:';
-    const send = secure ? https.request : http.request;
+    const send = secure ? this.#httpsModule().request : http.request;
     return new Promise((resolve, reject) => {
       const req = send(target, {
         method: 'POST',
-        agent: secure ? this.#https : this.#http,
+        agent: secure
+          ? (this.#https ??= new (this.#httpsModule().Agent)({ keepAlive: true, maxSockets: 16 }))
+          : this.#http,
         lookup: this.#lookup as unknown as typeof dnsLookup,
         signal,
         headers: {
