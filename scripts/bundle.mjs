@@ -30,7 +30,8 @@ import { isBuiltin } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const PACKAGES = resolve(dirname(fileURLToPath(import.meta.url)), '../packages');
+const REPOSITORY = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const PACKAGES = join(REPOSITORY, 'packages');
 /** Replaced in each output file by the relative path from it to the bundle's root. */
 const ROOT_PLACEHOLDER = '__OJS_BUNDLE_ROOT__';
 
@@ -63,6 +64,13 @@ function workspacePath(file) {
   const rel = relative(PACKAGES, file);
   if (rel.startsWith('..') || rel.split(sep).includes('node_modules')) return undefined;
   return rel.split(sep);
+}
+
+/** The folder of the npm package a file under node_modules belongs to. */
+function packageRoot(file) {
+  const parts = file.split(sep);
+  const at = parts.lastIndexOf('node_modules');
+  return parts.slice(0, at + (parts[at + 1].startsWith('@') ? 3 : 2)).join(sep);
 }
 
 /** The workspace folder of each package name (@ojs/store-sqlite -> store-sqlite). */
@@ -105,18 +113,26 @@ export async function bundle(dir, outDir, manifest) {
       });
     },
   };
-  const lazyBuiltins = {
-    name: 'ojs-lazy-builtins',
+  // Packages (their root folders) whose modules use __dirname or __filename.
+  const located = new Set();
+  const nodeModules = {
+    name: 'ojs-node-modules',
     setup(b) {
       b.onLoad({ filter: /[\\/]node_modules[\\/].*\.(c?js)$/ }, (args) => {
         const source = readFileSync(args.path, 'utf8');
-        const contents = source.replace(LAZY_REQUIRE, (_, _quote, name) => `__ojsLazyBuiltin('node:${name}')`);
+        let contents = source.replace(LAZY_REQUIRE, (_, _quote, name) => `__ojsLazyBuiltin('node:${name}')`);
+        // CommonJS modules that read files beside them (grpc-health-check's
+        // .proto, ioredis's package.json): their __dirname is their folder in a
+        // copy of their package under dist/deps/.
+        if (/\b__(dirname|filename)\b/.test(source)) {
+          located.add(packageRoot(args.path));
+          const file = relative(REPOSITORY, args.path).split(sep).join('/');
+          contents = `var __filename = ${JSON.stringify(`deps/${file}`)}, __dirname;
+__filename = __ojsFileURLToPath(new URL(__filename, __ojsBundleRoot)); __dirname = __ojsDirname(__filename);
+${contents}`;
+        }
         if (contents === source) return undefined;
-        return {
-          contents,
-          loader: 'js',
-          resolveDir: dirname(args.path),
-        };
+        return { contents, loader: 'js', resolveDir: dirname(args.path) };
       });
     },
   };
@@ -164,12 +180,14 @@ export async function bundle(dir, outDir, manifest) {
       js: [
         // The CommonJS dependencies (fastify, pino, ...) call require.
         "import { createRequire as __ojsCreateRequire } from 'node:module';",
+        "import { dirname as __ojsDirname } from 'node:path';",
+        "import { fileURLToPath as __ojsFileURLToPath } from 'node:url';",
         'const require = __ojsCreateRequire(import.meta.url);',
         `const __ojsBundleRoot = new URL('${ROOT_PLACEHOLDER}', import.meta.url);`,
         LAZY_HELPER,
       ].join('\n'),
     },
-    plugins: [builtinsAsCommonJs, importMeta, lazyBuiltins],
+    plugins: [builtinsAsCommonJs, importMeta, nodeModules],
     metafile: true,
     // No comments and no indentation: V8 keeps each chunk's source in memory for as long
     // as the process runs (names are kept, so stack traces still name functions).
@@ -185,6 +203,13 @@ export async function bundle(dir, outDir, manifest) {
   }
   if (process.env.OJS_BUNDLE_METAFILE) {
     writeFileSync(process.env.OJS_BUNDLE_METAFILE, JSON.stringify(result.metafile));
+  }
+  // The files dependencies read beside their modules: all but code and docs.
+  for (const root of located) {
+    cpSync(root, join(outDir, 'deps', relative(REPOSITORY, root)), {
+      recursive: true,
+      filter: (from) => !/\.(c?js|mjs|ts|map|md)$/.test(from) && !from.includes(`${sep}node_modules${sep}`, root.length),
+    });
   }
   // The files modules read beside them at run time, in their packages' layout.
   for (const folder of folders.values()) {
