@@ -106,7 +106,8 @@ export async function bundle(dir, outDir, manifest) {
           .replaceAll('import.meta.url', inTree(parts))
           .replace(/import\.meta\.resolve\(\s*'(@ojs\/[^/']+)\/([^']+)'\s*\)/g, (_, name, rest) => {
             const folder = folders.get(name);
-            if (folder === undefined) throw new Error(`${args.path}: ${name} is not in this repository`);
+            if (folder === undefined)
+              throw new Error(`${args.path}: ${name} is not in this repository`);
             return inTree([folder, rest]);
           });
         return { contents, loader: args.path.endsWith('.ts') ? 'ts' : 'js' };
@@ -120,7 +121,10 @@ export async function bundle(dir, outDir, manifest) {
     setup(b) {
       b.onLoad({ filter: /[\\/]node_modules[\\/].*\.(c?js)$/ }, (args) => {
         const source = readFileSync(args.path, 'utf8');
-        let contents = source.replace(LAZY_REQUIRE, (_, _quote, name) => `__ojsLazyBuiltin('node:${name}')`);
+        let contents = source.replace(
+          LAZY_REQUIRE,
+          (_, _quote, name) => `__ojsLazyBuiltin('node:${name}')`,
+        );
         // CommonJS modules that read files beside them (grpc-health-check's
         // .proto, ioredis's package.json): their __dirname is their folder in a
         // copy of their package under dist/deps/.
@@ -160,7 +164,9 @@ ${contents}`;
     // Worker threads, at the path their `new Worker(new URL(...))` names in the tree.
     ...(spec.workers ?? []).map((file) => ({
       in: resolve(dir, file),
-      out: `ojs/${workspacePath(resolve(dir, file)).join('/').replace(/\.(ts|js)$/, '')}`,
+      out: `ojs/${workspacePath(resolve(dir, file))
+        .join('/')
+        .replace(/\.(ts|js)$/, '')}`,
     })),
   ];
   const result = await build({
@@ -199,7 +205,10 @@ ${contents}`;
   for (const output of result.outputFiles) {
     const root = relative(dirname(output.path), outDir).split(sep).join('/');
     mkdirSync(dirname(output.path), { recursive: true });
-    writeFileSync(output.path, output.text.replace(ROOT_PLACEHOLDER, root === '' ? './' : `${root}/`));
+    writeFileSync(
+      output.path,
+      output.text.replace(ROOT_PLACEHOLDER, root === '' ? './' : `${root}/`),
+    );
   }
   if (process.env.OJS_BUNDLE_METAFILE) {
     writeFileSync(process.env.OJS_BUNDLE_METAFILE, JSON.stringify(result.metafile));
@@ -208,7 +217,9 @@ ${contents}`;
   for (const root of located) {
     cpSync(root, join(outDir, 'deps', relative(REPOSITORY, root)), {
       recursive: true,
-      filter: (from) => !/\.(c?js|mjs|ts|map|md)$/.test(from) && !from.includes(`${sep}node_modules${sep}`, root.length),
+      filter: (from) =>
+        !/\.(c?js|mjs|ts|map|md)$/.test(from) &&
+        !from.includes(`${sep}node_modules${sep}`, root.length),
     });
   }
   // The files modules read beside them at run time, in their packages' layout.

@@ -22,7 +22,9 @@
  * The manifest's `ojsPack` says what else to do: `cjs: true` adds the
  * CommonJS build (the SDK), `esmOnly` lists exports published without it,
  * `copy` lists plain .js files to copy from src/ to dist/, `omit` lists
- * exports not to publish.
+ * exports not to publish, `bundle` makes dist/ one esbuild bundle of the
+ * listed entries and worker threads instead (bundle.mjs; @ojs/cli's `ojs`,
+ * decision 0108).
  * Plain .mjs, so it runs on any Node the npm lifecycle finds.
  */
 import { execFileSync } from 'node:child_process';

@@ -52,8 +52,12 @@ export class DeliveryClient {
   // node:https (and TLS with it) loads with the first https: delivery, not with every
   // server: a few MB of memory that a server without webhooks never uses (decision 0108).
   #https?: https.Agent;
-  #httpsModule(): typeof https {
-    return process.getBuiltinModule('node:https');
+  #httpsAgent(): https.Agent {
+    this.#https ??= new (process.getBuiltinModule('node:https').Agent)({
+      keepAlive: true,
+      maxSockets: 16,
+    });
+    return this.#https;
   }
 
   constructor(options: DeliveryClientOptions) {
@@ -149,13 +153,11 @@ export class DeliveryClient {
     signal: AbortSignal,
   ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
     const secure = target.protocol === 'https:';
-    const send = secure ? this.#httpsModule().request : http.request;
+    const send = secure ? process.getBuiltinModule('node:https').request : http.request;
     return new Promise((resolve, reject) => {
       const req = send(target, {
         method: 'POST',
-        agent: secure
-          ? (this.#https ??= new (this.#httpsModule().Agent)({ keepAlive: true, maxSockets: 16 }))
-          : this.#http,
+        agent: secure ? this.#httpsAgent() : this.#http,
         lookup: this.#lookup as unknown as typeof dnsLookup,
         signal,
         headers: {
