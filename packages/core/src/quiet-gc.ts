@@ -160,7 +160,7 @@ function runSampler(options: QuietGcOptions): Sampler {
  * never keeps the thread alive.
  */
 export function reduceMemoryWhenQuiet(
-  options: Pick<QuietGcOptions, 'intervalMs' | 'quietUtilization'> = {},
+  options: Pick<QuietGcOptions, 'intervalMs' | 'quietUtilization' | 'onReduced'> = {},
 ): () => void {
   const quietUtilization = options.quietUtilization ?? DEFAULTS.quietUtilization;
   let elu = performance.eventLoopUtilization();
@@ -170,7 +170,10 @@ export function reduceMemoryWhenQuiet(
     elu = now;
     if (busy >= quietUtilization) return;
     clearInterval(timer);
+    const before = getHeapStatistics().total_heap_size;
+    const at = performance.now();
     gcFunction()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    options.onReduced?.(before, getHeapStatistics().total_heap_size, performance.now() - at);
   }, options.intervalMs ?? 250);
   timer.unref();
   return () => clearInterval(timer);

@@ -1,0 +1,93 @@
+/**
+ * The WAL checkpointer thread (checkpointer.js) starts with the first write
+ * that changes a row, not at init (decision 0108): a V8 isolate of its own
+ * that an idle server, whose periodic promotion changes nothing, does not
+ * need. Thread creation is observed on Node's `worker_threads` diagnostics
+ * channel.
+ */
+import assert from 'node:assert/strict';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { enqueueEvents, parseEnqueueRequest } from '@ojs/core';
+import { SqliteStore } from '../src/sqlite-store.ts';
+
+const T0 = Date.UTC(2026, 0, 1, 12);
+
+let dir: string;
+let threads: number;
+const onThread = () => {
+  threads++;
+};
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'ojs-checkpointer-'));
+  threads = 0;
+  subscribe('worker_threads', onThread);
+});
+
+afterEach(async () => {
+  unsubscribe('worker_threads', onThread);
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function insertOne(store: SqliteStore): Promise<void> {
+  const job = parseEnqueueRequest({ type: 'checkpointer.test', args: [] }, T0, {
+    visibilityTimeoutMs: 30_000,
+  });
+  await store.insertJobs([job], enqueueEvents(job, T0), T0);
+}
+
+describe('the checkpointer thread', () => {
+  it('is not started by init, reads or writes that change nothing; the first insert starts it once', async () => {
+    const store = new SqliteStore({ path: join(dir, 'ojs.db') });
+    try {
+      await store.init();
+      assert.equal(await store.promoteDueJobs(T0), 0);
+      await store.listSettings('any');
+      assert.equal(threads, 0);
+      await insertOne(store);
+      assert.equal(threads, 1);
+      await insertOne(store);
+      assert.equal(threads, 1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a store reopened on a file that has rows waits for its own first change too', async () => {
+    const path = join(dir, 'ojs.db');
+    const first = new SqliteStore({ path });
+    await first.init();
+    await insertOne(first);
+    await first.close();
+    threads = 0;
+    const second = new SqliteStore({ path });
+    try {
+      await second.init();
+      await second.promoteDueJobs(T0);
+      assert.equal(threads, 0);
+      await insertOne(second);
+      assert.equal(threads, 1);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('is never started when turned off or in memory', async () => {
+    for (const store of [
+      new SqliteStore({ path: join(dir, 'off.db'), checkpointThread: false }),
+      new SqliteStore({ path: ':memory:' }),
+    ]) {
+      try {
+        await store.init();
+        await insertOne(store);
+      } finally {
+        await store.close();
+      }
+    }
+    assert.equal(threads, 0);
+  });
+});
