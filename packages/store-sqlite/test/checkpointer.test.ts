@@ -40,11 +40,23 @@ async function insertOne(store: SqliteStore): Promise<void> {
   await store.insertJobs([job], enqueueEvents(job, T0), T0);
 }
 
+/** Runs `fn` on an initialised store, closed after it. */
+async function withStore(
+  options: ConstructorParameters<typeof SqliteStore>[0],
+  fn: (store: SqliteStore) => Promise<void>,
+): Promise<void> {
+  const store = new SqliteStore(options);
+  try {
+    await store.init();
+    await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
 describe('the checkpointer thread', () => {
   it('is not started by init, reads or writes that change nothing; the first insert starts it once', async () => {
-    const store = new SqliteStore({ path: join(dir, 'ojs.db') });
-    try {
-      await store.init();
+    await withStore({ path: join(dir, 'ojs.db') }, async (store) => {
       assert.equal(await store.promoteDueJobs(T0), 0);
       await store.listSettings('any');
       assert.equal(threads, 0);
@@ -52,42 +64,24 @@ describe('the checkpointer thread', () => {
       assert.equal(threads, 1);
       await insertOne(store);
       assert.equal(threads, 1);
-    } finally {
-      await store.close();
-    }
+    });
   });
 
   it('a store reopened on a file that has rows waits for its own first change too', async () => {
     const path = join(dir, 'ojs.db');
-    const first = new SqliteStore({ path });
-    await first.init();
-    await insertOne(first);
-    await first.close();
+    await withStore({ path }, insertOne);
     threads = 0;
-    const second = new SqliteStore({ path });
-    try {
-      await second.init();
-      await second.promoteDueJobs(T0);
+    await withStore({ path }, async (store) => {
+      await store.promoteDueJobs(T0);
       assert.equal(threads, 0);
-      await insertOne(second);
+      await insertOne(store);
       assert.equal(threads, 1);
-    } finally {
-      await second.close();
-    }
+    });
   });
 
   it('is never started when turned off or in memory', async () => {
-    for (const store of [
-      new SqliteStore({ path: join(dir, 'off.db'), checkpointThread: false }),
-      new SqliteStore({ path: ':memory:' }),
-    ]) {
-      try {
-        await store.init();
-        await insertOne(store);
-      } finally {
-        await store.close();
-      }
-    }
+    await withStore({ path: join(dir, 'off.db'), checkpointThread: false }, insertOne);
+    await withStore({ path: ':memory:' }, insertOne);
     assert.equal(threads, 0);
   });
 });
