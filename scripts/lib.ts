@@ -90,11 +90,12 @@ export async function startServerProcess(
     ...(grpcPort === undefined ? {} : { grpcAddress: `127.0.0.1:${grpcPort}` }),
     child,
     logs: () => stderr,
-    crashed: () => !stopping && child.exitCode !== null,
+    // A child killed by a signal has no exit code, only its signal.
+    crashed: () => !stopping && (child.exitCode !== null || child.signalCode !== null),
     stop: () =>
       new Promise((resolve) => {
         stopping = true;
-        if (child.exitCode !== null) return resolve();
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),

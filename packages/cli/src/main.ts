@@ -91,6 +91,10 @@ ojs serve options (environment variables in brackets):
                           [OJS_TENANCY_STRICT=on]
   --no-tenant-fairness    Dispatch in priority and FIFO order across tenants, without interleaving
                           them [OJS_TENANT_FAIRNESS=off]
+  --no-outbox-relay       Do not relay the PostgreSQL outbox (transactional enqueue) in this
+                          process; other servers on the database do [OJS_OUTBOX_RELAY=off]
+  --outbox-lease-ms N     How long an outbox row claimed by a process that died waits before
+                          another relays it (default 30000) [OJS_OUTBOX_LEASE_MS]
   --enqueue-hook SPEC     Add a server enqueue hook (repeatable, runs in order) [OJS_ENQUEUE_HOOKS, ';'-separated]:
                           a module path (default export: a (job, next) function or an ordered list; else
                           its exported functions) or a built-in: ojs_validate (on in test mode),
@@ -138,6 +142,8 @@ async function serve(argv: string[]): Promise<number> {
       'no-tenant-fairness': { type: 'boolean' },
       'enqueue-hook': { type: 'string', multiple: true },
       'enqueue-hook-timeout-ms': { type: 'string' },
+      'no-outbox-relay': { type: 'boolean' },
+      'outbox-lease-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -153,6 +159,7 @@ async function serve(argv: string[]): Promise<number> {
     optionsFromEnv,
     parseLogFormat,
     parseLogLevel,
+    parseOutboxLeaseMs,
     parsePort,
     parseRetentionSpec,
     parseValidationMode,
@@ -211,6 +218,13 @@ async function serve(argv: string[]): Promise<number> {
       throw new Error('--enqueue-hook-timeout-ms must be an integer >= 0.');
     }
     options.enqueueHookTimeoutMs = ms;
+  }
+  if (values['no-outbox-relay']) options.outbox = { ...options.outbox, enabled: false };
+  if (values['outbox-lease-ms'] !== undefined) {
+    options.outbox = {
+      ...options.outbox,
+      leaseMs: parseOutboxLeaseMs('--outbox-lease-ms', values['outbox-lease-ms']),
+    };
   }
   options.handleSignals = true;
   const server = await startServer(options);

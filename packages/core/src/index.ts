@@ -23,6 +23,7 @@ export * from './lifecycle.ts';
 export * from './limits.ts';
 export * from './media-type.ts';
 export * from './names.ts';
+export * from './outbox.ts';
 export * from './progress.ts';
 export * from './queue-config.ts';
 export * from './quiet-gc.ts';

@@ -13,6 +13,7 @@ import type { Clock } from './clock.ts';
 import type { QueueTake } from './fair-scheduling.ts';
 import type { JobFilter, JobPageRequest } from './job-query.ts';
 import type { JobRecord, OjsEvent } from './job-types.ts';
+import type { OutboxConsume, OutboxStore } from './outbox.ts';
 import type { PruneTarget } from './queue-config.ts';
 import type { LeaseItem, LeaseResult, SettleItem, SettleResult } from './settle.ts';
 import type { JobState } from './states.ts';
@@ -195,6 +196,12 @@ export interface Store {
    * while fetches wait. Pushed wake-ups (LISTEN/NOTIFY) leave it unset.
    */
   readonly polledWakeups?: boolean;
+  /**
+   * Transactional enqueue (decision 0109): the outbox an application writes
+   * jobs into inside its own transaction. Only stores sharing a database
+   * with applications offer it (PostgreSQL).
+   */
+  readonly outbox?: OutboxStore;
 
   init(): Promise<void>;
   close(): Promise<void>;
@@ -208,7 +215,17 @@ export interface Store {
    * `rejected`, nothing is stored. `replace` conflicts cancel the old job in
    * the same atomic step.
    */
-  insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]>;
+  insertJobs(
+    jobs: JobRecord[],
+    events: OjsEvent[],
+    now: number,
+    /**
+     * Outbox rows these jobs come from (transactional enqueue): deleted in
+     * the same atomic step, which fails (storing nothing) unless `owner`
+     * still leases every one. Only a store with `outbox` is given one.
+     */
+    consume?: OutboxConsume,
+  ): Promise<InsertResult[]>;
   /**
    * Claims up to `count` available jobs in one atomic step: queues in the
    * given order, priority descending, then `seq`; skips paused queues and

@@ -65,7 +65,7 @@ export interface EngineCapabilities {
 
 /** The engine settings the description reads. */
 export interface CapabilitySource {
-  store: { backend: string };
+  store: { backend: string; outbox?: unknown };
   maxBatchSize: number;
   maxFetchCount: number;
   maxFetchWaitMs: number;
@@ -118,6 +118,8 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
       websocket: true,
       // ext-webhooks: subscriptions and the delivery log, served by the HTTP binding (no ojs.v1 RPCs).
       webhooks: true,
+      // Decision 0109: jobs written in the application's own transaction (PostgreSQL's outbox).
+      transactional_enqueue: source.store.outbox !== undefined,
     },
     extensions: {
       official: [
@@ -170,6 +172,17 @@ export function engineCapabilities(source: CapabilitySource): EngineCapabilities
           version: '0.1.0',
           capability: 'ack_batch',
         },
+        // Ours: an outbox table written inside the application's transaction (decision 0109).
+        ...(source.store.outbox === undefined
+          ? []
+          : [
+              {
+                name: 'transactional-enqueue',
+                uri: 'urn:ojs-ts:ext:transactional-enqueue',
+                version: '0.1.0',
+                capability: 'transactional_enqueue',
+              },
+            ]),
         // Ours: one request carries many independent PUSHes (endpoints.push_many).
         {
           name: 'push-many',

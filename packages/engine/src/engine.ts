@@ -41,6 +41,7 @@ import {
   notFound,
   OjsError,
   type OjsEvent,
+  type OutboxConsume,
   optionWarnings,
   type Page,
   type ProgressUpdate,
@@ -82,6 +83,7 @@ import { type EnqueueMiddleware, MiddlewareChain, runEnqueueChain } from './midd
 import { Notifier } from './notifier.ts';
 import { JobObservers } from './observability/lifecycle.ts';
 import { ErrorThrottle, type Logger, silentLogger } from './observability/log.ts';
+import { OutboxRelay, type OutboxRelayOptions } from './outbox-relay.ts';
 import { type QueuePressure, QueueSettingsRegistry, setsRetry } from './queue-settings.ts';
 import { type RetentionOptions, RetentionPruner } from './retention.ts';
 import { VersionRouter } from './routing.ts';
@@ -141,6 +143,8 @@ export interface EngineOptions {
   logger?: Logger;
   /** The webhooks extension: target policy, retry schedule, delivery loop (webhooks/service.ts). */
   webhooks?: WebhookOptions;
+  /** Transactional enqueue's relay (outbox-relay.ts); only a store with an outbox has one. */
+  outbox?: OutboxRelayOptions;
   /** Multi-tenancy (tenants.ts): strict mode. */
   tenancy?: TenancyOptions;
   /**
@@ -316,6 +320,8 @@ export class Engine implements EngineContext {
   readonly events: EventTail;
   /** Webhook subscriptions, the fan-out from the event log and the delivery loop. */
   readonly webhooks: WebhookService;
+  /** Transactional enqueue: the store's outbox relayed into jobs (outbox-relay.ts). */
+  readonly outbox: OutboxRelay;
   /** Tenants: records, auto-registration, enqueue limits, stats (tenants.ts). */
   readonly tenants: TenantRegistry;
   readonly #random: () => number;
@@ -343,6 +349,7 @@ export class Engine implements EngineContext {
     this.errors = new ErrorThrottle(this.logger);
     this.events = new EventTail(this);
     this.webhooks = new WebhookService(this, options.webhooks);
+    this.outbox = new OutboxRelay(this, options.outbox);
     this.settings = new SettingsCache(this.store);
     this.scheduling = new FairScheduler(this);
     this.schemas = new SchemaRegistry(this, options.schemaValidation ?? 'warn');
@@ -386,6 +393,7 @@ export class Engine implements EngineContext {
     this.#stopping = false;
     this.#services.start();
     this.webhooks.start();
+    this.outbox.start();
   }
 
   /**
@@ -407,7 +415,7 @@ export class Engine implements EngineContext {
     this.#stopping = true;
     this.scheduling.stop();
     this.notifier.notify();
-    await Promise.all([this.#services.stop(), this.webhooks.stop()]);
+    await Promise.all([this.#services.stop(), this.webhooks.stop(), this.outbox.stop()]);
     this.wakeups.close();
     this.notifier.notify();
   }
@@ -487,12 +495,25 @@ export class Engine implements EngineContext {
   }
 
   /**
+   * Outbox rows (transactional enqueue, outbox-relay.ts): each envelope is
+   * a PUSH as over HTTP, and the insert of the stored jobs deletes their
+   * rows (`consume.ids`, one per body) in the same atomic step.
+   */
+  relayOutbox(bodies: unknown[], consume: OutboxConsume): Promise<EnqueueManyOutcome[]> {
+    return this.#push(bodies, 'each', consume);
+  }
+
+  /**
    * Independent PUSHes (`enqueueMany`, or the single PUSHes of one turn).
    * `units`: how the backpressure bound admits them, `each` item on its own
    * (separate requests) or the items of one queue together (one push-many
    * request: a queue that cannot take them all takes none).
    */
-  async #push(items: unknown[], units: 'each' | 'by-queue'): Promise<EnqueueManyOutcome[]> {
+  async #push(
+    items: unknown[],
+    units: 'each' | 'by-queue',
+    outbox?: OutboxConsume,
+  ): Promise<EnqueueManyOutcome[]> {
     // An item is a body, or a ScopedBody when its request named a tenant.
     const bodies = items.map((item) => (item instanceof ScopedBody ? item.body : item));
     const now = this.now();
@@ -550,6 +571,10 @@ export class Engine implements EngineContext {
         jobs,
         jobs.flatMap((job) => enqueueEvents(job, now)),
         now,
+        // Relayed outbox rows: the item's row goes with its job (outbox-relay.ts).
+        outbox === undefined
+          ? undefined
+          : { owner: outbox.owner, ids: pending.map((p) => outbox.ids[p.index]!) },
       );
       // A waiting fetch's claim joins the insert's group commit
       // (pipelinedWrites): the job is handed out at that COMMIT, before

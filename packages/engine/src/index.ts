@@ -45,6 +45,7 @@ export {
   spanContextOf,
   tracingEnabled,
 } from './observability/tracing.ts';
+export { OutboxRelay, type OutboxRelayOptions } from './outbox-relay.ts';
 export {
   type QueueConfiguration,
   type QueuePressure,

@@ -130,6 +130,26 @@ function stepOf(options: BulkStep | undefined): BulkStep {
   return step;
 }
 
+/**
+ * One call of the HTTP admin API (`operation` names the API in the error):
+ * the admin, webhooks and outbox clients all send theirs through it. A
+ * transport without the admin API (gRPC, in-process) refuses.
+ */
+export async function callAdmin(
+  transport: Transport,
+  call: AdminCall,
+  operation: string,
+  options?: RequestOptions,
+): Promise<Obj> {
+  if (transport.admin === undefined) {
+    throw new UnsupportedFeatureError(
+      `The ${transport.kind} transport has no ${operation} API; use an HTTP client.`,
+      { code: 'unsupported', operation },
+    );
+  }
+  return (await transport.admin(call, options)) ?? {};
+}
+
 export class OjsAdmin {
   readonly #transport: () => Transport;
 
@@ -137,15 +157,8 @@ export class OjsAdmin {
     this.#transport = transport;
   }
 
-  async #call(call: AdminCall, options?: RequestOptions): Promise<Obj> {
-    const transport = this.#transport();
-    if (transport.admin === undefined) {
-      throw new UnsupportedFeatureError(
-        `The ${transport.kind} transport has no admin API; use an HTTP client.`,
-        { code: 'unsupported', operation: 'admin' },
-      );
-    }
-    return transport.admin(call, options);
+  #call(call: AdminCall, options?: RequestOptions): Promise<Obj> {
+    return callAdmin(this.#transport(), call, 'admin', options);
   }
 
   /** One page of jobs matching the filter, newest first unless `order: 'asc'`. */

@@ -5,7 +5,7 @@
  * the admin API. Receivers check a delivery with `verifyWebhookSignature`
  * (exported by the package).
  */
-import { UnsupportedFeatureError } from './errors.ts';
+import { callAdmin } from './admin.ts';
 import type { AdminCall, RequestOptions, Transport } from './types.ts';
 
 type Obj = Record<string, unknown>;
@@ -97,15 +97,8 @@ export class OjsWebhooks {
     this.#transport = transport;
   }
 
-  async #call(call: AdminCall, options?: RequestOptions): Promise<Obj> {
-    const transport = this.#transport();
-    if (transport.admin === undefined) {
-      throw new UnsupportedFeatureError(
-        `The ${transport.kind} transport has no webhooks API; use an HTTP client.`,
-        { code: 'unsupported', operation: 'webhooks' },
-      );
-    }
-    return (await transport.admin(call, options)) ?? {};
+  #call(call: AdminCall, options?: RequestOptions): Promise<Obj> {
+    return callAdmin(this.#transport(), call, 'webhooks', options);
   }
 
   /** Creates a subscription; the answer carries its secret (shown only now and on rotation). */

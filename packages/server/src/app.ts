@@ -39,6 +39,7 @@ import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { metricsRoutes, registerHttpMetrics } from './routes/metrics.ts';
+import { outboxRoutes } from './routes/outbox.ts';
 import { progressRoutes } from './routes/progress.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { rateLimitRoutes } from './routes/rate-limits.ts';
@@ -306,6 +307,7 @@ export async function buildApp(config: AppConfig, engine: Engine): Promise<Fasti
   await app.register(progressRoutes);
   await app.register(rateLimitRoutes);
   await app.register(tenantRoutes);
+  await app.register(outboxRoutes);
   await app.register(dashboardApiRoutes);
   await app.register(webhookRoutes);
   if (config.dashboard) await app.register(dashboardRoutes);

@@ -16,6 +16,7 @@ import {
   Engine,
   ErrorThrottle,
   loadEnqueueHooks,
+  type OutboxRelayOptions,
   type TenancyOptions,
   VALIDATION_MODES,
   type ValidationMode,
@@ -101,6 +102,13 @@ export interface ServeOptions extends GrpcServeOptions {
    * interleaves tenants at dispatch (default on).
    */
   tenancy?: TenancyOptions;
+  /**
+   * Transactional enqueue's relay (PostgreSQL store): on by default in
+   * every process; `enabled: false` (--no-outbox-relay, OJS_OUTBOX_RELAY=off)
+   * leaves it to others; `leaseMs` (--outbox-lease-ms, OJS_OUTBOX_LEASE_MS)
+   * is how long a dead process's rows wait.
+   */
+  outbox?: OutboxRelayOptions;
   /**
    * The server's enqueue hooks, in order: built-ins by name (`ojs_validate`,
    * `required_meta:KEY,...`, `max_args_bytes:[QUEUE=]N,...`) and module
@@ -257,6 +265,18 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ServeOptio
       fairness: parseSwitch('OJS_TENANT_FAIRNESS', env.OJS_TENANT_FAIRNESS),
     };
   }
+  if (env.OJS_OUTBOX_RELAY !== undefined && env.OJS_OUTBOX_RELAY !== '') {
+    options.outbox = {
+      ...options.outbox,
+      enabled: parseSwitch('OJS_OUTBOX_RELAY', env.OJS_OUTBOX_RELAY),
+    };
+  }
+  if (env.OJS_OUTBOX_LEASE_MS !== undefined && env.OJS_OUTBOX_LEASE_MS !== '') {
+    options.outbox = {
+      ...options.outbox,
+      leaseMs: parseOutboxLeaseMs('OJS_OUTBOX_LEASE_MS', env.OJS_OUTBOX_LEASE_MS),
+    };
+  }
   if (env.OJS_QUIET_GC !== undefined && env.OJS_QUIET_GC !== '') {
     options.quietGc = parseSwitch('OJS_QUIET_GC', env.OJS_QUIET_GC);
   }
@@ -302,6 +322,17 @@ export function enqueueHookSpecs(options: ServeOptions): string[] {
 }
 
 /** An on/off environment variable; anything else is a configuration error. */
+/** The outbox relay's lease: an integer of ms, 1,000 .. 3,600,000 (--outbox-lease-ms, OJS_OUTBOX_LEASE_MS). */
+export function parseOutboxLeaseMs(name: string, text: string): number {
+  const ms = Number(text);
+  if (!/^\d+$/.test(text.trim()) || ms < 1000 || ms > 3_600_000) {
+    throw new Error(
+      `${name} must be an integer of milliseconds from 1000 to 3600000 (got '${text}').`,
+    );
+  }
+  return ms;
+}
+
 function parseSwitch(name: string, text: string): boolean {
   const value = text.toLowerCase();
   if (!['1', '0', 'true', 'false', 'on', 'off'].includes(value)) {
@@ -380,6 +411,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       retrySchedule: options.webhooksRetrySchedule,
     },
     tenancy: options.tenancy,
+    outbox: options.outbox,
     enqueueHooks,
     enqueueHookTimeoutMs: options.enqueueHookTimeoutMs,
   });

@@ -35,6 +35,10 @@ export class JobsAvailableListener {
     this.#backoffMs = options.minBackoffMs ?? 100;
   }
 
+  get channel(): string {
+    return this.#options.channel;
+  }
+
   /** Number of successful (re)connections, for tests and diagnostics. */
   get connections(): number {
     return this.#connections;

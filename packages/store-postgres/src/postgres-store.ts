@@ -23,6 +23,7 @@ import {
   type LeaseItem,
   type LeaseResult,
   type OjsEvent,
+  type OutboxConsume,
   type Page,
   type PruneTarget,
   type QueueConfig,
@@ -57,6 +58,7 @@ import {
   jobsAvailableChannel,
   splitSchemaParam,
 } from './names.ts';
+import { consumeOutboxTx, outboxChannel, PostgresOutbox } from './outbox.ts';
 import {
   cronRow,
   eventRow,
@@ -146,6 +148,10 @@ export class PostgresStore implements Store {
   readonly #sql: Statements;
   readonly #channel: string;
   readonly #listener: JobsAvailableListener;
+  /** The outbox's own LISTEN connection (its channel wakes only the relay). */
+  readonly #outboxListener: JobsAvailableListener;
+  /** Transactional enqueue (outbox.ts, decision 0109). */
+  readonly outbox: PostgresOutbox;
   readonly #onError: (error: Error, context: string) => void;
   #clockTimer: NodeJS.Timeout | undefined;
   #compactTimer: NodeJS.Timeout | undefined;
@@ -208,6 +214,12 @@ export class PostgresStore implements Store {
       channel: this.#channel,
       onError: this.#onError,
     });
+    this.#outboxListener = new JobsAvailableListener({
+      config: { ...base, application_name: `${base.application_name}:outbox` },
+      channel: outboxChannel(this.schema),
+      onError: this.#onError,
+    });
+    this.outbox = new PostgresOutbox(this.#db, this.schema, this.#outboxListener);
   }
 
   // ------------------------------------------------------------ lifecycle
@@ -253,7 +265,7 @@ export class PostgresStore implements Store {
     clearInterval(this.#compactTimer);
     this.#compactTimer = undefined;
     await this.#compacting;
-    await this.#listener.close();
+    await Promise.all([this.#listener.close(), this.#outboxListener.close()]);
     await Promise.all([this.#pool.end(), this.#claimPool.end()]);
     this.#claimed.clear();
   }
@@ -320,9 +332,14 @@ export class PostgresStore implements Store {
       });
   }
 
-  async insertJobs(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[]> {
+  async insertJobs(
+    jobs: JobRecord[],
+    events: OjsEvent[],
+    now: number,
+    consume?: OutboxConsume,
+  ): Promise<InsertResult[]> {
     this.#noteInserted(jobs.length);
-    if (enqueueInOneStatement(jobs)) {
+    if (consume === undefined && enqueueInOneStatement(jobs)) {
       const results = jobs.every((job) => job.unique_key === undefined)
         ? await this.#enqueueTurn.enqueue(jobs, events, now)
         : await this.#enqueue(jobs, events, now);
@@ -331,7 +348,12 @@ export class PostgresStore implements Store {
     // A held unique key or a duplicate id: the transaction path judges and reports it.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#transaction((tx) => insertJobsTx(tx, jobs, events, now));
+        return await this.#transaction(async (tx) => {
+          const results = await insertJobsTx(tx, jobs, events, now);
+          // Relayed outbox rows go in the same transaction as their jobs.
+          if (consume !== undefined) await consumeOutboxTx(tx, consume);
+          return results;
+        });
       } catch (error) {
         // A concurrent insert of the same id committed first: run again to report duplicate_id.
         if (attempt < MAX_ATTEMPTS && isUniqueViolation(error, 'jobs_pkey')) continue;
