@@ -20,7 +20,8 @@
  * dist/ojs/store-sqlite/sql/), the packages' published folders (`files`
  * but dist/) are copied there, and worker threads are entries written at
  * the path their `new Worker(new URL(...))` names. The bundling package's
- * own modules keep their real URL (dist/main.js, ../package.json).
+ * own modules have the URL of their compiled file (src/main.ts is
+ * dist/main.js, whose ../package.json is the package's).
  * `import.meta.resolve('@ojs/X/...')` resolves inside that tree too.
  *
  * Plain .mjs, like package-build.mjs.
@@ -92,14 +93,24 @@ export async function bundle(dir, outDir, manifest) {
   const spec = manifest.ojsPack.bundle;
   const self = workspacePath(resolve(dir, 'package.json'))[0];
   const folders = workspaceFolders();
-  const inTree = (parts) =>
-    `new URL(${JSON.stringify(`ojs/${parts.join('/').replace(/\.ts$/, '.js')}`)}, __ojsBundleRoot).href`;
+  // The URL a module has in the tree: the bundling package's own src/X.ts is
+  // dist/X.js (its ../package.json is the package's), any other dist/ojs/<folder>/...
+  const inTree = (parts) => {
+    const path =
+      parts[0] === self
+        ? parts
+            .slice(1)
+            .join('/')
+            .replace(/^src\//, '')
+        : `ojs/${parts.join('/')}`;
+    return `new URL(${JSON.stringify(path.replace(/\.ts$/, '.js'))}, __ojsBundleRoot).href`;
+  };
   const importMeta = {
     name: 'ojs-import-meta',
     setup(b) {
       b.onLoad({ filter: /\.(ts|js)$/ }, (args) => {
         const parts = workspacePath(args.path);
-        if (parts === undefined || parts[0] === self) return undefined;
+        if (parts === undefined) return undefined;
         const source = readFileSync(args.path, 'utf8');
         if (!source.includes('import.meta')) return undefined;
         const contents = source
