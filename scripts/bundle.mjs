@@ -27,7 +27,6 @@
  * Plain .mjs, like package-build.mjs.
  */
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { isBuiltin } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -153,12 +152,14 @@ ${contents}`;
   };
   // `import http from 'node:http'` in an ES module reads every export of the
   // built-in, and node:http's lazy ones load undici, TLS and HTTP/2 (about
-  // 8 MB). Imported as CommonJS (a require), its exports are read when used.
+  // 8 MB; node:https's load TLS). Imported as CommonJS (a require), their
+  // exports are read when used. Only these two: the interop copy of a
+  // CommonJS module's exports costs start-up time for every other one.
   const builtinsAsCommonJs = {
     name: 'ojs-builtins-as-commonjs',
     setup(b) {
-      b.onResolve({ filter: /^[a-z_:/]+$/ }, (args) => {
-        if (args.kind !== 'import-statement' || !isBuiltin(args.path)) return undefined;
+      b.onResolve({ filter: /^(node:)?https?$/ }, (args) => {
+        if (args.kind !== 'import-statement') return undefined;
         return { path: args.path, namespace: 'ojs-builtin' };
       });
       b.onLoad({ filter: /.*/, namespace: 'ojs-builtin' }, (args) => ({
