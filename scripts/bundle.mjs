@@ -59,6 +59,15 @@ const LAZY_HELPER = `function __ojsLazyBuiltin(name) {
   });
 }`;
 
+/**
+ * Package index files whose `exports.X = require(...)` lines become getters,
+ * so a part loads when it is used: prom-client's index requires its
+ * Pushgateway (zlib, https) and AggregatorRegistry (cluster) with the
+ * metrics the server uses (about 4 MB at start).
+ */
+const LAZY_INDEXES = ['prom-client/index.js'];
+const INDEX_EXPORT = /^exports\.(\w+) =\s*(require\([^)]*\)[^;]*);/gm;
+
 /** [folder, ...path] of a workspace file under packages/, or undefined for any other file. */
 function workspacePath(file) {
   const rel = relative(PACKAGES, file);
@@ -135,6 +144,16 @@ export async function bundle(dir, outDir, manifest) {
           LAZY_REQUIRE,
           (_, _quote, name) => `__ojsLazyBuiltin('node:${name}')`,
         );
+        if (LAZY_INDEXES.some((index) => args.path.endsWith(`${sep}node_modules${sep}${index}`))) {
+          const lazy = contents.replace(
+            INDEX_EXPORT,
+            (_, name, value) =>
+              `Object.defineProperty(exports, '${name}', { enumerable: true, get: () => ${value} });`,
+          );
+          // Its layout changed: the build stops rather than ship it eager.
+          if (lazy === contents) throw new Error(`${args.path}: no exports.X = require(...) line`);
+          contents = lazy;
+        }
         // CommonJS modules that read files beside them (grpc-health-check's
         // .proto, ioredis's package.json): their __dirname is their folder in a
         // copy of their package under dist/deps/.
