@@ -43,6 +43,8 @@ Operator commands, over the HTTP API of any OJS server (--url / OJS_URL, --api-k
   scheduling    stats (dispatches per queue over the last minute)
   stats         Live statistics (refreshes on a terminal)
   webhooks      list | create | get | update | delete | test | rotate-secret | deliveries | retry
+  tenants       list | get | set-limits | delete | stats | jobs
+  outbox        Transactional enqueue's outbox (PostgreSQL): list | show | retry | delete
   completion    Shell completion script: ojs completion bash|zsh|fish
 
   -V, --version Print the version
