@@ -43,6 +43,8 @@ Operator commands, over the HTTP API of any OJS server (--url / OJS_URL, --api-k
   scheduling    stats (dispatches per queue over the last minute)
   stats         Live statistics (refreshes on a terminal)
   webhooks      list | create | get | update | delete | test | rotate-secret | deliveries | retry
+  tenants       list | get | set-limits | delete | stats | jobs
+  outbox        Transactional enqueue's outbox (PostgreSQL): list | show | retry | delete
   completion    Shell completion script: ojs completion bash|zsh|fish
 
   -V, --version Print the version
@@ -228,6 +230,10 @@ async function serve(argv: string[]): Promise<number> {
   }
   options.handleSignals = true;
   const server = await startServer(options);
+  if (options.quietGc !== false) {
+    // Started: what loading and starting left behind goes back at the first quiet moment.
+    (await import('@ojs/core')).reduceMemoryWhenQuiet();
+  }
   // Written now, not at exit: a server runs until stopped.
   (nodeModule as { flushCompileCache?: () => void }).flushCompileCache?.();
   process.stdout.write(

@@ -1,6 +1,6 @@
 /**
  * The operator's commands of `ojs` (jobs, enqueue, queues, dlq, cron,
- * workflows, workers, stats, webhooks, completion) over the HTTP API of any OJS
+ * workflows, workers, stats, webhooks, tenants, outbox, completion) over the HTTP API of any OJS
  * server, parsed by commander (docs/decisions/0061): per-command --help,
  * unknown options refused with a suggestion, exit codes 0 (done), 1 (the
  * server refused or is unreachable), 2 (a usage mistake).
@@ -12,6 +12,7 @@ import { cronCommand } from './commands/cron.ts';
 import { dlqCommand } from './commands/dlq.ts';
 import { enqueueCommand } from './commands/enqueue.ts';
 import { jobsCommand } from './commands/jobs.ts';
+import { outboxCommand } from './commands/outbox.ts';
 import { poolsCommand, schedulingCommand } from './commands/pools.ts';
 import { queuesCommand } from './commands/queues.ts';
 import { statsCommand } from './commands/stats.ts';
@@ -36,6 +37,7 @@ export const OPERATOR_COMMANDS = [
   'stats',
   'webhooks',
   'tenants',
+  'outbox',
   'completion',
 ];
 
@@ -72,6 +74,7 @@ export function buildProgram(io: Io, version: string): Command {
     statsCommand,
     webhooksCommand,
     tenantsCommand,
+    outboxCommand,
   ]) {
     program.addCommand(make(io));
   }

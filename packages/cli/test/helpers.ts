@@ -1,6 +1,6 @@
 /**
- * The CLI tests' fixture: a live OJS server (SQLite in a temp folder, port
- * 0) and `ojs(...)`, which runs an operator command in-process against it
+ * The CLI tests' fixture: a live OJS server (SQLite in a temp folder, or a
+ * store spec, port 0) and `ojs(...)`, which runs an operator command in-process against it
  * over HTTP with captured output (a terminal or a pipe, a confirmation
  * answer), as the binary would.
  */
@@ -39,11 +39,14 @@ export interface CliServer {
   close(): Promise<void>;
 }
 
-export async function startCliServer(options: { apiKeys?: string } = {}): Promise<CliServer> {
+/** `store`: a store spec (a PostgreSQL schema the test drops itself); default a temporary SQLite file. */
+export async function startCliServer(
+  options: { apiKeys?: string; store?: string } = {},
+): Promise<CliServer> {
   const dir = mkdtempSync(join(tmpdir(), 'ojs-cli-test-'));
   const server = await startServer({
     port: 0,
-    store: `sqlite:${join(dir, 'ojs.db')}`,
+    store: options.store ?? `sqlite:${join(dir, 'ojs.db')}`,
     sqliteSynchronous: 'NORMAL',
     testMode: true,
     // `ojs webhooks test` and the delivery log, against a receiver on loopback.

@@ -46,6 +46,8 @@ describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () =>
       ['#/jobs', 'tr[data-job]'],
       [`#/jobs/${fixture.seeded.ids.discarded}`, '.timeline li'],
       ['#/dead-letter', 'tr[data-job]'],
+      // SQLite: the note that transactional enqueue needs PostgreSQL.
+      ['#/outbox', 'p.notice'],
       ['#/cron', 'article[data-cron]'],
       ['#/workflows', 'tbody tr'],
       [`#/workflows/${fixture.seeded.workflowId}`, '.graph .node'],
@@ -109,6 +111,7 @@ describe('dashboard accessibility and layout', { skip, timeout: 120_000 }, () =>
       ['#/queues', 'tr[data-queue]'],
       ['#/jobs', 'tr[data-job]'],
       [`#/jobs/${fixture.seeded.ids.discarded}`, '.timeline li'],
+      ['#/outbox', 'p.notice'],
       ['#/cron', 'article[data-cron]'],
       ['#/workers', 'tr[data-worker]'],
       ['#/tenants', 'tr[data-tenant]'],

@@ -60,8 +60,14 @@ export interface DashboardServer {
   close(): Promise<void>;
 }
 
+/** `store`: a store spec (a PostgreSQL schema the test drops itself); default a temporary SQLite file. */
 export async function startDashboardServer(
-  options: { dashboard?: boolean; apiKeys?: string | null; webhooksToLoopback?: boolean } = {},
+  options: {
+    dashboard?: boolean;
+    apiKeys?: string | null;
+    webhooksToLoopback?: boolean;
+    store?: string;
+  } = {},
 ): Promise<DashboardServer> {
   const dir = mkdtempSync(join(tmpdir(), 'ojs-dashboard-'));
   const apiKeys =
@@ -71,7 +77,7 @@ export async function startDashboardServer(
   const server = await startServer({
     host: '127.0.0.1',
     port: 0,
-    store: `sqlite:${join(dir, 'ojs.db')}`,
+    store: options.store ?? `sqlite:${join(dir, 'ojs.db')}`,
     apiKeys,
     dashboard: options.dashboard ?? true,
     // Worker ACKs/NACKs in these tests come from the engine directly.

@@ -13,6 +13,7 @@ import { DeadLetterView } from './views/dead-letter.tsx';
 import { JobView } from './views/job.tsx';
 import { JobsView } from './views/jobs.tsx';
 import { LoginView } from './views/login.tsx';
+import { OutboxView } from './views/outbox.tsx';
 import { OverviewView } from './views/overview.tsx';
 import { QueuesView } from './views/queues.tsx';
 import { SchedulingView } from './views/scheduling.tsx';
@@ -32,6 +33,7 @@ const NAV: [path: string, label: string][] = [
   ['queues', 'Queues'],
   ['jobs', 'Jobs'],
   ['dead-letter', 'Dead letter'],
+  ['outbox', 'Outbox'],
   ['cron', 'Cron'],
   ['workflows', 'Workflows'],
   ['workers', 'Workers'],
@@ -158,6 +160,8 @@ function View({ path, query }: { path: string[]; query: URLSearchParams }) {
       return id === undefined ? <JobsView query={query} /> : <JobView id={id} />;
     case 'dead-letter':
       return <DeadLetterView query={query} />;
+    case 'outbox':
+      return <OutboxView query={query} />;
     case 'cron':
       return <CronView />;
     case 'workflows':

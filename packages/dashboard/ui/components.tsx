@@ -266,15 +266,20 @@ export const depthText = (counts: Counts) =>
     .map((s) => `${s} ${fmt(counts[s])}`)
     .join(', ') || 'no jobs';
 
-/** Previous / next over keyset cursors: a stack of the cursors that led here. */
+/**
+ * Previous / next over keyset cursors: a stack of the cursors that led here.
+ * `labels`: the two buttons' words, for a listing that is oldest first.
+ */
 export function Pager(props: {
   cursors: string[];
   next: string | undefined;
   go: (cursors: string[]) => void;
   shown: number;
   total: { value: number | undefined; onDemand: boolean; count(): void };
+  labels?: [previous: string, next: string];
 }) {
   const { cursors, next, go } = props;
+  const [previousLabel, nextLabel] = props.labels ?? ['← Newer', 'Older →'];
   return (
     <nav class="pager" aria-label="Pages">
       <button
@@ -282,7 +287,7 @@ export function Pager(props: {
         disabled={cursors.length === 0}
         onClick={() => go(cursors.slice(0, -1))}
       >
-        ← Newer
+        {previousLabel}
       </button>
       <span class="muted">
         page {cursors.length + 1}
@@ -302,7 +307,7 @@ export function Pager(props: {
         </button>
       ) : null}
       <button type="button" disabled={next === undefined} onClick={() => go([...cursors, next!])}>
-        Older →
+        {nextLabel}
       </button>
     </nav>
   );

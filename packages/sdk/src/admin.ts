@@ -388,6 +388,54 @@ export class OjsAdmin {
     return this.#call({ method: 'GET', path: `/rate-limits/${q(key)}`, idempotent: true }, options);
   }
 
+  // ------------------------------------------------ outbox (transactional enqueue, PostgreSQL store)
+
+  /** A page of outbox rows with the counts per state (other stores: UnsupportedFeatureError). */
+  async outbox(query: OutboxQuery = {}, options?: RequestOptions): Promise<OutboxPage> {
+    const body = await this.#call(
+      {
+        method: 'GET',
+        path: '/admin/outbox',
+        query: { state: query.state, after: query.after, limit: query.limit },
+        idempotent: true,
+      },
+      options,
+    );
+    const pagination = (body.pagination ?? {}) as Obj;
+    return {
+      entries: (body.entries ?? []) as OutboxEntry[],
+      counts: body.counts as OutboxPage['counts'],
+      relaying: body.relaying === true,
+      ...(typeof pagination.next_after === 'string' ? { nextAfter: pagination.next_after } : {}),
+    };
+  }
+
+  async outboxEntry(id: string, options?: RequestOptions): Promise<OutboxEntry> {
+    const body = await this.#call(
+      { method: 'GET', path: `/admin/outbox/${q(id)}`, idempotent: true },
+      options,
+    );
+    return body.entry as OutboxEntry;
+  }
+
+  /** An invalid row back to pending (after fixing what refused it): relayed again at once. */
+  async retryOutboxEntry(id: string, options?: RequestOptions): Promise<OutboxEntry> {
+    const body = await this.#call(
+      { method: 'POST', path: `/admin/outbox/${q(id)}/retry`, idempotent: true },
+      options,
+    );
+    return body.entry as OutboxEntry;
+  }
+
+  /** Removes a row for good; returns it as it was. */
+  async deleteOutboxEntry(id: string, options?: RequestOptions): Promise<OutboxEntry> {
+    const body = await this.#call(
+      { method: 'DELETE', path: `/admin/outbox/${q(id)}`, idempotent: true },
+      options,
+    );
+    return body.entry as OutboxEntry;
+  }
+
   // ------------------------------------------------ tenants (ext-multi-tenancy §2.4)
 
   /** Every tenant with its record and stats. */
@@ -468,6 +516,39 @@ export class OjsAdmin {
       ...(typeof pagination.next_cursor === 'string' ? { nextCursor: pagination.next_cursor } : {}),
     };
   }
+}
+
+/** An outbox row of transactional enqueue (PostgreSQL store): committed, not yet a job, or invalid. */
+export interface OutboxEntry {
+  /** The row's id (a bigint, as a decimal string). */
+  id: string;
+  /** What the application wrote: the body of POST /ojs/v1/jobs. */
+  envelope: unknown;
+  state: 'pending' | 'invalid';
+  /** Relay attempts so far. */
+  attempts: number;
+  /** Why the row is invalid, or why its last attempt was put off (pending). */
+  error: { code: string; message: string; retryable: boolean; details?: Obj } | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface OutboxQuery {
+  state?: 'pending' | 'invalid';
+  /** The page after this row id (a previous page's `nextAfter`). */
+  after?: string;
+  /** 1..500 (default 50). */
+  limit?: number;
+}
+
+export interface OutboxPage {
+  /** Oldest first. */
+  entries: OutboxEntry[];
+  counts: { pending: number; invalid: number };
+  /** Whether the answering server process relays the outbox (--no-outbox-relay: false). */
+  relaying: boolean;
+  /** Pass as `after` for the next page; absent on the last one. */
+  nextAfter?: string;
 }
 
 /** A tenant's limits (ext-multi-tenancy §2.3); null removes one in an update. */

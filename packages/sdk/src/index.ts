@@ -9,6 +9,8 @@
  *   worker.register('email.send', async (ctx) => send(ctx.args[0], { signal: ctx.signal }));
  *   await worker.start();
  *
+ * Transactional enqueue (PostgreSQL store): `enqueueInTransaction(client, ...)`
+ * with the application's own pg / postgres.js connection.
  * In-process mode: `@ojs/sdk/in-process`. Test modes: `@ojs/sdk/testing`
  * (also exported here as `testing`).
  */
@@ -20,6 +22,9 @@ export {
   type JobQuery,
   type JobQueryPage,
   OjsAdmin,
+  type OutboxEntry,
+  type OutboxPage,
+  type OutboxQuery,
   type Pool,
   type PoolDefinition,
   type PoolStatus,
@@ -131,6 +136,16 @@ export {
   withTraceContext,
 } from './middleware.ts';
 export { testing } from './testing.ts';
+export {
+  enqueueEnvelopeInTransaction,
+  enqueueInTransaction,
+  type PostgresJsSql,
+  type SqlAdapter,
+  type SqlRow,
+  type TransactionalDb,
+  type TransactionalEnqueueOptions,
+  type TransactionalOptions,
+} from './transactional.ts';
 export * from './types.ts';
 export type {
   OjsWebhooks,

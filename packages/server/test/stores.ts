@@ -61,7 +61,7 @@ export async function withPg<T>(fn: (client: PgClient) => Promise<T>): Promise<T
 let postgresCheck: Promise<string | undefined> | undefined;
 
 /** undefined when PostgreSQL answers; else why not (thrown under CI=true). */
-function postgresProblem(): Promise<string | undefined> {
+export function postgresProblem(): Promise<string | undefined> {
   postgresCheck ??= withPg(async (client) => {
     await client.query('SELECT 1');
   }).then(

@@ -68,9 +68,12 @@ CREATE FUNCTION enqueue(
 LANGUAGE sql VOLATILE
 SET search_path FROM CURRENT
 AS $$
+  -- Only a NULL options or meta is left out: nulls inside args, options
+  -- and meta stay exactly as given (jsonb_strip_nulls would remove them).
   INSERT INTO outbox (envelope)
-  VALUES (jsonb_strip_nulls(jsonb_build_object(
-    'id', uuidv7(), 'type', job_type, 'args', args, 'options', options, 'meta', meta)))
+  VALUES (jsonb_build_object('id', uuidv7(), 'type', job_type, 'args', args)
+          || CASE WHEN options IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('options', options) END
+          || CASE WHEN meta IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('meta', meta) END)
   RETURNING (envelope ->> 'id')::uuid
 $$;
 

@@ -64,6 +64,21 @@ if (reason !== undefined) {
       assert.equal(jobFrom(envelope).id, ids[0]);
     });
 
+    it('enqueue() keeps nulls inside args, options and meta; leaves out only a NULL options or meta', async () => {
+      await sql(
+        `SELECT "${schema}".enqueue('x.nulls', '[{"a":null},null]', NULL, '{"k":null}'),
+                "${schema}".enqueue('x.nulls', '[]', '{"queue":null}', NULL)`,
+      );
+      const envelopes = (await store.outbox.list({ limit: 10 })).map(
+        (e) => e.envelope as Record<string, unknown>,
+      );
+      assert.deepEqual(envelopes[0]!.args, [{ a: null }, null]);
+      assert.deepEqual(envelopes[0]!.meta, { k: null });
+      assert.equal('options' in envelopes[0]!, false);
+      assert.deepEqual(envelopes[1]!.options, { queue: null });
+      assert.equal('meta' in envelopes[1]!, false);
+    });
+
     it('enqueue_envelope keeps a client-chosen id and gives one to an envelope without', async () => {
       const chosen = '01a22691-5b54-7c45-bb80-c443b7155635';
       const { rows } = await sql(
