@@ -22,7 +22,9 @@
  * The manifest's `ojsPack` says what else to do: `cjs: true` adds the
  * CommonJS build (the SDK), `esmOnly` lists exports published without it,
  * `copy` lists plain .js files to copy from src/ to dist/, `omit` lists
- * exports not to publish.
+ * exports not to publish, `bundle` makes dist/ one esbuild bundle of the
+ * listed entries and worker threads instead (bundle.mjs; @ojs/cli's `ojs`,
+ * decision 0108).
  * Plain .mjs, so it runs on any Node the npm lifecycle finds.
  */
 import { execFileSync } from 'node:child_process';
@@ -49,9 +51,15 @@ const tsc = join(
 const readManifest = () => JSON.parse(readFileSync(manifestPath, 'utf8'));
 
 /** Compiles the package into `outDir` (its dist/ folder): ESM, copied .js, and CommonJS if asked. */
-function build(outDir = join(dir, 'dist')) {
+async function build(outDir = join(dir, 'dist')) {
   const manifest = readManifest();
   rmSync(outDir, { recursive: true, force: true });
+  // A command published as one bundle (decision 0108): no per-file emit.
+  if (manifest.ojsPack?.bundle !== undefined) {
+    const { bundle } = await import('./bundle.mjs');
+    await bundle(dir, outDir, manifest);
+    return;
+  }
   const compile = (...args) =>
     execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', ...args], {
       cwd: dir,
@@ -126,11 +134,11 @@ export function publishedManifest(manifest) {
 }
 
 /** The package as it would be published, in `target` (dist/ built there, not in the package). */
-function stage(target) {
+async function stage(target) {
   const manifest = readManifest();
   rmSync(target, { recursive: true, force: true });
   mkdirSync(target, { recursive: true });
-  build(join(target, 'dist'));
+  await build(join(target, 'dist'));
   for (const file of manifest.files ?? []) {
     if (file !== 'dist' && existsSync(join(dir, file))) {
       cpSync(join(dir, file), join(target, file), { recursive: true });
@@ -147,11 +155,11 @@ function restore() {
 }
 
 const command = process.argv[2];
-if (command === 'build') build();
-else if (command === 'stage' && process.argv[3]) stage(resolve(process.argv[3]));
+if (command === 'build') await build();
+else if (command === 'stage' && process.argv[3]) await stage(resolve(process.argv[3]));
 else if (command === 'prepack') {
   restore();
-  build();
+  await build();
   const text = readFileSync(manifestPath, 'utf8');
   writeFileSync(savedPath, text);
   writeFileSync(manifestPath, `${JSON.stringify(publishedManifest(JSON.parse(text)), null, 2)}\n`);

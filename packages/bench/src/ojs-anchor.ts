@@ -107,6 +107,10 @@ async function transportFor(): Promise<{ transport?: Transport; close(): Promise
   if (MODE === 'grpc') {
     const { GrpcTransport } = await import('@ojs/sdk/grpc');
     const transport = new GrpcTransport({ address: GRPC });
+    // GrpcTransport loads @grpc/grpc-js and the .proto files on its first
+    // call: made here, before the phases, as the in-process mode opens its
+    // store here (a one-time start-up cost, not a cost per job).
+    await transport.health();
     return { transport, close: () => transport.close() };
   }
   if (MODE !== 'in-process') return { close: async () => {} };
@@ -218,6 +222,10 @@ const adapter = {
   async workerSetup() {
     // The worker process ends with its parent (common.js's producer), whatever happens to it.
     process.on('disconnect', () => process.exit(3));
+    // The worker starts inside its first phase: gRPC's one-time load
+    // (grpc-js, the .proto files: shared by every GrpcTransport of the
+    // process) is done here, before it, as the producer's is.
+    if (MODE === 'grpc') await (await transportFor()).close();
     return {};
   },
   async startWorker(_wctx: unknown, concurrency: number, hooks: Hooks): Promise<WorkerHandle> {

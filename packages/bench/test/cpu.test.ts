@@ -11,7 +11,7 @@ import { cpuPerJob, phaseSeconds } from '../src/cpu.ts';
 import { injectPhaseHook } from '../src/phase-hook.ts';
 import { cpuSeconds, parseNetTcp, parseProcStat, parseProcStatus } from '../src/proc.ts';
 import { cpuRow, startupRows, sumSpends, wrkRows } from '../src/report.ts';
-import { median } from '../src/startup.ts';
+import { median, shebangCommand } from '../src/startup.ts';
 import { cpuMsPerSecond, parseRecordedCeiling, parseWrkOutput, usPerRequest } from '../src/wrk.ts';
 
 describe('/proc parsers', () => {
@@ -255,6 +255,17 @@ describe('startup phase', () => {
     assert.equal(median([3, 1, 2]), 2);
     assert.equal(median([4, 1, 2, 3]), 2.5);
     assert.equal(median([]), null);
+  });
+
+  it("runs the entry as its shebang says (the ojs bin's variables and Node flags)", () => {
+    assert.deepEqual(
+      shebangCommand(
+        '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=16',
+      ),
+      { env: { MALLOC_MMAP_THRESHOLD_: '131072' }, nodeArgs: ['--max-semi-space-size=16'] },
+    );
+    assert.deepEqual(shebangCommand('#!/usr/bin/env node'), { env: {}, nodeArgs: [] });
+    assert.deepEqual(shebangCommand('/**'), { env: {}, nodeArgs: [] });
   });
 
   it('rows say which server ran', () => {

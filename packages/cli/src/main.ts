@@ -230,6 +230,10 @@ async function serve(argv: string[]): Promise<number> {
   }
   options.handleSignals = true;
   const server = await startServer(options);
+  if (options.quietGc !== false) {
+    // Started: what loading and starting left behind goes back at the first quiet moment.
+    (await import('@ojs/core')).reduceMemoryWhenQuiet();
+  }
   // Written now, not at exit: a server runs until stopped.
   (nodeModule as { flushCompileCache?: () => void }).flushCompileCache?.();
   process.stdout.write(

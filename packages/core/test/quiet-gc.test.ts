@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { getHeapStatistics } from 'node:v8';
-import { shouldReduceMemory, startQuietGc } from '../src/quiet-gc.ts';
+import { reduceMemoryWhenQuiet, shouldReduceMemory, startQuietGc } from '../src/quiet-gc.ts';
 
 const MiB = 1024 * 1024;
 
@@ -102,6 +102,39 @@ describe('startQuietGc', () => {
     } finally {
       stopB();
       stopC();
+    }
+  });
+});
+
+describe('reduceMemoryWhenQuiet', () => {
+  it('gives back what a start left behind at the first quiet moment', {
+    timeout: 30_000,
+  }, async () => {
+    const reductions: { before: number; after: number }[] = [];
+    let reduced: (() => void) | undefined;
+    const done = new Promise<void>((resolve) => {
+      reduced = resolve;
+    });
+    // What starting leaves behind: objects that outlive a few young-generation GCs.
+    let garbage: unknown[][] | undefined = [];
+    for (let i = 0; i < 40; i++) {
+      garbage.push(Array.from({ length: 10_000 }, (_, j) => ({ i, j })));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    garbage = undefined;
+    const cancel = reduceMemoryWhenQuiet({
+      intervalMs: 20,
+      onReduced: (before, after) => {
+        reductions.push({ before, after });
+        reduced!();
+      },
+    });
+    try {
+      await done;
+      const [{ before, after }] = reductions as [{ before: number; after: number }];
+      assert.ok(after < before, `heap ${before} -> ${after} bytes`);
+    } finally {
+      cancel();
     }
   });
 });

@@ -19,7 +19,7 @@ import {
   toIso,
   validateJobType,
 } from '@ojs/core';
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { Ajv2020, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import isSafeRegex from 'safe-regex2';
 import type { EngineContext } from './context.ts';
 
@@ -144,7 +144,9 @@ export function parseSchemaVersion(text: string): { version: string | number; ve
 
 export class SchemaRegistry {
   readonly #engine: EngineContext;
-  readonly #ajv = new Ajv2020({ allErrors: true, strict: false });
+  // Loaded with the first schema: ajv is about 1.5 MB of memory that a server whose
+  // jobs have no schema never uses (decision 0108).
+  #ajv?: Ajv2020;
   readonly #compiled = new Map<string, ValidateFunction>();
   readonly #defaultMode: ValidationMode;
 
@@ -153,10 +155,14 @@ export class SchemaRegistry {
     this.#defaultMode = defaultMode;
   }
 
-  #compile(schema: Obj): ValidateFunction {
+  async #compile(schema: Obj): Promise<ValidateFunction> {
     const key = JSON.stringify(schema);
     let fn = this.#compiled.get(key);
     if (fn === undefined) {
+      if (this.#ajv === undefined) {
+        const { Ajv2020 } = await import('ajv/dist/2020.js');
+        this.#ajv ??= new Ajv2020({ allErrors: true, strict: false });
+      }
       fn = this.#ajv.compile(toDraft2020(schema) as Obj);
       this.#compiled.set(key, fn);
     }
@@ -180,7 +186,7 @@ export class SchemaRegistry {
     }
     checkSchemaBounds(schema);
     try {
-      this.#compile(schema);
+      await this.#compile(schema);
     } catch (error) {
       throw invalidRequest(`schema is not a valid JSON Schema: ${(error as Error).message}`, {
         field: 'schema',
@@ -293,7 +299,7 @@ export class SchemaRegistry {
         ? entries[0]
         : entries.find((e) => e.version_num === job.version_num);
     if (entry === undefined) return [];
-    const validate = this.#compile(entry.schema);
+    const validate = await this.#compile(entry.schema);
     if (validate(job.args)) return [];
     const violations = (validate.errors ?? []).map((e: ErrorObject) => ({
       path: `args${e.instancePath.replaceAll('/', '.').replace(/\.(\d+)/g, '[$1]')}`,

@@ -39,6 +39,7 @@ const ROLES: Record<string, Role[]> = {
   Heartbeat: WORKER,
   StreamJobs: WORKER,
   AckBatch: WORKER,
+  HeartbeatMany: WORKER,
 };
 
 function presentedKey(metadata: grpc.Metadata): string | undefined {

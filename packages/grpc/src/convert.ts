@@ -11,12 +11,9 @@ import {
   isObject,
   type JobRecord,
   type OjsEvent,
-  parseIsoDuration,
   toIso,
-  type UniquePolicy,
   type WorkflowRecord,
   type WorkflowStepState,
-  withCodecMirror,
 } from '@ojs/core';
 import {
   fromDuration,
@@ -27,13 +24,10 @@ import {
   type PbStruct,
   type PbTimestamp,
   type PbValue,
-  resultToStruct,
   stateFromProto,
-  stateToProto,
   toDuration,
   toStruct,
   toTimestamp,
-  toValue,
 } from '@ojs/sdk/proto-wire';
 
 type Obj = Record<string, unknown>;
@@ -47,91 +41,7 @@ function requestDuration(value: unknown, field: string): number | undefined {
   return ms;
 }
 
-/** ISO 8601 duration text (as the engine stores retry intervals) -> Duration. */
-function isoToDuration(text: string | undefined): PbDuration | undefined {
-  if (text === undefined) return undefined;
-  const ms = parseIsoDuration(text);
-  return ms === null ? undefined : toDuration(ms);
-}
-
-const CONFLICT_TO_PROTO: Record<UniquePolicy['on_conflict'], string> = {
-  reject: 'UNIQUE_CONFLICT_ACTION_REJECT',
-  replace: 'UNIQUE_CONFLICT_ACTION_REPLACE',
-  ignore: 'UNIQUE_CONFLICT_ACTION_IGNORE',
-  replace_except_schedule: 'UNIQUE_CONFLICT_ACTION_REPLACE_EXCEPT_SCHEDULE',
-};
-
 // ------------------------------------------------------------ jobs
-
-/** The trace id a job carries: `meta.trace_id`, else the trace-id part of `meta.traceparent`. */
-function traceIdOf(meta: Obj): string | undefined {
-  if (typeof meta.trace_id === 'string') return meta.trace_id;
-  if (typeof meta.traceparent === 'string') return meta.traceparent.split('-')[1];
-  return undefined;
-}
-
-export function jobToProto(job: JobRecord): Obj {
-  const retry = job.retry;
-  const out: Obj = {
-    id: job.id,
-    type: job.type,
-    queue: job.queue,
-    args: job.args.map(toValue),
-    meta: toStruct(withCodecMirror(job.meta)),
-    state: stateToProto(job.state),
-    priority: job.priority,
-    attempt: job.attempt,
-    max_attempts: retry.max_attempts,
-    retry_policy: {
-      max_attempts: retry.max_attempts,
-      initial_interval: isoToDuration(retry.initial_interval),
-      backoff_coefficient: retry.backoff_coefficient,
-      max_interval: isoToDuration(retry.max_interval),
-      jitter: retry.jitter,
-      non_retryable_errors: retry.non_retryable_errors,
-      on_exhaustion: retry.on_exhaustion,
-    },
-    errors: job.errors.map((error) => ({
-      code: error.type ?? error.code,
-      message: error.message,
-      retryable: error.retryable ?? false,
-      attempt: error.attempt,
-      occurred_at: toTimestamp(error.occurred_at),
-      backtrace: error.backtrace?.join('\n') ?? '',
-      details: error.details === undefined ? undefined : toStruct(error.details),
-    })),
-    created_at: toTimestamp(job.created_at),
-    enqueued_at: toTimestamp(job.enqueued_at),
-    scheduled_at: toTimestamp(job.scheduled_at),
-    started_at: toTimestamp(job.started_at),
-    completed_at: toTimestamp(job.completed_at ?? job.cancelled_at ?? job.discarded_at),
-    expires_at: toTimestamp(job.expires_at),
-    timeout: toDuration(job.timeout_ms),
-    visibility_timeout: toDuration(job.visibility_timeout_ms),
-    tags: job.tags ?? [],
-    trace_id: traceIdOf(job.meta) ?? '',
-    workflow_id: job.workflow_id ?? '',
-    specversion: '1.0',
-  };
-  if (job.unique !== undefined) {
-    out.unique_policy = {
-      key: job.unique.keys,
-      period: toDuration(job.unique.period_ms),
-      on_conflict: CONFLICT_TO_PROTO[job.unique.on_conflict],
-      states: job.unique.states.map(stateToProto),
-      args_keys: job.unique.args_keys ?? [],
-      meta_keys: job.unique.meta_keys ?? [],
-    };
-  }
-  if (job.result !== undefined) out.result = resultToStruct(job.result);
-  // ojs-ts extension fields 1001-1003 (job.proto): a workflow step's inputs.
-  if (job.parent_results !== undefined) out.parent_results = job.parent_results.map(toValue);
-  if (job.parent_results_by_step !== undefined) {
-    out.parent_results_by_step = toStruct(job.parent_results_by_step);
-  }
-  if (job.workflow_step_id !== undefined) out.workflow_step_id = job.workflow_step_id;
-  return out;
-}
 
 /** Request context that becomes part of an enqueued job (trace context from metadata). */
 export interface EnqueueContext {

@@ -9,6 +9,7 @@
 import * as grpc from '@grpc/grpc-js';
 import {
   type AuthConfig,
+  boundedArray,
   checkRequestJson,
   checkRequestText,
   type FailureReport,
@@ -18,6 +19,7 @@ import {
   isUuidv7,
   type JobRecord,
   MAX_ATTEMPTS,
+  MAX_HEARTBEAT_JOBS,
   MAX_PATH_PARAM_BYTES,
   MAX_VISIBILITY_TIMEOUT_MS,
   notFound,
@@ -32,6 +34,7 @@ import {
   ackBatchResponse,
   type Engine,
   type EnqueueManyOutcome,
+  type HeartbeatResult,
   healthStatus,
   type NackRequest,
   offsetPagination,
@@ -43,6 +46,7 @@ import {
   fromStruct,
   type PbDuration,
   type PbStruct,
+  ProtoWriter,
   stateToProto,
   toStruct,
   toTimestamp,
@@ -52,12 +56,11 @@ import { authorize, callTenant } from './auth.ts';
 import {
   type EnqueueContext,
   enqueueBody,
-  jobToProto,
   optionsToProto,
   workflowBody,
   workflowToProto,
 } from './convert.ts';
-import { ojsService } from './proto.ts';
+import { jobReply, jobsReply, writeJob } from './job-codec.ts';
 import { fetchReply, receiveLimit } from './reply-limits.ts';
 import { throwIfRefused } from './request-limits.ts';
 import { errorInfoMetadata, grpcStatusOfError, toServiceError } from './status.ts';
@@ -175,23 +178,32 @@ function pushBody(
   return body;
 }
 
-/** One EnqueueMany result: what the item's own Enqueue call would have answered. */
-function enqueueManyResult(outcome: EnqueueManyOutcome, requestId: string): Obj {
-  switch (outcome.status) {
-    case 'created':
-    case 'existing':
-      return { status: outcome.status, job: jobToProto(outcome.job) };
-    case 'dropped':
-      return { status: 'dropped' };
-    case 'error':
-      return {
-        status: 'error',
-        code: grpcStatusOfError(outcome.error),
-        error_code: outcome.error.code,
-        error_message: outcome.error.message,
-        error_metadata: errorInfoMetadata(outcome.error, requestId),
-      };
+/**
+ * EnqueueManyResponse: each result what the item's own Enqueue call would
+ * have answered (ojsts.v1.EnqueueManyResult: status 1, job 2, code 3,
+ * error_code 4, error_message 5, error_metadata 6).
+ */
+function enqueueManyReply(outcomes: readonly EnqueueManyOutcome[], requestId: string): Buffer {
+  const w = new ProtoWriter();
+  for (const outcome of outcomes) {
+    const mark = w.begin(1);
+    w.string(1, outcome.status);
+    if (outcome.status === 'created' || outcome.status === 'existing') {
+      writeJob(w, 2, outcome.job);
+    } else if (outcome.status === 'error') {
+      w.intField(3, grpcStatusOfError(outcome.error));
+      w.text(4, outcome.error.code);
+      w.text(5, outcome.error.message);
+      for (const [key, value] of Object.entries(errorInfoMetadata(outcome.error, requestId))) {
+        const entry = w.begin(6);
+        w.string(1, key);
+        w.string(2, value);
+        w.end(entry);
+      }
+    }
+    w.end(mark);
   }
+  return w.finish();
 }
 
 /** proto JobError -> the engine's failure report (X-7: `code` is the error class, G-4). */
@@ -240,6 +252,30 @@ const DIRECTIVE_TO_PROTO: Record<string, string> = {
   terminate: 'WORKER_STATE_TERMINATE',
 };
 
+/** What a beat tells its worker: a draining server, to finish up (features §11 S: TERMINATE first). */
+function directedState(engine: Engine, result: HeartbeatResult): string {
+  return engine.draining
+    ? 'WORKER_STATE_TERMINATE'
+    : (DIRECTIVE_TO_PROTO[result.state] ?? 'WORKER_STATE_RUNNING');
+}
+
+/** A heartbeat's extend_by in ms, within the lease limits. */
+function extendByOf(request: Obj): number | undefined {
+  const extendBy = fromDuration(request.extend_by as PbDuration | undefined);
+  if (extendBy !== undefined && (extendBy < 1 || extendBy > MAX_VISIBILITY_TIMEOUT_MS)) {
+    throw invalidRequest(`extend_by must be between 1 ms and ${MAX_VISIBILITY_TIMEOUT_MS} ms.`, {
+      field: 'extend_by',
+    });
+  }
+  return extendBy;
+}
+
+function workerStateOf(request: Obj): 'running' | 'quiet' | 'terminate' | undefined {
+  return typeof request.current_state === 'string'
+    ? WORKER_STATE_FROM_PROTO[request.current_state]
+    : undefined;
+}
+
 /** The cursor of the offset-paged listings: the offset as decimal text. */
 function offsetCursor(cursor: unknown): number {
   if (cursor === undefined || cursor === '') return 0;
@@ -284,10 +320,9 @@ export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj | Buffe
 
 export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
   const { engine, streams } = ctx;
-  const job = (record: JobRecord) => ({ job: jobToProto(record) });
+  const job = (record: JobRecord) => jobReply(record);
   // Concurrent Enqueue, Ack and Nack calls share store calls in the engine
   // (decision 0100), as the HTTP binding's single requests do.
-  const encodeFetch = ojsService().Fetch!.responseSerialize;
 
   return {
     async Manifest() {
@@ -332,7 +367,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         jobs: entries.map((entry) => enqueueBody(entry, context, defaults)),
       });
       const jobs = await engine.enqueueBatch(bodies, {}, call.tenant);
-      return { jobs: jobs.map(jobToProto), count: jobs.length, errors: {} };
+      return jobsReply(jobs, { count: jobs.length });
     },
 
     async GetJob(request, call) {
@@ -377,7 +412,7 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
         // Fair scheduling: FetchRequest has no pool field; ours in metadata, like x-ojs-wait-ms.
         pool: poolOf(meta(call, 'x-ojs-pool')),
       });
-      return fetchReply(engine, jobs, limit, (job) => encodeFetch({ jobs: [jobToProto(job)] }));
+      return fetchReply(engine, jobs, limit, (job) => jobsReply([job]));
     },
 
     async Ack(request, call) {
@@ -425,32 +460,16 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       const id = requiredId(request, 'id');
       const workerId = validateWorkerId(request.worker_id || undefined);
       const perJob = id !== workerId;
-      const extendBy = fromDuration(request.extend_by as PbDuration | undefined);
-      if (extendBy !== undefined && (extendBy < 1 || extendBy > MAX_VISIBILITY_TIMEOUT_MS)) {
-        throw invalidRequest(
-          `extend_by must be between 1 ms and ${MAX_VISIBILITY_TIMEOUT_MS} ms.`,
-          { field: 'extend_by' },
-        );
-      }
-      const state =
-        typeof request.current_state === 'string'
-          ? WORKER_STATE_FROM_PROTO[request.current_state]
-          : undefined;
       const result = await engine.heartbeat({
         workerId,
         jobIds: perJob ? [id] : [],
-        workerState: state,
-        visibilityTimeoutMs: extendBy,
+        workerState: workerStateOf(request),
+        visibilityTimeoutMs: extendByOf(request),
         // A worker beating N jobs sends N + 1 beats: only its own is a registry write.
         recordWorker: !perJob,
         tenant: call.tenant?.id,
       });
-      const out: Obj = {
-        // A draining server tells its workers to finish up (features §11 S: TERMINATE first).
-        directed_state: engine.draining
-          ? 'WORKER_STATE_TERMINATE'
-          : (DIRECTIVE_TO_PROTO[result.state] ?? 'WORKER_STATE_RUNNING'),
-      };
+      const out: Obj = { directed_state: directedState(engine, result) };
       if (!perJob) return out;
       if (result.jobsCancelled.includes(id)) {
         throw new OjsError('conflict', `Job '${id}' was cancelled; stop working on it.`, {
@@ -533,13 +552,12 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       // A query parameter in the HTTP binding.
       if (queue !== undefined) checkRequestText('queue', queue, Number.POSITIVE_INFINITY);
       const page = await engine.listDeadLetter(queue, limit, offset, call.tenant);
-      return {
-        jobs: page.items.map(jobToProto),
-        total_count: page.total,
-        next_cursor: offsetPagination(page.total, limit, offset, page.items.length).has_more
+      return jobsReply(page.items, {
+        count: page.total,
+        nextCursor: offsetPagination(page.total, limit, offset, page.items.length).has_more
           ? String(offset + limit)
           : '',
-      };
+      });
     },
 
     async RetryDeadLetter(request, call) {
@@ -678,7 +696,27 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
           outcomes[positions[k]!] = outcome;
         }
       }
-      return { results: outcomes.map((outcome) => enqueueManyResult(outcome, call.requestId)) };
+      return enqueueManyReply(outcomes, call.requestId);
+    },
+
+    async HeartbeatMany(request, call) {
+      // The BEAT of POST /ojs/v1/workers/heartbeat: the worker and all its jobs in one call.
+      const { job_ids: jobIds } = checked({
+        worker_id: request.worker_id,
+        job_ids: Array.isArray(request.job_ids) ? (request.job_ids as string[]) : [],
+      });
+      const result = await engine.heartbeat({
+        workerId: validateWorkerId(request.worker_id || undefined),
+        jobIds: boundedArray(jobIds, 'job_ids', MAX_HEARTBEAT_JOBS) as string[],
+        workerState: workerStateOf(request),
+        visibilityTimeoutMs: extendByOf(request),
+        tenant: call.tenant?.id,
+      });
+      return {
+        directed_state: directedState(engine, result),
+        jobs_extended: result.jobsExtended,
+        jobs_cancelled: result.jobsCancelled,
+      };
     },
 
     async AckBatch(request, call) {

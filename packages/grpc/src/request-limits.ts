@@ -37,14 +37,19 @@ class StrictReader extends protobuf.BufferReader {
 
 const REFUSED = Symbol('ojs.refused');
 
-/** A method's request decoder with the checks above. */
+/**
+ * A method's request decoder with the checks above: proto-loader's, or the
+ * method's own reader (enqueue-codec.ts), which reads strings as strictly.
+ */
 function limitedDeserializer(
   deserialize: grpc.deserialize<unknown>,
   maxBodyBytes: number,
+  own: ((bytes: Buffer) => unknown) | undefined,
 ): grpc.deserialize<unknown> {
   return (bytes) => {
     try {
       if (bytes.length > maxBodyBytes) throw requestTooLarge(maxBodyBytes);
+      if (own !== undefined) return own(bytes);
       // proto-loader hands its argument to protobufjs's decode, which takes
       // a reader in place of bytes.
       return deserialize(new StrictReader(bytes) as unknown as Buffer);
@@ -59,17 +64,22 @@ function limitedDeserializer(
   };
 }
 
-/** A service whose requests are decoded with the checks above. */
+/** A service whose requests are decoded with the checks above (`readers`: methods' own). */
 export function withRequestLimits(
   service: grpc.ServiceDefinition,
   maxBodyBytes: number,
+  readers: Record<string, (bytes: Buffer) => unknown> = {},
 ): grpc.ServiceDefinition {
   return Object.fromEntries(
     Object.entries(service).map(([name, method]) => [
       name,
       {
         ...method,
-        requestDeserialize: limitedDeserializer(method.requestDeserialize, maxBodyBytes),
+        requestDeserialize: limitedDeserializer(
+          method.requestDeserialize,
+          maxBodyBytes,
+          readers[name],
+        ),
       },
     ]),
   );

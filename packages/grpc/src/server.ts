@@ -12,6 +12,11 @@ import { buildManifest, type Engine } from '@ojs/engine';
 import { HealthImplementation } from 'grpc-health-check';
 import { authorize, callTenant } from './auth.ts';
 import {
+  decodeEnqueueBatchRequest,
+  decodeEnqueueManyRequest,
+  decodeEnqueueRequest,
+} from './enqueue-codec.ts';
+import {
   type BindingContext,
   extensionHandlers,
   logUnexpected,
@@ -143,7 +148,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     eventStreams.serve(engine, call, ready, tenant),
   );
   server.addService(
-    withEncodedReplies(withRequestLimits(ojsService(), maxBodyBytes)),
+    withEncodedReplies(
+      withRequestLimits(ojsService(), maxBodyBytes, {
+        Enqueue: decodeEnqueueRequest,
+        EnqueueBatch: decodeEnqueueBatchRequest,
+      }),
+    ),
     implementation,
   );
   // ojs-ts extensions in their own service (decision 0047).
@@ -151,7 +161,14 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   for (const [name, handler] of Object.entries(extensionHandlers(ctx))) {
     extensions[name] = wrapUnary(ctx, name, handler, level);
   }
-  server.addService(withRequestLimits(extensionsService(), maxBodyBytes), extensions);
+  server.addService(
+    withEncodedReplies(
+      withRequestLimits(extensionsService(), maxBodyBytes, {
+        EnqueueMany: decodeEnqueueManyRequest,
+      }),
+    ),
+    extensions,
+  );
 
   // grpc.health.v1: "" and the OJS service follow the store's health.
   const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE_NAME]: 'NOT_SERVING' });

@@ -15,8 +15,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { checkRequestJson, invalidRequest, validateQueueName, validateWorkerId } from '@ojs/core';
 import type { Engine } from '@ojs/engine';
-import { jobToProto } from './convert.ts';
-import { ojsService } from './proto.ts';
+import { jobMessage } from './job-codec.ts';
 import { receiveLimit, releaseQuietly, tooLargeForClient } from './reply-limits.ts';
 import { Waker } from './waker.ts';
 
@@ -134,7 +133,7 @@ class JobStream {
       for (const [index, job] of jobs.entries()) {
         // Claimed after the stream went away: the lease brings it back.
         if (this.#closed) break;
-        const message = encodeJob(jobToProto(job));
+        const message = jobMessage(job);
         if (message.length > this.#receiveLimit) {
           // Skipped, it would be claimed again at once: the stream ends instead.
           await releaseQuietly(engine, jobs.slice(index));
@@ -148,9 +147,6 @@ class JobStream {
     }
   }
 }
-
-/** A Job message's bytes, so its size is known before it is written. */
-const encodeJob = (job: Obj): Buffer => ojsService().StreamJobs!.responseSerialize(job);
 
 /** The open StreamJobs calls of one server. */
 export class JobStreams {

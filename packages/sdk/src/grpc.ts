@@ -27,25 +27,30 @@ import {
   UnsupportedFeatureError,
 } from './errors.ts';
 import { isObject } from './generated/is-object.ts';
-import { parseAckBatchResults, toPushBody } from './http.ts';
 import {
-  fromDuration,
+  decodeEnqueueManyResponse,
+  decodeJobReply,
+  decodeJobsReply,
+  type EnqueueManyResult,
+  encodeEnqueueBatchRequest,
+  encodeEnqueueManyItem,
+  encodeEnqueueRequest,
+} from './grpc-messages.ts';
+import { parseAckBatchResults, toPushBody } from './http.ts';
+import { ProtoReader } from './proto-codec.ts';
+import {
   fromStruct,
   fromValue,
   LOADER_OPTIONS,
-  type PbDuration,
   type PbStruct,
   type PbTimestamp,
   type PbValue,
   PROTO_FILES,
   resultToStruct,
   stateFromProto,
-  stateToProto,
   timestampText,
   toDuration,
   toStruct,
-  toTimestamp,
-  toValue,
 } from './proto-wire.ts';
 import { TurnBatch } from './turn-batch.ts';
 import type {
@@ -128,7 +133,7 @@ interface ServiceError extends Error {
 }
 
 type UnaryMethod = (
-  request: Obj,
+  request: unknown,
   metadata: unknown,
   options: { deadline: number },
   callback: (error: ServiceError | null, response: Obj) => void,
@@ -163,15 +168,134 @@ const STATUS_HTTP: Record<number, number> = {
 // @ts-ignore TS1343: the CommonJS emit of the SDK compiles this file too; its export is ESM only.
 const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
 
+const SERVICE = 'ojs.v1.OJSService';
+const EXTENSIONS = 'ojsts.v1.WorkerExtensions';
+
+/** A method of a @grpc/proto-loader package definition. */
+interface MethodDefinition {
+  requestSerialize(value: unknown): Buffer;
+  requestDeserialize(bytes: Buffer): Obj;
+  responseSerialize(value: unknown): Buffer;
+  responseDeserialize(bytes: Buffer): Obj;
+  [key: string]: unknown;
+}
+type Definition = Record<string, Record<string, MethodDefinition>>;
+
+/**
+ * The methods a job crosses get the codecs of grpc-messages.ts (decision
+ * 0107): their requests are PUSH bodies, their replies hold jobs already
+ * as the HTTP binding's objects. The other methods keep proto-loader's.
+ */
+function withWireCodecs(definition: Definition): void {
+  const codec = (
+    service: string,
+    method: string,
+    request: ((value: never) => Buffer) | undefined,
+    response: (bytes: Buffer) => object,
+  ) => {
+    const current = definition[service]![method]!;
+    definition[service]![method] = {
+      ...current,
+      requestSerialize: (request ??
+        current.requestSerialize) as MethodDefinition['requestSerialize'],
+      responseDeserialize: response as MethodDefinition['responseDeserialize'],
+    };
+  };
+  codec(SERVICE, 'Enqueue', (bytes: Buffer) => bytes, decodeJobReply);
+  codec(
+    SERVICE,
+    'EnqueueBatch',
+    (bytes: Buffer) => bytes,
+    (bytes) => decodeJobsReply(bytes),
+  );
+  for (const method of ['GetJob', 'CancelJob', 'ActivateJob', 'RetryDeadLetter']) {
+    codec(SERVICE, method, undefined, decodeJobReply);
+  }
+  codec(SERVICE, 'Fetch', undefined, (bytes) => decodeJobsReply(bytes));
+  codec(SERVICE, 'ListDeadLetter', undefined, (bytes) => decodeJobsReply(bytes, true));
+  // Requests written before the call (a body that cannot be written fails
+  // there, alone): Enqueue and EnqueueBatch get bytes, EnqueueMany its items' bytes.
+  codec(
+    EXTENSIONS,
+    'EnqueueMany',
+    (items: Buffer[]) => Buffer.concat(items),
+    decodeEnqueueManyResponse,
+  );
+}
+
+type ClientConstructor = new (address: string, credentials: unknown, options: Obj) => Client;
+
+interface Protocol {
+  grpc: GrpcModule;
+  services: { OJSService: ClientConstructor; WorkerExtensions: ClientConstructor };
+  /** EnqueueRequest bytes -> proto-loader's message object (cron and workflow requests). */
+  enqueueMessage(bytes: Buffer): Obj;
+}
+
+let protocol: Promise<Protocol> | undefined;
+
+/**
+ * @grpc/grpc-js and the ojs.v1 protocol, loaded once per process on the
+ * first call of any GrpcTransport (parsing the .proto files costs about
+ * 0.1 s of CPU; every transport shares the result).
+ */
+function loadProtocol(): Promise<Protocol> {
+  protocol ??= (async () => {
+    let grpc: GrpcModule;
+    let loader: { loadSync(files: string[], options: Obj): Obj };
+    try {
+      const grpcName = '@grpc/grpc-js';
+      const loaderName = '@grpc/proto-loader';
+      grpc = (await import(grpcName)) as GrpcModule;
+      loader = (await import(loaderName)) as typeof loader;
+    } catch (error) {
+      protocol = undefined;
+      throw new UnsupportedFeatureError(
+        'The gRPC transport needs @grpc/grpc-js and @grpc/proto-loader: npm install @grpc/grpc-js @grpc/proto-loader',
+        { code: 'unsupported', cause: error },
+      );
+    }
+    const definition = loader.loadSync(PROTO_FILES, {
+      ...LOADER_OPTIONS,
+      includeDirs: [PROTO_DIR],
+    }) as Definition;
+    const enqueueMessage = definition[SERVICE]!.Enqueue!.requestDeserialize;
+    withWireCodecs(definition);
+    const loaded = grpc.loadPackageDefinition(definition) as {
+      ojs: { v1: { OJSService: ClientConstructor } };
+      ojsts: { v1: { WorkerExtensions: ClientConstructor } };
+    };
+    return {
+      grpc,
+      services: {
+        OJSService: loaded.ojs.v1.OJSService,
+        WorkerExtensions: loaded.ojsts.v1.WorkerExtensions,
+      },
+      enqueueMessage,
+    };
+  })();
+  return protocol;
+}
+
 /** The largest message this transport's channel accepts (a fetched batch of big jobs). */
 const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
 
 export class GrpcTransport implements Transport {
   readonly kind = 'grpc';
   readonly #options: GrpcTransportOptions;
-  #loading: Promise<{ grpc: GrpcModule; client: Client; extensions: Client }> | undefined;
+  #loading:
+    | Promise<{
+        grpc: GrpcModule;
+        client: Client;
+        extensions: Client;
+        /** EnqueueRequest bytes -> proto-loader's message object (cron and workflow requests). */
+        enqueueMessage(bytes: Buffer): Obj;
+      }>
+    | undefined;
   /** False once the server answered EnqueueMany with UNIMPLEMENTED (not ojs-ts, or older). */
   #enqueueMany: boolean;
+  /** False once the server answered HeartbeatMany with UNIMPLEMENTED: one Heartbeat per id. */
+  #heartbeatMany = true;
   /** Pushes of this turn, sent together after it. */
   readonly #pushes = new TurnBatch<QueuedPush>((queue) => this.#flushPushes(queue));
 
@@ -185,30 +309,7 @@ export class GrpcTransport implements Transport {
 
   #load() {
     this.#loading ??= (async () => {
-      let grpc: GrpcModule;
-      let loader: {
-        loadSync(files: string[], options: Obj): Obj;
-      };
-      try {
-        const grpcName = '@grpc/grpc-js';
-        const loaderName = '@grpc/proto-loader';
-        grpc = (await import(grpcName)) as GrpcModule;
-        loader = (await import(loaderName)) as typeof loader;
-      } catch (error) {
-        throw new UnsupportedFeatureError(
-          'The gRPC transport needs @grpc/grpc-js and @grpc/proto-loader: npm install @grpc/grpc-js @grpc/proto-loader',
-          { code: 'unsupported', cause: error },
-        );
-      }
-      const definition = loader.loadSync(PROTO_FILES, {
-        ...LOADER_OPTIONS,
-        includeDirs: [PROTO_DIR],
-      });
-      type Ctor = new (address: string, credentials: unknown, options: Obj) => Client;
-      const loaded = grpc.loadPackageDefinition(definition) as {
-        ojs: { v1: { OJSService: Ctor } };
-        ojsts: { v1: { WorkerExtensions: Ctor } };
-      };
+      const { grpc, services, enqueueMessage } = await loadProtocol();
       const tls = this.#options.tls;
       const pem = (v: Uint8Array | string | undefined) =>
         v === undefined ? null : Buffer.from(v as Uint8Array);
@@ -218,25 +319,21 @@ export class GrpcTransport implements Transport {
           ? grpc.credentials.createInsecure()
           : grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert)));
       const channelOptions = { 'grpc.max_receive_message_length': MAX_RECEIVE_BYTES };
-      const client = new loaded.ojs.v1.OJSService(
-        this.#options.address,
-        credentials,
-        channelOptions,
-      );
+      const client = new services.OJSService(this.#options.address, credentials, channelOptions);
       // Same target and options: grpc-js shares one connection between the two.
-      const extensions = new loaded.ojsts.v1.WorkerExtensions(
+      const extensions = new services.WorkerExtensions(
         this.#options.address,
         credentials,
         channelOptions,
       );
-      return { grpc, client, extensions };
+      return { grpc, client, extensions, enqueueMessage };
     })();
     return this.#loading;
   }
 
   async #call(
     method: string,
-    request: Obj,
+    request: object,
     options: RequestOptions & {
       metadata?: Record<string, string>;
       extraMs?: number;
@@ -334,28 +431,25 @@ export class GrpcTransport implements Transport {
   async #pushMany(queued: QueuedPush[]): Promise<void> {
     // A push whose envelope cannot be turned into a message fails alone, as it would sent alone.
     const items: QueuedPush[] = [];
-    const messages: Obj[] = [];
+    const messages: Buffer[] = [];
     for (const item of queued) {
       try {
         const body = toPushBody(item.envelope);
-        messages.push({
-          id: typeof body.id === 'string' ? body.id : '',
-          job: enqueueRequest(body),
-        });
+        messages.push(encodeEnqueueManyItem(typeof body.id === 'string' ? body.id : '', body));
         items.push(item);
       } catch (error) {
         item.reject(error);
       }
     }
     if (items.length === 0) return;
-    let results: Obj[];
+    let results: EnqueueManyResult[];
     try {
-      const response = await this.#call('EnqueueMany', { items: messages }, { extension: true });
-      results = Array.isArray(response.results) ? (response.results as Obj[]) : [];
+      const response = await this.#call('EnqueueMany', messages, { extension: true });
+      results = (response as { results: EnqueueManyResult[] }).results;
     } catch (error) {
       // UNIMPLEMENTED (no ErrorInfo): a server without the extension stored
       // nothing; these pushes and later ones go one call each.
-      if (error instanceof OjsError && (error.cause as ServiceError | undefined)?.code === 12) {
+      if (unimplemented(error)) {
         this.#enqueueMany = false;
         for (const item of items) this.#pushOne(item.envelope).then(item.resolve, item.reject);
         return;
@@ -376,18 +470,15 @@ export class GrpcTransport implements Transport {
       } else if (result.status === 'error') {
         item.reject(
           errorFromInfo(
-            Number(result.code ?? 0),
-            String(result.error_message ?? ''),
-            {
-              reason: String(result.error_code ?? ''),
-              metadata: (result.error_metadata as Record<string, string> | undefined) ?? {},
-            },
+            result.code,
+            result.error_message,
+            { reason: result.error_code, metadata: result.error_metadata },
             'Enqueue',
           ),
         );
-      } else if (isObject(result.job)) {
+      } else if (result.job !== undefined) {
         item.resolve({
-          job: jobFromProto(result.job),
+          job: result.job,
           status: result.status === 'existing' ? 'existing' : 'created',
         });
       } else {
@@ -401,30 +492,44 @@ export class GrpcTransport implements Transport {
     const metadata: Record<string, string> = {};
     // The protocol has no job id: our server takes it from the idempotency key.
     if (typeof body.id === 'string') metadata['x-ojs-idempotency-key'] = body.id;
-    const response = await this.#call('Enqueue', enqueueRequest(body), { ...options, metadata });
-    if (!isObject(response.job)) return { job: null, status: 'dropped' };
-    return { job: jobFromProto(response.job), status: 'created' };
+    const request = encodeEnqueueRequest(body);
+    const { job } = (await this.#call('Enqueue', request, { ...options, metadata })) as {
+      job?: Job;
+    };
+    if (job === undefined) return { job: null, status: 'dropped' };
+    return { job, status: 'created' };
   }
 
   async pushBatch(envelopes: JobEnvelope[], options?: RequestOptions): Promise<Job[]> {
-    const response = await this.#call(
-      'EnqueueBatch',
-      { jobs: envelopes.map((e) => enqueueRequest(toPushBody(e))) },
-      options,
-    );
-    return ((response.jobs as Obj[]) ?? []).map(jobFromProto);
+    // Written before the call: a body that cannot be written fails here, not in grpc-js.
+    const request = encodeEnqueueBatchRequest({ bodies: envelopes.map((e) => toPushBody(e)) });
+    const response = await this.#call('EnqueueBatch', request, options);
+    return (response as { jobs: Job[] }).jobs;
+  }
+
+  /** A call whose reply is `Job job = 1`. */
+  async #job(method: string, id: string, options?: RequestOptions): Promise<Job> {
+    const { job } = (await this.#call(method, { job_id: id }, options)) as { job?: Job };
+    if (job === undefined) {
+      throw new OjsError(`${method}: the server sent no job.`, {
+        code: 'invalid_response',
+        operation: method,
+        jobId: id,
+      });
+    }
+    return job;
   }
 
   async getJob(id: string, options?: RequestOptions): Promise<Job> {
-    return jobFromProto((await this.#call('GetJob', { job_id: id }, options)).job as Obj);
+    return this.#job('GetJob', id, options);
   }
 
   async cancelJob(id: string, options?: RequestOptions): Promise<Job> {
-    return jobFromProto((await this.#call('CancelJob', { job_id: id }, options)).job as Obj);
+    return this.#job('CancelJob', id, options);
   }
 
   async activateJob(id: string, options?: RequestOptions): Promise<Job> {
-    return jobFromProto((await this.#call('ActivateJob', { job_id: id }, options)).job as Obj);
+    return this.#job('ActivateJob', id, options);
   }
 
   // ------------------------------------------------------------ worker protocol
@@ -445,7 +550,7 @@ export class GrpcTransport implements Transport {
       { queues: request.queues, count: request.count, worker_id: request.worker_id ?? '' },
       { ...options, metadata, extraMs: request.wait_ms ?? 0 },
     );
-    return ((response.jobs as Obj[]) ?? []).map(jobFromProto);
+    return (response as { jobs: Job[] }).jobs;
   }
 
   async ack(request: AckRequest, options?: RequestOptions): Promise<Obj> {
@@ -516,12 +621,37 @@ export class GrpcTransport implements Transport {
   }
 
   /**
-   * The protocol beats one id at a time (grpc-proto G-6): one worker-level
+   * One ojsts.v1.WorkerExtensions/HeartbeatMany call, the HTTP binding's
+   * BEAT (decision 0107). A server without it (UNIMPLEMENTED) gets what
+   * the protocol says, one id at a time (grpc-proto G-6): one worker-level
    * beat, then one per active job. A job whose beat is refused because it
    * was cancelled is reported cancelled; one refused otherwise lost its lease.
    */
   async heartbeat(request: HeartbeatRequest, options?: RequestOptions): Promise<HeartbeatResponse> {
     const state = `WORKER_STATE_${request.state.toUpperCase()}`;
+    if (this.#heartbeatMany) {
+      try {
+        const beat = await this.#call(
+          'HeartbeatMany',
+          {
+            worker_id: request.worker_id,
+            job_ids: request.active_job_ids,
+            extend_by: toDuration(request.visibility_timeout_ms),
+            current_state: state,
+          },
+          { ...options, extension: true },
+        );
+        return {
+          directive: directiveOf(beat.directed_state),
+          jobsExtended: (beat.jobs_extended as string[] | undefined) ?? [],
+          jobsCancelled: (beat.jobs_cancelled as string[] | undefined) ?? [],
+          raw: beat,
+        };
+      } catch (error) {
+        if (!unimplemented(error)) throw error;
+        this.#heartbeatMany = false;
+      }
+    }
     const worker = await this.#call(
       'Heartbeat',
       { id: request.worker_id, worker_id: request.worker_id, current_state: state },
@@ -551,13 +681,12 @@ export class GrpcTransport implements Transport {
         }
       }),
     );
-    const directed = String(worker.directed_state ?? '');
-    const directive = directed.endsWith('TERMINATE')
-      ? 'terminate'
-      : directed.endsWith('QUIET')
-        ? 'quiet'
-        : 'running';
-    return { directive, jobsExtended, jobsCancelled, raw: worker };
+    return {
+      directive: directiveOf(worker.directed_state),
+      jobsExtended,
+      jobsCancelled,
+      raw: worker,
+    };
   }
 
   // ------------------------------------------------------------ queues, dead letter
@@ -618,13 +747,13 @@ export class GrpcTransport implements Transport {
       },
       options,
     );
-    const items = ((response.jobs as Obj[]) ?? []).map(jobFromProto);
-    const next = typeof response.next_cursor === 'string' && response.next_cursor !== '';
-    return pageOf(items, query.limit ?? 50, offset, next, Number(response.total_count ?? 0));
+    const page = response as { jobs: Job[]; total_count?: number; next_cursor?: string };
+    const next = page.next_cursor !== undefined && page.next_cursor !== '';
+    return pageOf(page.jobs, query.limit ?? 50, offset, next, page.total_count ?? 0);
   }
 
   async retryDeadLetter(id: string, options?: RequestOptions): Promise<Job> {
-    return jobFromProto((await this.#call('RetryDeadLetter', { job_id: id }, options)).job as Obj);
+    return this.#job('RetryDeadLetter', id, options);
   }
 
   async deleteDeadLetter(id: string, options?: RequestOptions): Promise<void> {
@@ -635,7 +764,7 @@ export class GrpcTransport implements Transport {
 
   async registerCron(body: Obj, options?: RequestOptions): Promise<CronJob> {
     const template = isObject(body.job_template) ? body.job_template : body;
-    const request = enqueueRequest({
+    const request = await this.#enqueueMessage({
       type: template.type,
       args: template.args,
       meta: template.meta,
@@ -701,11 +830,12 @@ export class GrpcTransport implements Transport {
       );
     }
     const chain = body.type === 'chain';
+    const messages = await Promise.all(steps.map((step) => this.#enqueueMessage(step)));
     const request = {
       name: body.name ?? body.type ?? 'workflow',
       steps: steps.map((step, i) => ({
         id: typeof step.id === 'string' ? step.id : String(i),
-        ...enqueueRequest(step),
+        ...messages[i],
         depends_on: Array.isArray(step.depends_on)
           ? step.depends_on
           : chain && i > 0
@@ -738,11 +868,28 @@ export class GrpcTransport implements Transport {
     );
   }
 
+  /** A PUSH body as the EnqueueRequest fields of a cron entry or workflow step (one mapping: grpc-messages.ts). */
+  async #enqueueMessage(body: Obj): Promise<Obj> {
+    const { enqueueMessage } = await this.#load();
+    return enqueueMessage(encodeEnqueueRequest(body));
+  }
+
   async close(): Promise<void> {
     if (this.#loading === undefined) return;
     const loaded = await this.#loading.catch(() => undefined);
     loaded?.client.close();
   }
+}
+
+/** A call the server does not serve (UNIMPLEMENTED, no ErrorInfo): not ojs-ts, or older. */
+function unimplemented(error: unknown): boolean {
+  return error instanceof OjsError && (error.cause as ServiceError | undefined)?.code === 12;
+}
+
+/** A WorkerState a beat was answered with -> the worker's directive. */
+function directiveOf(directed: unknown): HeartbeatResponse['directive'] {
+  const text = String(directed ?? '');
+  return text.endsWith('TERMINATE') ? 'terminate' : text.endsWith('QUIET') ? 'quiet' : 'running';
 }
 
 /** A NACK's error as ojs.v1.JobError (`code` is the error class, G-4). */
@@ -782,163 +929,6 @@ function pageOf<T>(
       has_more: hasMore,
     },
   } as Page<T>;
-}
-
-/** A PUSH body (`toPushBody`) -> EnqueueRequest. */
-function enqueueRequest(body: Obj): Obj {
-  const o = isObject(body.options) ? body.options : {};
-  const options: Obj = {};
-  if (typeof o.queue === 'string') options.queue = o.queue;
-  if (typeof o.priority === 'number') options.priority = o.priority;
-  const at = o.delay_until ?? o.scheduled_at;
-  if (typeof at === 'string') options.delay_until = toTimestamp(at);
-  if (typeof o.timeout_ms === 'number') options.timeout = toDuration(o.timeout_ms);
-  if (typeof o.visibility_timeout_ms === 'number') {
-    options.visibility_timeout = toDuration(o.visibility_timeout_ms);
-  }
-  if (typeof o.expires_at === 'string') {
-    options.ttl = toDuration(Math.max(1, Date.parse(o.expires_at) - Date.now()));
-  }
-  if (Array.isArray(o.tags)) options.tags = o.tags;
-  if (isObject(o.retry)) options.retry = retryToProto(o.retry);
-  if (isObject(o.unique)) options.unique = uniqueToProto(o.unique);
-  if (o.pending === true) options.pending = true;
-  if (isObject(body.meta)) options.meta = toStruct(body.meta);
-  return {
-    type: body.type,
-    args: Array.isArray(body.args) ? body.args.map(toValue) : [],
-    options,
-  };
-}
-
-function isoMs(text: unknown): number | undefined {
-  if (typeof text !== 'string') return undefined;
-  const m =
-    /^P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$/.exec(
-      text,
-    );
-  if (m === null) return undefined;
-  const [, d, h, min, s] = m.map((x) => (x === undefined ? 0 : Number(x)));
-  return Math.round((((d! * 24 + h!) * 60 + min!) * 60 + s!) * 1000);
-}
-
-function isoText(ms: number | undefined): string | undefined {
-  if (ms === undefined) return undefined;
-  return `PT${ms / 1000}S`;
-}
-
-function retryToProto(retry: Obj): Obj {
-  const out: Obj = {};
-  if (typeof retry.max_attempts === 'number') out.max_attempts = retry.max_attempts;
-  const initial =
-    isoMs(retry.initial_interval) ?? (retry.initial_interval_ms as number | undefined);
-  if (initial !== undefined) out.initial_interval = toDuration(initial);
-  const max = isoMs(retry.max_interval) ?? (retry.max_interval_ms as number | undefined);
-  if (max !== undefined) out.max_interval = toDuration(max);
-  if (typeof retry.backoff_coefficient === 'number')
-    out.backoff_coefficient = retry.backoff_coefficient;
-  if (typeof retry.jitter === 'boolean') out.jitter = retry.jitter;
-  if (Array.isArray(retry.non_retryable_errors))
-    out.non_retryable_errors = retry.non_retryable_errors;
-  if (typeof retry.on_exhaustion === 'string') out.on_exhaustion = retry.on_exhaustion;
-  return out;
-}
-
-const CONFLICT: Record<string, string> = {
-  reject: 'UNIQUE_CONFLICT_ACTION_REJECT',
-  replace: 'UNIQUE_CONFLICT_ACTION_REPLACE',
-  ignore: 'UNIQUE_CONFLICT_ACTION_IGNORE',
-  replace_except_schedule: 'UNIQUE_CONFLICT_ACTION_REPLACE_EXCEPT_SCHEDULE',
-};
-
-function uniqueToProto(unique: Obj): Obj {
-  const out: Obj = {};
-  if (Array.isArray(unique.keys)) out.key = unique.keys;
-  const period = isoMs(unique.period);
-  if (period !== undefined) out.period = toDuration(period);
-  if (typeof unique.on_conflict === 'string' && CONFLICT[unique.on_conflict] !== undefined) {
-    out.on_conflict = CONFLICT[unique.on_conflict];
-  }
-  if (Array.isArray(unique.states)) out.states = unique.states.map((s) => stateToProto(String(s)));
-  if (Array.isArray(unique.args_keys)) out.args_keys = unique.args_keys;
-  if (Array.isArray(unique.meta_keys)) out.meta_keys = unique.meta_keys;
-  return out;
-}
-
-/** ojs.v1.Job -> the HTTP binding's job object. */
-export function jobFromProto(job: Obj): Job {
-  const out: Obj = {
-    specversion: job.specversion || '1.0',
-    id: job.id,
-    type: job.type,
-    queue: job.queue || 'default',
-    args: ((job.args as PbValue[]) ?? []).map(fromValue),
-    meta: fromStruct(job.meta as PbStruct) ?? {},
-    state: stateFromProto(job.state),
-    priority: Number(job.priority ?? 0),
-    attempt: Number(job.attempt ?? 0),
-    max_attempts: Number(job.max_attempts ?? 0),
-  };
-  for (const key of [
-    'created_at',
-    'enqueued_at',
-    'scheduled_at',
-    'started_at',
-    'completed_at',
-    'expires_at',
-  ]) {
-    const text = timestampText(job[key] as PbTimestamp);
-    if (text !== undefined) out[key] = text;
-  }
-  const timeout = fromDuration(job.timeout as PbDuration);
-  if (timeout !== undefined) out.timeout_ms = timeout;
-  const visibility = fromDuration(job.visibility_timeout as PbDuration);
-  if (visibility !== undefined) out.visibility_timeout_ms = visibility;
-  if (Array.isArray(job.tags) && job.tags.length > 0) out.tags = job.tags;
-  if (typeof job.workflow_id === 'string' && job.workflow_id !== '')
-    out.workflow_id = job.workflow_id;
-  // ojs-ts extension fields (job.proto 1001-1003): a workflow step's inputs.
-  if (Array.isArray(job.parent_results) && job.parent_results.length > 0) {
-    out.parent_results = (job.parent_results as PbValue[]).map(fromValue);
-  }
-  if (isObject(job.parent_results_by_step)) {
-    out.parent_results_by_step = fromStruct(job.parent_results_by_step as PbStruct);
-  }
-  if (typeof job.workflow_step_id === 'string' && job.workflow_step_id !== '') {
-    out.workflow_step_id = job.workflow_step_id;
-  }
-  if (isObject(job.retry_policy)) {
-    const r = job.retry_policy;
-    out.retry = {
-      max_attempts: r.max_attempts,
-      initial_interval: isoText(fromDuration(r.initial_interval as PbDuration)),
-      backoff_coefficient: r.backoff_coefficient,
-      max_interval: isoText(fromDuration(r.max_interval as PbDuration)),
-      jitter: r.jitter === true,
-      non_retryable_errors: r.non_retryable_errors ?? [],
-      on_exhaustion: r.on_exhaustion || 'discard',
-    };
-  }
-  if (isObject(job.result)) {
-    const result = fromStruct(job.result as PbStruct) ?? {};
-    const keys = Object.keys(result);
-    // A non-object result travels as {"value": ...} (Struct only, G-9).
-    out.result = keys.length === 1 && keys[0] === 'value' ? result.value : result;
-  }
-  const errors = ((job.errors as Obj[]) ?? []).map((e) => ({
-    code: e.code,
-    type: e.code,
-    message: e.message ?? '',
-    retryable: e.retryable === true,
-    attempt: Number(e.attempt ?? 0),
-    occurred_at: timestampText(e.occurred_at as PbTimestamp),
-    ...(isObject(e.details) ? { details: fromStruct(e.details as PbStruct) } : {}),
-  }));
-  if (errors.length > 0) {
-    out.errors = errors;
-    out.error = errors.at(-1);
-  }
-  return out as unknown as Job;
 }
 
 function cronFromProto(entry: Obj): CronJob {
@@ -986,75 +976,59 @@ function workflowFromProto(workflow: Obj): Workflow {
 /**
  * google.rpc.Status{details: Any[]} -> its ErrorInfo {reason, metadata},
  * read directly: proto-loader has no decoder for messages outside a service,
- * and these few fields need none.
+ * and these few fields need none. A malformed one counts as none.
  */
 function readErrorInfo(
   status: Uint8Array,
 ): { reason: string; metadata: Record<string, string> } | null {
-  for (const [field, value] of fields(status)) {
-    if (field !== 3 || !(value instanceof Uint8Array)) continue;
-    let typeUrl = '';
-    let payload: Uint8Array | undefined;
-    for (const [f, v] of fields(value)) {
-      if (f === 1 && v instanceof Uint8Array) typeUrl = new TextDecoder().decode(v);
-      if (f === 2 && v instanceof Uint8Array) payload = v;
-    }
-    if (!typeUrl.endsWith('google.rpc.ErrorInfo') || payload === undefined) continue;
-    let reason = '';
-    const metadata: Record<string, string> = {};
-    for (const [f, v] of fields(payload)) {
-      if (f === 1 && v instanceof Uint8Array) reason = new TextDecoder().decode(v);
-      if (f === 3 && v instanceof Uint8Array) {
-        let key = '';
-        let val = '';
-        for (const [mf, mv] of fields(v)) {
-          if (mf === 1 && mv instanceof Uint8Array) key = new TextDecoder().decode(mv);
-          if (mf === 2 && mv instanceof Uint8Array) val = new TextDecoder().decode(mv);
-        }
-        metadata[key] = val;
+  try {
+    const r = new ProtoReader(status);
+    while (r.pos < r.buf.length) {
+      const key = r.varint();
+      // Status.details (3): google.protobuf.Any {type_url = 1, value = 2}.
+      if (key !== 26) {
+        r.skip(key & 7);
+        continue;
       }
+      const end = r.limit();
+      let typeUrl = '';
+      let payload: [number, number] | undefined;
+      while (r.pos < end) {
+        const k = r.varint();
+        if (k === 10) typeUrl = r.string();
+        else if (k === 18) {
+          const valueEnd = r.limit();
+          payload = [r.pos, valueEnd];
+          r.pos = valueEnd;
+        } else r.skip(k & 7);
+      }
+      if (!typeUrl.endsWith('google.rpc.ErrorInfo') || payload === undefined) continue;
+      // ErrorInfo {reason = 1, domain = 2, map<string, string> metadata = 3}.
+      const info = new ProtoReader(r.buf.subarray(payload[0], payload[1]));
+      let reason = '';
+      const metadata: Record<string, string> = {};
+      while (info.pos < info.buf.length) {
+        const k = info.varint();
+        if (k === 10) reason = info.string();
+        else if (k === 26) {
+          const entryEnd = info.limit();
+          let name = '';
+          let value = '';
+          while (info.pos < entryEnd) {
+            const e = info.varint();
+            if (e === 10) name = info.string();
+            else if (e === 18) value = info.string();
+            else info.skip(e & 7);
+          }
+          metadata[name] = value;
+        } else info.skip(k & 7);
+      }
+      return { reason, metadata };
     }
-    return { reason, metadata };
+  } catch {
+    // Truncated or not protobuf: no ErrorInfo.
   }
   return null;
-}
-
-/** (field number, varint | bytes) pairs of one protobuf message. */
-function* fields(bytes: Uint8Array): Generator<[number, number | Uint8Array]> {
-  let i = 0;
-  const varint = () => {
-    let result = 0;
-    let shift = 0;
-    for (;;) {
-      const b = bytes[i++]!;
-      result += (b & 0x7f) * 2 ** shift;
-      if (b < 0x80) return result;
-      shift += 7;
-    }
-  };
-  while (i < bytes.length) {
-    const key = varint();
-    const field = Math.floor(key / 8);
-    switch (key & 7) {
-      case 0:
-        yield [field, varint()];
-        break;
-      case 1:
-        i += 8;
-        break;
-      case 2: {
-        const length = varint();
-        yield [field, bytes.subarray(i, i + length)];
-        i += length;
-        break;
-      }
-      case 5:
-        i += 4;
-        break;
-      default:
-        return;
-    }
-  }
 }
 
 /**

@@ -6,6 +6,9 @@
  */
 import { isObject } from './generated/is-object.ts';
 
+// The wire format written and read directly (decision 0107).
+export * from './proto-codec.ts';
+
 type Obj = Record<string, unknown>;
 
 export interface PbTimestamp {
@@ -65,7 +68,20 @@ export function toValue(value: unknown): PbValue {
   return { stringValue: String(value) };
 }
 
-export function fromValue(value: PbValue | null | undefined): unknown {
+/**
+ * A Struct, Value or ListValue the server read straight into its JSON value
+ * (proto-codec's readers, decision 0107), where proto-loader would have put
+ * its message object: fromValue and fromStruct hand the value back as it is.
+ */
+export class DecodedJson {
+  readonly json: unknown;
+  constructor(json: unknown) {
+    this.json = json;
+  }
+}
+
+export function fromValue(value: PbValue | DecodedJson | null | undefined): unknown {
+  if (value instanceof DecodedJson) return value.json;
   if (value === null || value === undefined) return null;
   const kind = typeof value.kind === 'string' ? value.kind : Object.keys(value)[0];
   switch (kind) {
@@ -96,7 +112,8 @@ export function toStruct(value: Obj): PbStruct {
   return { fields };
 }
 
-export function fromStruct(struct: PbStruct | null | undefined): Obj | undefined {
+export function fromStruct(struct: PbStruct | DecodedJson | null | undefined): Obj | undefined {
+  if (struct instanceof DecodedJson) return struct.json as Obj;
   if (struct === null || struct === undefined) return undefined;
   const out: Obj = {};
   for (const [key, item] of Object.entries(struct.fields ?? {})) {

@@ -104,6 +104,27 @@ for (const store of await testStores()) {
       }
     });
 
+    test("a worker's beat is one HeartbeatMany: extended, cancelled and lost jobs", async () => {
+      const transport = server.transport('grpc')!;
+      const queue = 'sdk-beat';
+      const [a, b, c] = await Promise.all(
+        ['a', 'b', 'c'].map((type) => client.enqueue(`beat.${type}`, [], { queue })),
+      );
+      const fetched = await transport.fetchJobs({ queues: [queue], count: 3, worker_id: 'w-beat' });
+      assert.equal(fetched.length, 3);
+      await client.cancel(b!.id);
+      const beat = await transport.heartbeat({
+        worker_id: 'w-beat',
+        state: 'running',
+        active_jobs: [],
+        active_job_ids: [a!.id, b!.id, c!.id, '019a0000-0000-7000-8000-00000000beef'],
+        visibility_timeout_ms: 120_000,
+      });
+      assert.equal(beat.directive, 'running');
+      assert.deepEqual([...(beat.jobsExtended ?? [])].sort(), [a!.id, c!.id].sort());
+      assert.deepEqual(beat.jobsCancelled, [b!.id]);
+    });
+
     test('queues, cron and workflows', async () => {
       await client.enqueue('sdk.q', [], { queue: 'sdk-admin' });
       await client.pauseQueue('sdk-admin');
@@ -203,6 +224,14 @@ describe('GrpcTransport push coalescing', () => {
         calls.push('Enqueue');
         done(null, { job: job(call.request.type, call.metadata.get('x-ojs-idempotency-key')[0]) });
       },
+      Heartbeat: (call: { request: Obj }, done: Done) => {
+        calls.push(`Heartbeat(${call.request.id})`);
+        if (call.request.id === 'lost') {
+          done({ code: grpc.status.FAILED_PRECONDITION, details: 'not yours' } as never);
+          return;
+        }
+        done(null, { directed_state: 'WORKER_STATE_QUIET' });
+      },
     });
     if (withEnqueueMany) {
       server.addService(definition['ojsts.v1.WorkerExtensions'] as never, {
@@ -232,6 +261,7 @@ describe('GrpcTransport push coalescing', () => {
     const transport = new GrpcTransport({ address: `127.0.0.1:${port}` });
     return {
       calls,
+      transport,
       client: new OjsClient({ transport }),
       close: async () => {
         await transport.close();
@@ -239,6 +269,31 @@ describe('GrpcTransport push coalescing', () => {
       },
     };
   }
+
+  test('a server without HeartbeatMany gets one Heartbeat per id, then always', async () => {
+    const stub = await stubServer(false);
+    try {
+      const request = {
+        worker_id: 'w',
+        state: 'running' as const,
+        active_jobs: [],
+        active_job_ids: ['j1', 'lost'],
+      };
+      const beat = await stub.transport.heartbeat(request);
+      assert.equal(beat.directive, 'quiet');
+      // A refused beat that is not a cancellation: the job is no longer this worker's.
+      assert.deepEqual(beat.jobsExtended, ['j1']);
+      await stub.transport.heartbeat({ ...request, active_job_ids: [] });
+      assert.deepEqual(stub.calls, [
+        'Heartbeat(w)',
+        'Heartbeat(j1)',
+        'Heartbeat(lost)',
+        'Heartbeat(w)',
+      ]);
+    } finally {
+      await stub.close();
+    }
+  });
 
   test('the pushes of one turn go as one EnqueueMany, each answered on its own', async () => {
     const stub = await stubServer(true);

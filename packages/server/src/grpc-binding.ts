@@ -110,8 +110,8 @@ export async function startGrpcBinding(
   type Binding = Awaited<ReturnType<typeof import('@ojs/grpc').startGrpcServer>>;
   let binding: Promise<Binding> | undefined;
   const load = async (): Promise<Binding> => {
-    const name = '@ojs/grpc';
-    const { startGrpcServer } = (await import(name)) as typeof import('@ojs/grpc');
+    // By its literal name: the installed build bundles it (decision 0108).
+    const { startGrpcServer } = await import('@ojs/grpc');
     return startGrpcServer({
       engine,
       host,

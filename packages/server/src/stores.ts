@@ -46,10 +46,18 @@ export function checkStoreSpec(spec: string): void {
   );
 }
 
-/** A shared store's package, loaded on demand; a clear error when it is not installed. */
-async function importStorePackage(name: string, what: string): Promise<Record<string, unknown>> {
+/**
+ * A shared store's package, loaded on demand; a clear error when it is not
+ * installed. `load` imports it by its literal name, so the installed build
+ * bundles it with the rest (decision 0108).
+ */
+async function importStorePackage(
+  load: () => Promise<unknown>,
+  name: string,
+  what: string,
+): Promise<Record<string, unknown>> {
   try {
-    return (await import(name)) as Record<string, unknown>;
+    return (await load()) as Record<string, unknown>;
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(name)) {
@@ -64,7 +72,11 @@ async function importStorePackage(name: string, what: string): Promise<Record<st
 export async function createStore(spec: string, options: StoreOptions = {}): Promise<Store> {
   checkStoreSpec(spec);
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
-    const { PostgresStore } = (await importStorePackage('@ojs/store-postgres', 'PostgreSQL')) as {
+    const { PostgresStore } = (await importStorePackage(
+      () => import('@ojs/store-postgres'),
+      '@ojs/store-postgres',
+      'PostgreSQL',
+    )) as {
       PostgresStore: new (options: {
         connectionString: string;
         onError?: StoreOptions['onError'];
@@ -74,7 +86,11 @@ export async function createStore(spec: string, options: StoreOptions = {}): Pro
   }
   if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
     const { url, prefix } = redisSpec(spec);
-    const { RedisStore } = (await importStorePackage('@ojs/store-redis', 'Redis')) as {
+    const { RedisStore } = (await importStorePackage(
+      () => import('@ojs/store-redis'),
+      '@ojs/store-redis',
+      'Redis',
+    )) as {
       RedisStore: new (options: {
         url: string;
         prefix?: string;

@@ -119,6 +119,8 @@ export class SqliteStore implements Store {
   #db: DatabaseSync | undefined;
   #group: GroupCommit | undefined;
   #checkpointer: Worker | undefined;
+  /** total_changes() after init while the checkpointer waits for the first change. */
+  #checkpointerDue: number | undefined;
   /** Makes committed groups durable off this thread (synchronous FULL on a file). */
   #walSync: WalSync | undefined;
   #wake: WakeWatch | undefined;
@@ -164,12 +166,19 @@ export class SqliteStore implements Store {
     this.#group = new GroupCommit(db, { sync: this.#walSync });
     if (this.#options.path !== ':memory:' && this.#options.checkpointThread !== false) {
       db.exec(sql.walAutocheckpoint(SAFETY_NET_CHECKPOINT_PAGES));
-      this.#checkpointer = new Worker(new URL('./checkpointer.js', import.meta.url), {
-        workerData: { path: this.#options.path, intervalMs: 50 },
-      });
-      // Never the reason a process stays alive.
-      this.#checkpointer.unref();
+      // Started by the first write that changes a row, not here: the thread is a V8
+      // isolate of its own (about 10 MB) that an idle server does not need (decision 0108).
+      this.#checkpointerDue = (this.#stmt(sql.TOTAL_CHANGES).get() as { n: number }).n;
     }
+  }
+
+  #startCheckpointer(): void {
+    this.#checkpointerDue = undefined;
+    this.#checkpointer = new Worker(new URL('./checkpointer.js', import.meta.url), {
+      workerData: { path: this.#options.path, intervalMs: 50 },
+    });
+    // Never the reason a process stays alive.
+    this.#checkpointer.unref();
   }
 
   /**
@@ -199,6 +208,7 @@ export class SqliteStore implements Store {
     }
     const checkpointer = this.#checkpointer;
     this.#checkpointer = undefined;
+    this.#checkpointerDue = undefined;
     if (checkpointer !== undefined) {
       const exited = new Promise((resolve) => checkpointer.once('exit', resolve));
       // Unref'd while running; a close must keep the process alive until it is done.
@@ -253,6 +263,12 @@ export class SqliteStore implements Store {
         throw error;
       }
       counts.keepWrite(group);
+      if (
+        this.#checkpointerDue !== undefined &&
+        (this.#stmt(sql.TOTAL_CHANGES).get() as { n: number }).n > this.#checkpointerDue
+      ) {
+        this.#startCheckpointer();
+      }
       return value;
     }, durable);
   }

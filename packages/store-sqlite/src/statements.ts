@@ -475,6 +475,8 @@ export const deleteAll = (table: (typeof RESET_TABLES)[number]) => `DELETE FROM 
 
 /** Changes whenever another connection commits to the file (wake-watch.ts). */
 export const DATA_VERSION = 'PRAGMA data_version';
+/** Rows this connection has changed since it opened. */
+export const TOTAL_CHANGES = 'SELECT total_changes() AS n';
 
 // ------------------------------------------------------------ webhooks
 

@@ -10,7 +10,7 @@
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
 import {
   isBlockedAddress,
   literalHostIp,
@@ -49,7 +49,16 @@ type LookupCallback = (
 export class DeliveryClient {
   readonly #options: DeliveryClientOptions;
   readonly #http = new http.Agent({ keepAlive: true, maxSockets: 16 });
-  readonly #https = new https.Agent({ keepAlive: true, maxSockets: 16 });
+  // node:https (and TLS with it) loads with the first https: delivery, not with every
+  // server: a few MB of memory that a server without webhooks never uses (decision 0108).
+  #https?: https.Agent;
+  #httpsAgent(): https.Agent {
+    this.#https ??= new (process.getBuiltinModule('node:https').Agent)({
+      keepAlive: true,
+      maxSockets: 16,
+    });
+    return this.#https;
+  }
 
   constructor(options: DeliveryClientOptions) {
     this.#options = options;
@@ -57,7 +66,7 @@ export class DeliveryClient {
 
   close(): void {
     this.#http.destroy();
-    this.#https.destroy();
+    this.#https?.destroy();
   }
 
   /** Resolves, keeps the first address the guard admits, and connects to that one only. */
@@ -144,11 +153,11 @@ export class DeliveryClient {
     signal: AbortSignal,
   ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
     const secure = target.protocol === 'https:';
-    const send = secure ? https.request : http.request;
+    const send = secure ? process.getBuiltinModule('node:https').request : http.request;
     return new Promise((resolve, reject) => {
       const req = send(target, {
         method: 'POST',
-        agent: secure ? this.#https : this.#http,
+        agent: secure ? this.#httpsAgent() : this.#http,
         lookup: this.#lookup as unknown as typeof dnsLookup,
         signal,
         headers: {
