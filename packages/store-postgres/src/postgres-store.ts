@@ -128,7 +128,7 @@ export const ASYNC_COMMIT_OPTION = '-c synchronous_commit=off';
  * keep planning it on every call, because its generic plan's guess of
  * `LIMIT $6` costs more than a custom plan; the statement's shape
  * (statements.ts claimSet) makes the generic plan the one a custom plan
- * finds, so the planning (about a third of an idle claim) is saved. A
+ * finds, and each call skips the planner. A
  * generic plan is kept until the table's statistics change, so one made
  * while the table was nearly empty would read the whole table once it has
  * grown (17 ms per claim at 15,000 jobs): `enable_seqscan=off` keeps that
