@@ -50,7 +50,9 @@ describe('ojs outbox on PostgreSQL', { skip, timeout: 60_000 }, () => {
   const invalidCount = async (n: number) => {
     for (;;) {
       const page = await cli.json<Page>(['outbox', 'list', '--state', 'invalid']);
-      if (page.counts.invalid === n && page.counts.pending === 0) return page;
+      if (page.counts.invalid === n && page.counts.pending === 0 && page.entries.length === n) {
+        return page;
+      }
     }
   };
 

@@ -34,7 +34,10 @@ export async function outboxRoutes(app: FastifyInstance): Promise<void> {
   app.get(BASE, async (request) => {
     const store = outbox();
     const listing = parseOutboxListQuery(request.query as Record<string, unknown>);
-    const [entries, counts] = await Promise.all([store.list(listing), store.counts()]);
+    // Counts first: rows only move from pending to invalid (or go), so a
+    // listing read after the counts holds every invalid row they counted.
+    const counts = await store.counts();
+    const entries = await store.list(listing);
     const last = entries.at(-1);
     return {
       entries,
