@@ -19,6 +19,7 @@ import {
   type OutboxEntry,
   type OutboxSettlement,
   type OutboxStore,
+  outboxError,
   outboxSettlementFor,
   uuidv7,
 } from '@ojs/core';
@@ -159,7 +160,7 @@ export class OutboxRelay {
 }
 
 function wireOf(error: unknown): OutboxSettlement['error'] {
-  if (error instanceof OjsError) return outboxSettlementFor('', error).error;
+  if (error instanceof OjsError) return outboxError(error);
   return {
     code: 'backend_error',
     message: error instanceof Error ? error.message : String(error),
