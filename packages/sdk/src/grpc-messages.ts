@@ -156,9 +156,39 @@ const TIMESTAMP_FIELDS: Record<number, string> = {
   19: 'expires_at',
 };
 
-/** Text of a Duration in ms (`PT1.5S`), as the job's retry policy is shown. */
+let lastMillis = Number.NaN;
+let lastIso = '';
+
+/**
+ * A Timestamp's text. A job's created_at and enqueued_at (and the jobs of
+ * one batch) are often the same millisecond: the last one is formatted
+ * once. With the duration texts below, reading a job costs about a fifth
+ * less (decision 0112).
+ */
+function isoTimestamp(ms: number): string {
+  if (ms !== lastMillis) {
+    lastIso = new Date(ms).toISOString();
+    lastMillis = ms;
+  }
+  return lastIso;
+}
+
+const durationTexts = new Map<number, string>();
+
+/**
+ * Text of a Duration in ms (`PT1.5S`), as the job's retry policy is shown.
+ * Jobs mostly share their policies: each value is formatted once (at most
+ * 100 kept).
+ */
 function isoText(ms: number | undefined): string | undefined {
-  return ms === undefined ? undefined : `PT${ms / 1000}S`;
+  if (ms === undefined) return undefined;
+  let text = durationTexts.get(ms);
+  if (text === undefined) {
+    text = `PT${ms / 1000}S`;
+    if (durationTexts.size >= 100) durationTexts.clear();
+    durationTexts.set(ms, text);
+  }
+  return text;
 }
 
 function readStrings(r: ProtoReader, into: string[] | undefined): string[] {
@@ -241,7 +271,7 @@ function readJobError(r: ProtoReader): Obj {
         break;
       case 42: {
         const ms = readMillis(r);
-        occurredAt = ms === 0 ? undefined : new Date(ms).toISOString();
+        occurredAt = ms === 0 ? undefined : isoTimestamp(ms);
         break;
       }
       case 58:
@@ -334,7 +364,7 @@ export function readJob(r: ProtoReader): Job {
       case 146:
       case 154: {
         const ms = readMillis(r);
-        if (ms !== 0) job[TIMESTAMP_FIELDS[key >>> 3]!] = new Date(ms).toISOString();
+        if (ms !== 0) job[TIMESTAMP_FIELDS[key >>> 3]!] = isoTimestamp(ms);
         break;
       }
       case 162:
