@@ -512,3 +512,116 @@ export function decodeEnqueueManyResponse(bytes: Uint8Array): { results: Enqueue
   }
   return { results };
 }
+
+// ------------------------------------------------------------ AckBatch (ojsts.v1.WorkerExtensions)
+
+/** ojs.v1.JobError's fields of a NACK (grpc.ts `jobErrorFields`), details as JSON. */
+export interface JobErrorFields {
+  code?: string;
+  message?: string;
+  retryable: boolean;
+  backtrace: string;
+  details: Obj;
+}
+
+export interface AckBatchItems {
+  /** `result` already as the object its Struct holds (proto-wire `resultObject`). */
+  acks: { job_id: string; result?: Obj; worker_id: string; attempt: number }[];
+  nacks: {
+    job_id: string;
+    error: JobErrorFields;
+    worker_id: string;
+    attempt: number;
+    requeue: boolean;
+  }[];
+}
+
+/**
+ * ojsts.v1.AckBatchRequest written directly (decision 0112): the bytes
+ * proto-loader writes for the same items (a result or details present
+ * even when empty, proto3 defaults left out).
+ */
+export function encodeAckBatchRequest(request: AckBatchItems): Buffer {
+  const w = new ProtoWriter();
+  for (const ack of request.acks) {
+    const item = w.begin(1);
+    w.text(1, ack.job_id);
+    if (ack.result !== undefined) writeStruct(w, 2, ack.result);
+    w.text(3, ack.worker_id);
+    w.intField(4, ack.attempt);
+    w.end(item);
+  }
+  for (const nack of request.nacks) {
+    const item = w.begin(2);
+    w.text(1, nack.job_id);
+    const error = w.begin(2);
+    w.text(1, nack.error.code);
+    w.text(2, nack.error.message);
+    w.boolField(3, nack.error.retryable);
+    w.text(6, nack.error.backtrace);
+    writeStruct(w, 7, nack.error.details);
+    w.end(error);
+    w.text(3, nack.worker_id);
+    w.intField(4, nack.attempt);
+    w.boolField(5, nack.requeue);
+    w.end(item);
+  }
+  return w.finish();
+}
+
+/** One ojsts.v1.AckBatchResult, its state already the HTTP binding's name. */
+export interface AckBatchResultMessage {
+  job_id?: string;
+  status?: string;
+  state?: string;
+  attempt?: number;
+  error_code?: string;
+  error_message?: string;
+  retryable?: boolean;
+}
+
+/** ojsts.v1.AckBatchResponse read directly: fields absent when not sent, as proto-loader reads them. */
+export function decodeAckBatchResponse(bytes: Uint8Array): { results: AckBatchResultMessage[] } {
+  const r = new ProtoReader(bytes);
+  const results: AckBatchResultMessage[] = [];
+  while (r.pos < r.buf.length) {
+    const key = r.varint();
+    if (key !== 10) {
+      r.skip(key & 7);
+      continue;
+    }
+    const end = r.enter();
+    const result: AckBatchResultMessage = {};
+    while (r.pos < end) {
+      const k = r.varint();
+      switch (k) {
+        case 10:
+          result.job_id = r.string();
+          break;
+        case 18:
+          result.status = r.string();
+          break;
+        case 24:
+          result.state = JOB_STATES[r.int32()];
+          break;
+        case 32:
+          result.attempt = r.int32();
+          break;
+        case 42:
+          result.error_code = r.string();
+          break;
+        case 50:
+          result.error_message = r.string();
+          break;
+        case 56:
+          result.retryable = r.varint() !== 0;
+          break;
+        default:
+          r.skip(k & 7);
+      }
+    }
+    r.leave();
+    results.push(result);
+  }
+  return { results };
+}
