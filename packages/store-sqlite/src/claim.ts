@@ -43,8 +43,13 @@ export interface ClaimContext {
    * refuses. Workflow jobs settle through the generic commit.
    */
   kept: ClaimedJobs;
-  /** Keep the returned objects themselves (their caller gets copies), not a parse of the JSON written. */
+  /**
+   * Keep the returned objects themselves (their caller gets copies, or
+   * changes no record), not a parse of the JSON written.
+   */
   keepReturned: boolean;
+  /** Deep-freeze what is kept (records read-only, under test): a caller's change throws. */
+  freezeKept: boolean;
 }
 
 /**
@@ -52,7 +57,7 @@ export interface ClaimContext {
  * limit (they stay available).
  */
 export function claimFromQueue(
-  { stmt, request, counts, kept, keepReturned }: ClaimContext,
+  { stmt, request, counts, kept, keepReturned, freezeKept }: ClaimContext,
   queue: string,
   wanted: number,
 ): JobRecord[] {
@@ -148,7 +153,9 @@ export function claimFromQueue(
         // The document is SET_LIFECYCLE's last value.
         const doc = values[values.length - 1] as string;
         // A parse of the JSON written is a record of its own (the caller holds `active`).
-        kept.keep(active.id, doc.length, () => (keepReturned ? active : JSON.parse(doc)));
+        kept.keep(active.id, doc.length, () =>
+          keepReturned ? (freezeKept ? deepFreeze(active) : active) : JSON.parse(doc),
+        );
       }
       counts.move(queue, 'available', queue, 'active');
       if (queueRate) rateTake(stmt, queueRate.key, queueRate.period, request.now);
@@ -185,4 +192,13 @@ function rateAllows(
 
 function rateTake(stmt: Prepare, key: string, periodMs: number, now: number): void {
   stmt(TAKE_RATE).run({ key, now, period: periodMs });
+}
+
+/** `value` and everything it holds, frozen (a kept record under test, ClaimContext.freezeKept). */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }
