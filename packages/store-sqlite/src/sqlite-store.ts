@@ -387,13 +387,17 @@ export class SqliteStore implements Store {
   /**
    * Appends events in order (migration 014): a run of two or more per-job
    * events is one row holding their JSON array, any other event a row of
-   * its own. Positions are taken from the last row, read once per call: a
-   * write rolled back leaves no gap, so the newest N events are the last N
-   * positions (pruneEvents).
+   * its own. Positions follow the last row's, which is read once per
+   * group and again after a write rolled back (#eventsNext): no gap, so the
+   * newest N events are the last N positions (pruneEvents).
    */
   #appendEvents(events: readonly OjsEvent[]): void {
     if (events.length === 0) return;
-    let next = ((this.#stmt(sql.NEXT_EVENT_SEQ).get() as Row | undefined)?.next as number) ?? 1;
+    const epoch = this.#groupCommit().currentEpoch();
+    let next =
+      this.#eventsNext?.epoch === epoch
+        ? this.#eventsNext.next
+        : (((this.#stmt(sql.NEXT_EVENT_SEQ).get() as Row | undefined)?.next as number) ?? 1);
     for (let i = 0; i < events.length; ) {
       let end = i;
       while (end < events.length && isPerJobEvent(events[end]!)) end++;
@@ -422,7 +426,11 @@ export class SqliteStore implements Store {
       next += run.length;
       i = end;
     }
+    this.#eventsNext = { epoch, next };
   }
+
+  /** The position the next event takes, while the group's epoch is the one it was read in. */
+  #eventsNext: { epoch: number; next: number } | undefined;
 
   async getJob(id: string): Promise<JobRecord | null> {
     return this.#read(() => this.#getJob(id));

@@ -259,10 +259,18 @@ export const LITERAL_CLAIM_LIMIT = 16;
  */
 export function claimPagePlain(limit: number): string {
   if (!Number.isInteger(limit) || limit < 1) throw new Error(`bad claim page size ${limit}`);
-  return limit <= LITERAL_CLAIM_LIMIT
-    ? `${CLAIM_PAGE_PLAIN} LIMIT ${limit}`
-    : `${CLAIM_PAGE_PLAIN} LIMIT ?5`;
+  return limit <= LITERAL_CLAIM_LIMIT ? CLAIM_PAGE_PLAIN_TEXTS[limit]! : CLAIM_PAGE_PLAIN_BOUND;
 }
+
+/*
+ * The texts built once: the store finds its prepared statement by text, and
+ * a text built per claim is a new string hashed on every lookup.
+ */
+const CLAIM_PAGE_PLAIN_TEXTS = Array.from(
+  { length: LITERAL_CLAIM_LIMIT + 1 },
+  (_, limit) => `${CLAIM_PAGE_PLAIN} LIMIT ${limit}`,
+);
+const CLAIM_PAGE_PLAIN_BOUND = `${CLAIM_PAGE_PLAIN} LIMIT ?5`;
 
 /** ? = tenant. Its active jobs (tenant concurrency, served by ojs_jobs_tenant). */
 export const ACTIVE_IN_TENANT = `SELECT count(*) AS n FROM ojs_jobs
