@@ -56,7 +56,18 @@ export interface ClaimContext {
  * Claims up to `wanted` jobs from one queue, skipping jobs held back by a
  * limit (they stay available).
  */
-export function claimFromQueue(
+export function claimFromQueue(context: ClaimContext, queue: string, wanted: number): JobRecord[] {
+  const claimed = claimCandidates(context, queue, wanted);
+  // The count moves once per queue claimed from, not once per job.
+  if (claimed.length > 0) {
+    context.counts.add(queue, 'available', -claimed.length);
+    context.counts.add(queue, 'active', claimed.length);
+  }
+  return claimed;
+}
+
+/** claimFromQueue but for the counts: the jobs claimed are not counted yet. */
+function claimCandidates(
   { stmt, request, counts, kept, keepReturned, freezeKept }: ClaimContext,
   queue: string,
   wanted: number,
@@ -109,7 +120,9 @@ export function claimFromQueue(
       cursor = { priority: job.priority, seq: job.seq! };
       if (typeof config?.concurrency === 'number') {
         const stored = ((activeInQueue.get(queue) as Row | undefined)?.n as number) ?? 0;
-        if (stored + counts.pending(queue, 'active') >= config.concurrency) return claimed;
+        // The jobs claimed so far in this call are not in the counts yet (claimFromQueue).
+        const active = stored + counts.pending(queue, 'active') + claimed.length;
+        if (active >= config.concurrency) return claimed;
       }
       const limit = job.rate_limit;
       if (limit !== undefined && blocked.has(limit.key)) continue;
@@ -157,7 +170,6 @@ export function claimFromQueue(
           keepReturned ? (freezeKept ? deepFreeze(active) : active) : JSON.parse(doc),
         );
       }
-      counts.move(queue, 'available', queue, 'active');
       if (queueRate) rateTake(stmt, queueRate.key, queueRate.period, request.now);
       if (limit?.rate) rateTake(stmt, limit.key, limit.rate.period_ms, request.now);
       claimed.push(active);
