@@ -113,6 +113,9 @@ export interface SqliteStoreOptions {
  */
 const REMEMBERED_EVENT_SEQS = 10_000;
 
+/** Rows of the event log a listing reads first (listEvents; a row may hold many events). */
+const FIRST_EVENT_PAGE_ROWS = 16;
+
 /** node:sqlite's `errcode` of an INSERT refused by a table's primary key (ojs_jobs.id). */
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 
@@ -1007,10 +1010,12 @@ export class SqliteStore implements Store {
       const listed: OjsEvent[] = [];
       const newest = filter.newestFirst === true;
       let bound = newest ? Number.MAX_SAFE_INTEGER : 0;
-      // Rows of several events may hold fewer matches than the page still
-      // wants: pages are read until the limit is reached or the log ends.
-      for (;;) {
-        const rows = statement.all(...query.params, bound, filter.limit) as Row[];
+      // A row may hold up to a batch's events or none that match: pages of
+      // rows start small (a page of `limit` rows of 40 events each would
+      // parse 40 times what is listed) and double until the limit is
+      // reached or the log ends.
+      for (let pageRows = Math.min(filter.limit, FIRST_EVENT_PAGE_ROWS); ; ) {
+        const rows = statement.all(...query.params, bound, pageRows) as Row[];
         for (const row of rows) {
           const events = rowEvents(row);
           const first = row.seq as number;
@@ -1024,8 +1029,9 @@ export class SqliteStore implements Store {
             if (listed.length === filter.limit) return listed;
           }
         }
-        if (rows.length < filter.limit) return listed;
+        if (rows.length < pageRows) return listed;
         bound = rows.at(-1)!.seq as number;
+        pageRows = Math.min(pageRows * 2, filter.limit);
       }
     });
   }

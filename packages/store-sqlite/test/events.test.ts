@@ -219,6 +219,22 @@ describe('SQLite event log', () => {
       }
     });
 
+    it('a listing reads as many pages of rows as its limit and filter need', async () => {
+      for (let i = 0; i < 40; i++) await a.appendEvents(events(1, 'queue.paused', i));
+      const range = (from: number, to: number) =>
+        Array.from({ length: Math.abs(to - from) + 1 }, (_, i) =>
+          from < to ? from + i : from - i,
+        );
+      assert.deepEqual(indexes(await a.listEvents({ limit: 35 })), range(0, 34));
+      assert.deepEqual(indexes(await a.listEvents({ limit: 35, newestFirst: true })), range(39, 5));
+      // Rows of several events, the one match in the last of them.
+      for (let i = 0; i < 40; i++) await a.appendEvents(events(3, 'job.enqueued', 100 + 3 * i));
+      const last = makeEvent('job.started', 'z', { index: 500, queue: 'z', job_type: 't' }, T0);
+      await a.appendEvents([{ ...last }, { ...last, id: `${last.id}-2`, data: { index: 501 } }]);
+      assert.deepEqual(indexes(await a.listEvents({ queues: ['z'], limit: 5 })), [500]);
+      assert.equal((await a.listEvents({ types: ['job.enqueued'], limit: 1000 })).length, 120);
+    });
+
     it('pruning keeps exactly the newest N, cutting into a row', async () => {
       const first = events(5);
       await a.appendEvents(first);
