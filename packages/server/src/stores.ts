@@ -107,7 +107,9 @@ export async function createStore(spec: string, options: StoreOptions = {}): Pro
   // thread cost more than it saved on every measured phase.
   return options.sqliteThread === true
     ? new SqliteThreadStore({ ...sqliteOptions, quietGc: options.quietGc })
-    : new SqliteStore(sqliteOptions);
+    : // The server's bindings only serialise the records they are handed
+      // (decision 0111): the store keeps its claimed jobs as they are.
+      new SqliteStore({ ...sqliteOptions, recordsReadOnly: true });
 }
 
 /** Query parameters a Redis store spec may carry. */

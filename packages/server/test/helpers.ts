@@ -42,7 +42,8 @@ export async function setup(
     requireFencing?: boolean;
   } = {},
 ): Promise<Ctx> {
-  const store = new SqliteStore({ path: ':memory:' });
+  // As the server runs it (stores.ts): kept records frozen under test, so a route changing one fails.
+  const store = new SqliteStore({ path: ':memory:', recordsReadOnly: true });
   await store.init();
   const clock = new ManualClock(T0);
   const engine = new Engine({

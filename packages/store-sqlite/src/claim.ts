@@ -43,16 +43,32 @@ export interface ClaimContext {
    * refuses. Workflow jobs settle through the generic commit.
    */
   kept: ClaimedJobs;
-  /** Keep the returned objects themselves (their caller gets copies), not a parse of the JSON written. */
+  /**
+   * Keep the returned objects themselves (their caller gets copies, or
+   * changes no record), not a parse of the JSON written.
+   */
   keepReturned: boolean;
+  /** Deep-freeze what is kept (records read-only, under test): a caller's change throws. */
+  freezeKept: boolean;
 }
 
 /**
  * Claims up to `wanted` jobs from one queue, skipping jobs held back by a
  * limit (they stay available).
  */
-export function claimFromQueue(
-  { stmt, request, counts, kept, keepReturned }: ClaimContext,
+export function claimFromQueue(context: ClaimContext, queue: string, wanted: number): JobRecord[] {
+  const claimed = claimCandidates(context, queue, wanted);
+  // The count moves once per queue claimed from, not once per job.
+  if (claimed.length > 0) {
+    context.counts.add(queue, 'available', -claimed.length);
+    context.counts.add(queue, 'active', claimed.length);
+  }
+  return claimed;
+}
+
+/** claimFromQueue but for the counts: the jobs claimed are not counted yet. */
+function claimCandidates(
+  { stmt, request, counts, kept, keepReturned, freezeKept }: ClaimContext,
   queue: string,
   wanted: number,
 ): JobRecord[] {
@@ -104,7 +120,9 @@ export function claimFromQueue(
       cursor = { priority: job.priority, seq: job.seq! };
       if (typeof config?.concurrency === 'number') {
         const stored = ((activeInQueue.get(queue) as Row | undefined)?.n as number) ?? 0;
-        if (stored + counts.pending(queue, 'active') >= config.concurrency) return claimed;
+        // The jobs claimed so far in this call are not in the counts yet (claimFromQueue).
+        const active = stored + counts.pending(queue, 'active') + claimed.length;
+        if (active >= config.concurrency) return claimed;
       }
       const limit = job.rate_limit;
       if (limit !== undefined && blocked.has(limit.key)) continue;
@@ -148,9 +166,10 @@ export function claimFromQueue(
         // The document is SET_LIFECYCLE's last value.
         const doc = values[values.length - 1] as string;
         // A parse of the JSON written is a record of its own (the caller holds `active`).
-        kept.keep(active.id, doc.length, () => (keepReturned ? active : JSON.parse(doc)));
+        kept.keep(active.id, doc.length, () =>
+          keepReturned ? (freezeKept ? deepFreeze(active) : active) : JSON.parse(doc),
+        );
       }
-      counts.move(queue, 'available', queue, 'active');
       if (queueRate) rateTake(stmt, queueRate.key, queueRate.period, request.now);
       if (limit?.rate) rateTake(stmt, limit.key, limit.rate.period_ms, request.now);
       claimed.push(active);
@@ -185,4 +204,13 @@ function rateAllows(
 
 function rateTake(stmt: Prepare, key: string, periodMs: number, now: number): void {
   stmt(TAKE_RATE).run({ key, now, period: periodMs });
+}
+
+/** `value` and everything it holds, frozen (a kept record under test, ClaimContext.freezeKept). */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }

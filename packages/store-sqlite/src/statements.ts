@@ -259,10 +259,18 @@ export const LITERAL_CLAIM_LIMIT = 16;
  */
 export function claimPagePlain(limit: number): string {
   if (!Number.isInteger(limit) || limit < 1) throw new Error(`bad claim page size ${limit}`);
-  return limit <= LITERAL_CLAIM_LIMIT
-    ? `${CLAIM_PAGE_PLAIN} LIMIT ${limit}`
-    : `${CLAIM_PAGE_PLAIN} LIMIT ?5`;
+  return limit <= LITERAL_CLAIM_LIMIT ? CLAIM_PAGE_PLAIN_TEXTS[limit]! : CLAIM_PAGE_PLAIN_BOUND;
 }
+
+/*
+ * The texts built once: the store finds its prepared statement by text, and
+ * a text built per claim is a new string hashed on every lookup.
+ */
+const CLAIM_PAGE_PLAIN_TEXTS = Array.from(
+  { length: LITERAL_CLAIM_LIMIT + 1 },
+  (_, limit) => `${CLAIM_PAGE_PLAIN} LIMIT ${limit}`,
+);
+const CLAIM_PAGE_PLAIN_BOUND = `${CLAIM_PAGE_PLAIN} LIMIT ?5`;
 
 /** ? = tenant. Its active jobs (tenant concurrency, served by ojs_jobs_tenant). */
 export const ACTIVE_IN_TENANT = `SELECT count(*) AS n FROM ojs_jobs
@@ -379,80 +387,113 @@ export const DELETE_SETTING = 'DELETE FROM ojs_settings WHERE namespace = ? AND 
 
 // ------------------------------------------------------------ events
 
-/** ? = id, ? = type, ? = queue, ? = job type (filter columns), ? = doc. seq is assigned. */
+/*
+ * A row of the log holds one event or a run of per-job events (migration
+ * 014): seq is the position of its first event, n how many it holds
+ * (positions seq .. seq + n - 1). A row of one event has its id and type;
+ * a row of several has doc = their JSON array, id NULL, and type, queue and
+ * job_type set only where all its events share them.
+ */
+
+/** The position the next appended event takes (no row: 1). */
+export const NEXT_EVENT_SEQ = 'SELECT seq + n AS next FROM ojs_events ORDER BY seq DESC LIMIT 1';
+
+/** ? = seq, ? = id, ? = type, ? = queue, ? = job type (filter columns), ? = doc: one event. */
 export const INSERT_EVENT =
-  'INSERT INTO ojs_events (id, type, queue, job_type, doc) VALUES (?, ?, ?, ?, ?)';
+  'INSERT INTO ojs_events (seq, n, id, type, queue, job_type, doc) VALUES (?, 1, ?, ?, ?, ?, ?)';
+
+/**
+ * ? = seq, ? = n, ? = the type, queue and job type all the events share
+ * (each null where they differ), ? = doc (their JSON array): a run of per-job events.
+ */
+export const INSERT_EVENT_RUN =
+  'INSERT INTO ojs_events (seq, n, type, queue, job_type, doc) VALUES (?, ?, ?, ?, ?, ?)';
 
 /**
  * The job events every job writes, left out of the type index (migration
- * 010): a filter on them finds a match every few rows in seq order.
+ * 010) and the only ones a row of several events holds (migration 014): a
+ * filter on them finds a match every few rows in seq order.
  */
 export const PER_JOB_EVENT_TYPES = ['job.enqueued', 'job.started', 'job.completed'] as const;
 /** The condition of the partial type index, repeated verbatim so a query may use it. */
 const RARE_EVENT_TYPE = `type NOT IN (${PER_JOB_EVENT_TYPES.map((t) => `'${t}'`).join(', ')})`;
 
-/**
- * ? = seq, ? = id. The event at that seq, if it is still the one with that
- * id (a remembered position, checked: pruned or replaced rows answer none).
- */
-export const EVENT_AT = 'SELECT 1 AS found FROM ojs_events WHERE seq = ? AND id = ?';
-/**
- * ? = id. The seq of the event with that id, searched from the newest
- * event back (no index on id, migration 010): a cursor is usually recent.
- */
-export const EVENT_SEQ = 'SELECT seq FROM ojs_events WHERE id = ? ORDER BY seq DESC LIMIT 1';
+/** ? = a position. The row holding it, if any (the last row starting at or before it). */
+export const EVENT_ROW_AT =
+  'SELECT seq, n, id, doc FROM ojs_events WHERE seq <= ? ORDER BY seq DESC LIMIT 1';
 
 /**
- * The events matching `filter` in seq order (each present field adds its
- * clause, ANDed), after the event at seq `afterSeq` (the store resolves
- * `filter.after`; 0: from the start), and the parameters of the
- * statement: the `?` of each clause in order, then the limit. Its text
- * varies with the filter (one `?` per listed value), so the store prepares
- * it per call instead of caching it. Rows carry their seq, which the store
- * remembers for the next `after` (SqliteStore #eventSeq).
+ * ?1 = id, ?2 = `"id":` and the id as JSON (a row of several events
+ * holds it in its doc), ?3 = below this seq. The newest row that may hold
+ * the event with that id, searched from the newest event back (no index on
+ * id, migration 010: a cursor is usually recent); the caller checks the
+ * row's events, since the text may also appear inside an event's data.
  */
-export function listEvents(
+export const EVENT_ROW_WITH_ID = `SELECT seq, n, id, doc FROM ojs_events
+  WHERE seq < ?3 AND (id = ?1 OR (n > 1 AND instr(doc, ?2) > 0))
+  ORDER BY seq DESC LIMIT 1`;
+
+/**
+ * The rows that may hold events matching `filter` (each present field adds
+ * its clause, ANDed), in seq order (newest first with `newestFirst`), from
+ * the row at seq `fromSeq` on, a page of `?` rows after a moving bound; and
+ * the parameters of the statement but the last two: the bound (for seq
+ * order: rows after it; newest first: rows before it) and the page size.
+ * A row of one event matches exactly; a row of several matches where a
+ * shared column says it may, and its events are then checked one by one
+ * (SqliteStore listEvents). The text varies with the filter (one `?` per
+ * listed value), so the store prepares it per call.
+ */
+export function listEventRows(
   filter: EventFilter,
-  afterSeq: number,
+  fromSeq: number,
 ): { sql: string; params: (string | number)[] } {
   const clauses: string[] = [];
   const params: (string | number)[] = [];
-  const within = (column: string, values: string[] | undefined) => {
+  const within = (column: string, values: string[] | undefined, exact: boolean) => {
     if (values === undefined || values.length === 0) return;
-    clauses.push(`${column} IN (${values.map(() => '?').join(', ')})`);
+    const list = `${column} IN (${values.map(() => '?').join(', ')})`;
+    clauses.push(exact ? list : `(${list} OR (n > 1 AND ${column} IS NULL))`);
     params.push(...values);
   };
-  within('type', filter.types);
-  if (
+  const rareOnly =
     filter.types !== undefined &&
     filter.types.length > 0 &&
-    filter.types.every((type) => !(PER_JOB_EVENT_TYPES as readonly string[]).includes(type))
-  ) {
-    // Only rare types asked for: the partial type index holds them all.
-    clauses.push(RARE_EVENT_TYPE);
-  }
-  within('queue', filter.queues);
-  within('job_type', filter.jobTypes);
-  if (afterSeq > 0) {
-    clauses.push('seq > ?');
-    params.push(afterSeq);
+    filter.types.every((type) => !(PER_JOB_EVENT_TYPES as readonly string[]).includes(type));
+  // Only rare types asked for: rows of one event only, all in the partial type index.
+  within('type', filter.types, rareOnly);
+  if (rareOnly) clauses.push(RARE_EVENT_TYPE);
+  within('queue', filter.queues, false);
+  within('job_type', filter.jobTypes, false);
+  if (fromSeq > 0) {
+    clauses.push('seq >= ?');
+    params.push(fromSeq);
   }
   if (filter.subject !== undefined) {
-    clauses.push("json_extract(doc, '$.subject') = ?");
-    params.push(filter.subject);
+    clauses.push(
+      "(CASE WHEN n = 1 THEN json_extract(doc, '$.subject') = ? ELSE instr(doc, ?) > 0 END)",
+    );
+    params.push(filter.subject, `"subject":${JSON.stringify(filter.subject)}`);
   }
-  const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
+  clauses.push(filter.newestFirst ? 'seq < ?' : 'seq > ?');
   return {
-    sql: `SELECT seq, doc FROM ojs_events ${where} ORDER BY seq${filter.newestFirst ? ' DESC' : ''} LIMIT ?`,
-    params: [...params, filter.limit],
+    sql: `SELECT seq, n, doc FROM ojs_events WHERE ${clauses.join(' AND ')} ORDER BY seq${filter.newestFirst ? ' DESC' : ''} LIMIT ?`,
+    params,
   };
 }
 
-/** The oldest events beyond the newest ?1, at most ?2 of them (-1: all); seq only grows. */
-export const PRUNE_EVENTS = `DELETE FROM ojs_events WHERE seq IN (
-  SELECT seq FROM ojs_events
-   WHERE seq <= (SELECT coalesce(max(seq), 0) FROM ojs_events) - ?1
-   ORDER BY seq LIMIT ?2)`;
+/** The oldest row (its first position). */
+export const FIRST_EVENT_ROW = 'SELECT seq FROM ojs_events ORDER BY seq LIMIT 1';
+/** ? = the last position pruned. Deletes the rows wholly at or before it; returns their event counts. */
+export const DELETE_EVENT_ROWS =
+  'DELETE FROM ojs_events WHERE seq <= ?1 AND seq + n - 1 <= ?1 RETURNING n';
+/**
+ * ? = seq, n, id, type, queue, job type, doc, then the row's old seq: what
+ * is left of a row whose oldest events were pruned (its first position
+ * moves up; the other events keep theirs).
+ */
+export const REWRITE_EVENT_ROW =
+  'UPDATE ojs_events SET seq = ?, n = ?, id = ?, type = ?, queue = ?, job_type = ?, doc = ? WHERE seq = ?';
 
 // ------------------------------------------------------------ admin
 

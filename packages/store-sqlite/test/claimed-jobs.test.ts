@@ -195,3 +195,26 @@ describe('SQLite kept claimed jobs (keepClaimed)', () => {
     assert.equal(right!.status, 'settled');
   });
 });
+
+describe('records read-only (recordsReadOnly, the server)', () => {
+  it('keeps the claimed record itself, frozen under test, and decides its ACK on it', async () => {
+    const path = join(dir, 'read-only.db');
+    const store = new SqliteStore({ path, recordsReadOnly: true, checkpointThread: false });
+    await store.init();
+    try {
+      await insert(store, 1);
+      const [job] = await claim(store, 'w1', T0 + 1);
+      // Kept as handed out: a caller's change would change what the ACK is decided on.
+      assert.ok(Object.isFrozen(job));
+      assert.ok(Object.isFrozen(job!.args));
+      assert.throws(() => {
+        (job as { state: string }).state = 'available';
+      }, TypeError);
+      const results = await store.settleJobs({ items: [ack(job!)], now: T0 + 2 });
+      assert.deepEqual(statuses(results), ['settled']);
+      assert.equal((await stored(store, job!.id)).state, 'completed');
+    } finally {
+      await store.close();
+    }
+  });
+});

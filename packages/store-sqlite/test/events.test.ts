@@ -9,10 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { makeEvent, type OjsEvent } from '@ojs/core';
+import { makeEvent, type OjsEvent, parseEnqueueRequest } from '@ojs/core';
 import { loadMigrations, migrate } from '../src/migrate.ts';
+import { insertValues } from '../src/rows.ts';
 import { SqliteStore } from '../src/sqlite-store.ts';
-import { listEvents } from '../src/statements.ts';
+import { INSERT_JOB, listEventRows } from '../src/statements.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 
@@ -85,9 +86,12 @@ describe('SQLite event log', () => {
     const db = new DatabaseSync(path);
     try {
       const plan = (types: string[], newestFirst: boolean) => {
-        const query = listEvents({ types, limit: 50, newestFirst }, 0);
+        const query = listEventRows({ types, limit: 50, newestFirst }, 0);
+        const bound = newestFirst ? Number.MAX_SAFE_INTEGER : 0;
         return (
-          db.prepare(`EXPLAIN QUERY PLAN ${query.sql}`).all(...query.params) as { detail: string }[]
+          db.prepare(`EXPLAIN QUERY PLAN ${query.sql}`).all(...query.params, bound, 50) as {
+            detail: string;
+          }[]
         )
           .map((row) => row.detail)
           .join('; ');
@@ -125,6 +129,165 @@ describe('SQLite event log', () => {
       ),
       [6, 5, 4, 3],
     );
+  });
+  describe('rows of several events (migration 014)', () => {
+    /** The log's rows: seq, n, and their type / queue columns. */
+    function rows(): { seq: number; n: number; type: string | null; queue: string | null }[] {
+      const db = new DatabaseSync(path);
+      try {
+        return (
+          db.prepare('SELECT seq, n, type, queue FROM ojs_events ORDER BY seq').all() as {
+            seq: number;
+            n: number;
+            type: string | null;
+            queue: string | null;
+          }[]
+        ).map((row) => ({ ...row }));
+      } finally {
+        db.close();
+      }
+    }
+
+    /** 0-2 enqueued (q1, q1, q2), 3 workflow.started, 4-6 started/completed (q1), 7 enqueued. */
+    function mixed(): OjsEvent[] {
+      const at = (type: string, index: number, queue: string) =>
+        makeEvent(type, `job-${index}`, { index, queue, job_type: 't' }, T0 + index);
+      return [
+        at('job.enqueued', 0, 'q1'),
+        at('job.enqueued', 1, 'q1'),
+        at('job.enqueued', 2, 'q2'),
+        at('workflow.started', 3, 'q1'),
+        at('job.started', 4, 'q1'),
+        at('job.completed', 5, 'q1'),
+        at('job.started', 6, 'q1'),
+        at('job.enqueued', 7, 'q1'),
+      ];
+    }
+
+    it('a run of per-job events is one row; rarer types and lone events are rows of their own', async () => {
+      const log = mixed();
+      await a.appendEvents(log);
+      assert.deepEqual(rows(), [
+        { seq: 1, n: 3, type: 'job.enqueued', queue: null },
+        { seq: 4, n: 1, type: 'workflow.started', queue: 'q1' },
+        { seq: 5, n: 4, type: null, queue: 'q1' },
+      ]);
+      assert.deepEqual(await a.listEvents({ limit: 100 }), log);
+    });
+
+    it('filters, limits, newest first and subjects look inside the rows', async () => {
+      await a.appendEvents(mixed());
+      const list = async (filter: Partial<Parameters<typeof a.listEvents>[0]>) =>
+        indexes(await a.listEvents({ limit: 100, ...filter }));
+      assert.deepEqual(await list({ queues: ['q2'] }), [2]);
+      assert.deepEqual(await list({ queues: ['q1'], limit: 3 }), [0, 1, 3]);
+      assert.deepEqual(await list({ types: ['job.started'] }), [4, 6]);
+      assert.deepEqual(await list({ types: ['job.started', 'workflow.started'] }), [3, 4, 6]);
+      assert.deepEqual(
+        await list({ types: ['job.enqueued'], newestFirst: true, limit: 3 }),
+        [7, 2, 1],
+      );
+      assert.deepEqual(await list({ newestFirst: true, limit: 2 }), [7, 6]);
+      assert.deepEqual(await list({ subject: 'job-5' }), [5]);
+      assert.deepEqual(await list({ subject: 'job-9' }), []);
+      assert.deepEqual(await list({ jobTypes: ['t'], types: ['job.completed'] }), [5]);
+    });
+
+    it('a cursor inside a row lists the rest of that row, whoever listed it', async () => {
+      const log = mixed();
+      await a.appendEvents(log);
+      const page = await a.listEvents({ limit: 6 });
+      assert.deepEqual(indexes(await a.listEvents({ after: page.at(-1)!.id, limit: 10 })), [6, 7]);
+      const b = new SqliteStore({ path, checkpointThread: false });
+      await b.init();
+      try {
+        // B never listed them: found by searching the rows.
+        assert.deepEqual(
+          indexes(await b.listEvents({ after: log[1]!.id, limit: 10 })),
+          [2, 3, 4, 5, 6, 7],
+        );
+        assert.deepEqual(
+          indexes(await b.listEvents({ after: log[5]!.id, limit: 1, newestFirst: true })),
+          [7],
+        );
+        // An id found only inside another event's data is no cursor.
+        const decoy = makeEvent('job.started', 'x', { index: 8, id: 'evt_nope' }, T0);
+        await b.appendEvents([decoy, { ...decoy, id: 'evt_other', data: { index: 9 } }]);
+        assert.deepEqual(indexes(await b.listEvents({ after: 'evt_nope', limit: 2 })), [0, 1]);
+      } finally {
+        await b.close();
+      }
+    });
+
+    it('a listing reads as many pages of rows as its limit and filter need', async () => {
+      for (let i = 0; i < 40; i++) await a.appendEvents(events(1, 'queue.paused', i));
+      const range = (from: number, to: number) =>
+        Array.from({ length: Math.abs(to - from) + 1 }, (_, i) =>
+          from < to ? from + i : from - i,
+        );
+      assert.deepEqual(indexes(await a.listEvents({ limit: 35 })), range(0, 34));
+      assert.deepEqual(indexes(await a.listEvents({ limit: 35, newestFirst: true })), range(39, 5));
+      // Rows of several events, the one match in the last of them.
+      for (let i = 0; i < 40; i++) await a.appendEvents(events(3, 'job.enqueued', 100 + 3 * i));
+      const last = makeEvent('job.started', 'z', { index: 500, queue: 'z', job_type: 't' }, T0);
+      await a.appendEvents([{ ...last }, { ...last, id: `${last.id}-2`, data: { index: 501 } }]);
+      assert.deepEqual(indexes(await a.listEvents({ queues: ['z'], limit: 5 })), [500]);
+      assert.equal((await a.listEvents({ types: ['job.enqueued'], limit: 1000 })).length, 120);
+    });
+
+    it('pruning keeps exactly the newest N, cutting into a row', async () => {
+      const first = events(5);
+      await a.appendEvents(first);
+      await a.appendEvents(events(4, 'job.completed', 5));
+      assert.equal(await a.pruneEvents(6, 2), 2);
+      assert.deepEqual(indexes(await a.listEvents({ limit: 100 })), [2, 3, 4, 5, 6, 7, 8]);
+      assert.equal(await a.pruneEvents(6), 1);
+      assert.deepEqual(indexes(await a.listEvents({ limit: 100 })), [3, 4, 5, 6, 7, 8]);
+      // Cut to one event: the rest of the row is a row of one event, with its id.
+      assert.equal(await a.pruneEvents(5), 1);
+      assert.deepEqual(rows()[0], { seq: 5, n: 1, type: 'job.enqueued', queue: 'q' });
+      assert.deepEqual(
+        indexes(await a.listEvents({ after: first[3]!.id, limit: 100 })),
+        [4, 5, 6, 7, 8],
+      );
+      assert.deepEqual(
+        indexes(await a.listEvents({ after: first[4]!.id, limit: 100 })),
+        [5, 6, 7, 8],
+      );
+      // Positions go on after the last row.
+      await a.appendEvents(events(2, 'job.started', 9));
+      assert.equal(await a.pruneEvents(2), 5);
+      assert.deepEqual(indexes(await a.listEvents({ limit: 100 })), [9, 10]);
+      assert.equal(await a.pruneEvents(0), 2);
+      assert.deepEqual(rows(), []);
+    });
+
+    it('a refused batch writes none of its events and leaves no gap in the positions', async () => {
+      await a.appendEvents(events(2));
+      // A batch refused as a whole (duplicate id) writes none of its events.
+      const [job] = await a.insertJobs(
+        [jobRecord('dup')],
+        [makeEvent('job.enqueued', 'dup', { index: 50 }, T0)],
+        T0,
+      );
+      assert.equal(job!.status, 'inserted');
+      const refused = await a.insertJobs(
+        [jobRecord('dup')],
+        [makeEvent('job.enqueued', 'dup', { index: 51 }, T0)],
+        T0,
+      );
+      assert.equal(refused[0]!.status, 'duplicate_id');
+      await a.appendEvents(events(2, 'job.started', 2));
+      assert.deepEqual(
+        rows().map((row) => [row.seq, row.n]),
+        [
+          [1, 2],
+          [3, 1],
+          [4, 2],
+        ],
+      );
+      assert.equal(await a.pruneEvents(4), 1);
+    });
   });
 });
 
@@ -175,6 +338,60 @@ describe('SQLite migration 010 (event log without the id index)', () => {
       ).map((row) => row.name);
       check.close();
       assert.deepEqual(indexNames, ['ojs_events_type']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+function jobRecord(id: string) {
+  return {
+    ...parseEnqueueRequest({ type: 't', args: [] }, T0, { visibilityTimeoutMs: 30_000 }),
+    id,
+  };
+}
+
+describe('SQLite migration 014 (rows of several events)', () => {
+  it('carries an existing log and its jobs over; new runs follow the old positions', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ojs-events-014m-'));
+    const path = join(dir, 'ojs.db');
+    try {
+      const db = new DatabaseSync(path);
+      migrate(
+        db,
+        loadMigrations().filter((m) => m.version < 14),
+      );
+      const job = jobRecord('kept-job');
+      db.prepare(INSERT_JOB).run(...insertValues(job, 1));
+      const log = [...events(3), ...events(2, 'cron.fired', 3)];
+      const insert = db.prepare(
+        'INSERT INTO ojs_events (id, type, queue, job_type, doc) VALUES (?, ?, ?, ?, ?)',
+      );
+      for (const event of log) insert.run(event.id, event.type, 'q', 't', JSON.stringify(event));
+      db.close();
+      const store = new SqliteStore({ path, checkpointThread: false });
+      await store.init();
+      try {
+        assert.equal((await store.getJob('kept-job'))?.state, 'available');
+        assert.deepEqual(await store.listEvents({ limit: 10 }), log);
+        assert.deepEqual(
+          indexes(await store.listEvents({ after: log[1]!.id, limit: 10 })),
+          [2, 3, 4],
+        );
+        assert.deepEqual(
+          indexes(await store.listEvents({ types: ['cron.fired'], newestFirst: true, limit: 1 })),
+          [4],
+        );
+        await store.appendEvents(events(3, 'job.started', 5));
+        assert.deepEqual(
+          indexes(await store.listEvents({ after: log[4]!.id, limit: 10 })),
+          [5, 6, 7],
+        );
+        assert.equal(await store.pruneEvents(4), 4);
+        assert.deepEqual(indexes(await store.listEvents({ limit: 10 })), [4, 5, 6, 7]);
+      } finally {
+        await store.close();
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
