@@ -1,6 +1,7 @@
 /**
  * The enqueue requests read straight from the wire (decision 0107):
- * EnqueueRequest, EnqueueBatchRequest and ojsts.v1.EnqueueManyRequest, into
+ * EnqueueRequest, EnqueueBatchRequest and ojsts.v1.EnqueueManyRequest, and
+ * the worker's ojsts.v1.AckBatchRequest (decision 0112), into
  * the objects @grpc/proto-loader would make of them (keepCase, enums by
  * name, int64 as numbers, only the fields present, repeated fields always
  * there), except that each Struct and Value is its JSON value already
@@ -254,4 +255,85 @@ export function decodeEnqueueManyRequest(bytes: Uint8Array): Obj {
     items.push(item);
   }
   return { items };
+}
+
+/** ojs.v1.JobError up to its end (a NACK's error). */
+function readJobError(r: ProtoReader): Obj {
+  const end = r.enter();
+  const out: Obj = {};
+  while (r.pos < end) {
+    const key = r.varint();
+    switch (key) {
+      case 10:
+        out.code = r.string();
+        break;
+      case 18:
+        out.message = r.string();
+        break;
+      case 24:
+        out.retryable = r.varint() !== 0;
+        break;
+      case 32:
+        out.attempt = r.int32();
+        break;
+      case 42:
+        out.occurred_at = readTime(r);
+        break;
+      case 50:
+        out.backtrace = r.string();
+        break;
+      case 58:
+        out.details = new DecodedJson(readStruct(r));
+        break;
+      default:
+        r.skip(key & 7);
+    }
+  }
+  r.leave();
+  return out;
+}
+
+/** ojsts.v1.AckItem (1) or NackItem (2): job_id 1, result/error 2, worker_id 3, attempt 4, requeue 5. */
+function readSettlement(r: ProtoReader, nack: boolean): Obj {
+  const end = r.enter();
+  const out: Obj = {};
+  while (r.pos < end) {
+    const key = r.varint();
+    switch (key) {
+      case 10:
+        out.job_id = r.string();
+        break;
+      case 18:
+        if (nack) out.error = readJobError(r);
+        else out.result = new DecodedJson(readStruct(r));
+        break;
+      case 26:
+        out.worker_id = r.string();
+        break;
+      case 32:
+        out.attempt = r.int32();
+        break;
+      case 40:
+        if (nack) out.requeue = r.varint() !== 0;
+        else r.skip(key & 7);
+        break;
+      default:
+        r.skip(key & 7);
+    }
+  }
+  r.leave();
+  return out;
+}
+
+export function decodeAckBatchRequest(bytes: Uint8Array): Obj {
+  const r = reader(bytes);
+  const acks: Obj[] = [];
+  const nacks: Obj[] = [];
+  while (r.pos < r.buf.length) {
+    const key = r.varint();
+    if (key === 10) acks.push(readSettlement(r, false));
+    else if (key === 18) nacks.push(readSettlement(r, true));
+    else r.skip(key & 7);
+  }
+  return { acks, nacks };
 }

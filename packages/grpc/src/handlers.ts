@@ -315,7 +315,16 @@ export function manifestToProto(manifest: Obj): Obj {
   };
 }
 
-/** A reply message, or its bytes already encoded (Fetch: sized to the client's receive limit). */
+/**
+ * One RPC, answered with a reply message or its bytes already encoded
+ * (Fetch: sized to the client's receive limit). A handler whose request is
+ * large (Enqueue, EnqueueBatch, EnqueueMany, AckBatch) is not `async`: it
+ * reads its request into what the engine is given and returns the engine's
+ * promise, so the decoded request is not kept reachable (an async
+ * function's arguments stay reachable while it awaits) across the store
+ * call; requests held that long were promoted to the old generation and
+ * grew the heap (decision 0112).
+ */
 export type UnaryHandler = (request: Obj, call: CallInfo) => Promise<Obj | Buffer>;
 
 export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler> {
@@ -344,20 +353,20 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       };
     },
 
-    async Enqueue(request, call) {
+    Enqueue(request, call) {
       const body = pushBody(
         request,
         meta(call, 'x-ojs-idempotency-key'),
         'x-ojs-idempotency-key',
         enqueueContext(engine, call),
       );
-      const result = await engine.enqueue(body, call.tenant);
       // An enqueue middleware dropped the job: nothing stored, no job to show.
-      if (result.status === 'dropped') return {};
-      return job(result.job);
+      return engine
+        .enqueue(body, call.tenant)
+        .then((result) => (result.status === 'dropped' ? {} : job(result.job)));
     },
 
-    async EnqueueBatch(request, call) {
+    EnqueueBatch(request, call) {
       const context = enqueueContext(engine, call);
       const defaults = (request.default_options ?? undefined) as Obj | undefined;
       const entries = Array.isArray(request.jobs) ? (request.jobs as Obj[]) : [];
@@ -366,8 +375,9 @@ export function unaryHandlers(ctx: BindingContext): Record<string, UnaryHandler>
       const { jobs: bodies } = checked({
         jobs: entries.map((entry) => enqueueBody(entry, context, defaults)),
       });
-      const jobs = await engine.enqueueBatch(bodies, {}, call.tenant);
-      return jobsReply(jobs, { count: jobs.length });
+      return engine
+        .enqueueBatch(bodies, {}, call.tenant)
+        .then((jobs) => jobsReply(jobs, { count: jobs.length }));
     },
 
     async GetJob(request, call) {
@@ -673,7 +683,7 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
       };
     });
   return {
-    async EnqueueMany(request, call) {
+    EnqueueMany(request, call) {
       // The limits of POST /ojs/v1/jobs/many, with its errors.
       const items = pushManyItems(request.items, 'items') as Obj[];
       const context = enqueueContext(engine, call);
@@ -691,12 +701,11 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
           outcomes[index] = { status: 'error', error };
         }
       }
-      if (bodies.length > 0) {
-        for (const [k, outcome] of (await engine.enqueueMany(bodies, call.tenant)).entries()) {
-          outcomes[positions[k]!] = outcome;
-        }
-      }
-      return enqueueManyReply(outcomes, call.requestId);
+      if (bodies.length === 0) return Promise.resolve(enqueueManyReply(outcomes, call.requestId));
+      return engine.enqueueMany(bodies, call.tenant).then((stored) => {
+        for (const [k, outcome] of stored.entries()) outcomes[positions[k]!] = outcome;
+        return enqueueManyReply(outcomes, call.requestId);
+      });
     },
 
     async HeartbeatMany(request, call) {
@@ -719,7 +728,7 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
       };
     },
 
-    async AckBatch(request, call) {
+    AckBatch(request, call) {
       const tenant = call.tenant?.id;
       const { acks, nacks } = checked({
         acks: items(request, 'acks').map(({ error: _e, requeue: _r, ...ack }) => ({
@@ -730,9 +739,8 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
       });
       // settleBatch refuses an empty or oversized batch (at most MAX_ACK_BATCH items).
       // The HTTP binding's results (engine wire-responses.ts), as AckBatchItemResult messages.
-      const { results } = ackBatchResponse(await engine.settleBatch({ acks, nacks }));
-      return {
-        results: results.map((result) => {
+      return engine.settleBatch({ acks, nacks }).then((settled) => ({
+        results: ackBatchResponse(settled).results.map((result) => {
           if (result.status === 'ok') {
             streams.settled(result.job_id);
             return { ...result, state: stateToProto(result.state) };
@@ -745,7 +753,7 @@ export function extensionHandlers(ctx: BindingContext): Record<string, UnaryHand
             retryable: error.retryable,
           };
         }),
-      };
+      }));
     },
   };
 }
@@ -774,12 +782,24 @@ export function wrapUnary(
       deadline: deadlineMs(call.getDeadline()),
       signal: controller.signal,
     };
-    (async () => {
+    // grpc-js keeps the decoded message as long as the call (handleUnary's
+    // listener closure holds it): the handler gets its fields in an object
+    // of its own and the message is emptied, and no closure here holds the
+    // request. So a request is garbage once the handler has read it, not
+    // only after the call: held while the engine worked, requests were
+    // promoted to the old generation and grew the heap (decision 0112).
+    const request: Obj = { ...call.request };
+    for (const key of Object.keys(call.request)) call.request[key] = undefined;
+    let answer: Promise<Obj | Buffer>;
+    try {
       const key = authorize(ctx.auth, name, call.metadata);
       info.tenant = callTenant(call.metadata, key);
-      throwIfRefused(call.request);
-      return handler(call.request, info);
-    })().then(
+      throwIfRefused(request);
+      answer = handler(request, info);
+    } catch (error) {
+      answer = Promise.reject(error);
+    }
+    answer.then(
       (response) => {
         answered = true;
         callback(null, response);

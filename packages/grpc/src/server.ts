@@ -12,6 +12,7 @@ import { buildManifest, type Engine } from '@ojs/engine';
 import { HealthImplementation } from 'grpc-health-check';
 import { authorize, callTenant } from './auth.ts';
 import {
+  decodeAckBatchRequest,
   decodeEnqueueBatchRequest,
   decodeEnqueueManyRequest,
   decodeEnqueueRequest,
@@ -165,6 +166,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     withEncodedReplies(
       withRequestLimits(extensionsService(), maxBodyBytes, {
         EnqueueMany: decodeEnqueueManyRequest,
+        AckBatch: decodeAckBatchRequest,
       }),
     ),
     extensions,

@@ -11,6 +11,7 @@ import type { JobRecord } from '@ojs/core';
 import { fromStruct, fromValue, toStruct, toValue } from '@ojs/sdk/proto-wire';
 import { enqueueBody } from '../src/convert.ts';
 import {
+  decodeAckBatchRequest,
   decodeEnqueueBatchRequest,
   decodeEnqueueManyRequest,
   decodeEnqueueRequest,
@@ -281,4 +282,48 @@ test('a truncated or malformed enqueue request is refused, not read short', () =
   }
   // Wire type 7 does not exist.
   assert.throws(() => decodeEnqueueRequest(Buffer.from([0x0f])), RangeError);
+});
+
+test('an AckBatch request read by the binding is what proto-loader reads of it', () => {
+  const ackBatch = extensionsService().AckBatch!;
+  const bytes = ackBatch.requestSerialize({
+    acks: [
+      { job_id: 'a-1', result: toStruct({ values: VALUES }), worker_id: 'w-1', attempt: 2 },
+      { job_id: 'a-2', result: toStruct({}), worker_id: '', attempt: 0 },
+      { job_id: 'a-3' },
+    ],
+    nacks: [
+      {
+        job_id: 'n-1',
+        error: {
+          code: 'timeout',
+          message: 'took too long ü',
+          retryable: true,
+          attempt: 3,
+          occurred_at: { seconds: 1_764_403_200, nanos: 5_000_000 },
+          backtrace: 'at a\nat b',
+          details: toStruct({ retryable: false, nested: { list: [1, 'x', null] } }),
+        },
+        worker_id: 'w-2',
+        attempt: 3,
+        requeue: true,
+      },
+      { job_id: 'n-2', error: {} },
+      { job_id: 'n-3' },
+    ],
+  });
+  // Structs compared as the JSON the handler takes from them (fromStruct reads both forms).
+  const json = (request: Obj) => ({
+    acks: request.acks.map((ack: Obj) => ({ ...ack, result: fromStruct(ack.result) })),
+    nacks: request.nacks.map((nack: Obj) => ({
+      ...nack,
+      ...(nack.error === undefined
+        ? {}
+        : { error: { ...nack.error, details: fromStruct(nack.error.details) } }),
+    })),
+  });
+  assert.deepEqual(
+    json(decodeAckBatchRequest(bytes)),
+    json(ackBatch.requestDeserialize(bytes) as Obj),
+  );
 });

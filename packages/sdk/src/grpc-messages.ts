@@ -156,9 +156,39 @@ const TIMESTAMP_FIELDS: Record<number, string> = {
   19: 'expires_at',
 };
 
-/** Text of a Duration in ms (`PT1.5S`), as the job's retry policy is shown. */
+let lastMillis = Number.NaN;
+let lastIso = '';
+
+/**
+ * A Timestamp's text. A job's created_at and enqueued_at (and the jobs of
+ * one batch) are often the same millisecond: the last one is formatted
+ * once. With the duration texts below, reading a job costs about a fifth
+ * less (decision 0112).
+ */
+function isoTimestamp(ms: number): string {
+  if (ms !== lastMillis) {
+    lastIso = new Date(ms).toISOString();
+    lastMillis = ms;
+  }
+  return lastIso;
+}
+
+const durationTexts = new Map<number, string>();
+
+/**
+ * Text of a Duration in ms (`PT1.5S`), as the job's retry policy is shown.
+ * Jobs mostly share their policies: each value is formatted once (at most
+ * 100 kept).
+ */
 function isoText(ms: number | undefined): string | undefined {
-  return ms === undefined ? undefined : `PT${ms / 1000}S`;
+  if (ms === undefined) return undefined;
+  let text = durationTexts.get(ms);
+  if (text === undefined) {
+    text = `PT${ms / 1000}S`;
+    if (durationTexts.size >= 100) durationTexts.clear();
+    durationTexts.set(ms, text);
+  }
+  return text;
 }
 
 function readStrings(r: ProtoReader, into: string[] | undefined): string[] {
@@ -241,7 +271,7 @@ function readJobError(r: ProtoReader): Obj {
         break;
       case 42: {
         const ms = readMillis(r);
-        occurredAt = ms === 0 ? undefined : new Date(ms).toISOString();
+        occurredAt = ms === 0 ? undefined : isoTimestamp(ms);
         break;
       }
       case 58:
@@ -334,7 +364,7 @@ export function readJob(r: ProtoReader): Job {
       case 146:
       case 154: {
         const ms = readMillis(r);
-        if (ms !== 0) job[TIMESTAMP_FIELDS[key >>> 3]!] = new Date(ms).toISOString();
+        if (ms !== 0) job[TIMESTAMP_FIELDS[key >>> 3]!] = isoTimestamp(ms);
         break;
       }
       case 162:
@@ -473,6 +503,119 @@ export function decodeEnqueueManyResponse(bytes: Uint8Array): { results: Enqueue
           result.error_metadata[name] = value;
           break;
         }
+        default:
+          r.skip(k & 7);
+      }
+    }
+    r.leave();
+    results.push(result);
+  }
+  return { results };
+}
+
+// ------------------------------------------------------------ AckBatch (ojsts.v1.WorkerExtensions)
+
+/** ojs.v1.JobError's fields of a NACK (grpc.ts `jobErrorFields`), details as JSON. */
+export interface JobErrorFields {
+  code?: string;
+  message?: string;
+  retryable: boolean;
+  backtrace: string;
+  details: Obj;
+}
+
+export interface AckBatchItems {
+  /** `result` already as the object its Struct holds (proto-wire `resultObject`). */
+  acks: { job_id: string; result?: Obj; worker_id: string; attempt: number }[];
+  nacks: {
+    job_id: string;
+    error: JobErrorFields;
+    worker_id: string;
+    attempt: number;
+    requeue: boolean;
+  }[];
+}
+
+/**
+ * ojsts.v1.AckBatchRequest written directly (decision 0112): the bytes
+ * proto-loader writes for the same items (a result or details present
+ * even when empty, proto3 defaults left out).
+ */
+export function encodeAckBatchRequest(request: AckBatchItems): Buffer {
+  const w = new ProtoWriter();
+  for (const ack of request.acks) {
+    const item = w.begin(1);
+    w.text(1, ack.job_id);
+    if (ack.result !== undefined) writeStruct(w, 2, ack.result);
+    w.text(3, ack.worker_id);
+    w.intField(4, ack.attempt);
+    w.end(item);
+  }
+  for (const nack of request.nacks) {
+    const item = w.begin(2);
+    w.text(1, nack.job_id);
+    const error = w.begin(2);
+    w.text(1, nack.error.code);
+    w.text(2, nack.error.message);
+    w.boolField(3, nack.error.retryable);
+    w.text(6, nack.error.backtrace);
+    writeStruct(w, 7, nack.error.details);
+    w.end(error);
+    w.text(3, nack.worker_id);
+    w.intField(4, nack.attempt);
+    w.boolField(5, nack.requeue);
+    w.end(item);
+  }
+  return w.finish();
+}
+
+/** One ojsts.v1.AckBatchResult, its state already the HTTP binding's name. */
+export interface AckBatchResultMessage {
+  job_id?: string;
+  status?: string;
+  state?: string;
+  attempt?: number;
+  error_code?: string;
+  error_message?: string;
+  retryable?: boolean;
+}
+
+/** ojsts.v1.AckBatchResponse read directly: fields absent when not sent, as proto-loader reads them. */
+export function decodeAckBatchResponse(bytes: Uint8Array): { results: AckBatchResultMessage[] } {
+  const r = new ProtoReader(bytes);
+  const results: AckBatchResultMessage[] = [];
+  while (r.pos < r.buf.length) {
+    const key = r.varint();
+    if (key !== 10) {
+      r.skip(key & 7);
+      continue;
+    }
+    const end = r.enter();
+    const result: AckBatchResultMessage = {};
+    while (r.pos < end) {
+      const k = r.varint();
+      switch (k) {
+        case 10:
+          result.job_id = r.string();
+          break;
+        case 18:
+          result.status = r.string();
+          break;
+        case 24:
+          result.state = JOB_STATES[r.int32()];
+          break;
+        case 32:
+          result.attempt = r.int32();
+          break;
+        case 42:
+          result.error_code = r.string();
+          break;
+        case 50:
+          result.error_message = r.string();
+          break;
+        case 56:
+          result.retryable = r.varint() !== 0;
+          break;
         default:
           r.skip(k & 7);
       }

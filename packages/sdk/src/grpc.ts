@@ -28,13 +28,17 @@ import {
 } from './errors.ts';
 import { isObject } from './generated/is-object.ts';
 import {
+  type AckBatchResultMessage,
+  decodeAckBatchResponse,
   decodeEnqueueManyResponse,
   decodeJobReply,
   decodeJobsReply,
   type EnqueueManyResult,
+  encodeAckBatchRequest,
   encodeEnqueueBatchRequest,
   encodeEnqueueManyItem,
   encodeEnqueueRequest,
+  type JobErrorFields,
 } from './grpc-messages.ts';
 import { parseAckBatchResults, toPushBody } from './http.ts';
 import { ProtoReader } from './proto-codec.ts';
@@ -46,6 +50,7 @@ import {
   type PbTimestamp,
   type PbValue,
   PROTO_FILES,
+  resultObject,
   resultToStruct,
   stateFromProto,
   timestampText,
@@ -221,6 +226,8 @@ function withWireCodecs(definition: Definition): void {
     (items: Buffer[]) => Buffer.concat(items),
     decodeEnqueueManyResponse,
   );
+  // The worker's outcomes, one call per batch (decision 0112).
+  codec(EXTENSIONS, 'AckBatch', (bytes: Buffer) => bytes, decodeAckBatchResponse);
 }
 
 type ClientConstructor = new (address: string, credentials: unknown, options: Obj) => Client;
@@ -569,9 +576,10 @@ export class GrpcTransport implements Transport {
   async nack(request: NackRequest, options?: RequestOptions): Promise<Obj> {
     const metadata = fencing(request);
     if (request.requeue === true) metadata['x-ojs-requeue'] = 'true';
+    const error = jobErrorFields(request.error);
     const response = await this.#call(
       'Nack',
-      { job_id: request.job_id, error: jobErrorToProto(request.error) },
+      { job_id: request.job_id, error: { ...error, details: toStruct(error.details) } },
       { ...options, metadata },
     );
     const out: Obj = { job_id: request.job_id, state: stateFromProto(response.state) };
@@ -585,28 +593,26 @@ export class GrpcTransport implements Transport {
    * answered per item like POST /ojs/v1/workers/ack/batch.
    */
   async ackBatch(request: AckBatchRequest, options?: RequestOptions): Promise<AckBatchResponse> {
-    const response = await this.#call(
-      'AckBatch',
-      {
-        acks: request.acks.map((ack) => ({
-          job_id: ack.job_id,
-          result: resultToStruct(ack.result),
-          worker_id: ack.worker_id ?? '',
-          attempt: ack.attempt ?? 0,
-        })),
-        nacks: request.nacks.map((nack) => ({
-          job_id: nack.job_id,
-          error: jobErrorToProto(nack.error),
-          worker_id: nack.worker_id ?? '',
-          attempt: nack.attempt ?? 0,
-          requeue: nack.requeue === true,
-        })),
-      },
-      { ...options, extension: true },
-    );
-    const results = ((response.results as Obj[]) ?? []).map((r) =>
+    // Written before the call (grpc-messages.ts): the request proto-loader would write.
+    const bytes = encodeAckBatchRequest({
+      acks: request.acks.map((ack) => ({
+        job_id: ack.job_id,
+        result: resultObject(ack.result),
+        worker_id: ack.worker_id ?? '',
+        attempt: ack.attempt ?? 0,
+      })),
+      nacks: request.nacks.map((nack) => ({
+        job_id: nack.job_id,
+        error: jobErrorFields(nack.error),
+        worker_id: nack.worker_id ?? '',
+        attempt: nack.attempt ?? 0,
+        requeue: nack.requeue === true,
+      })),
+    });
+    const response = await this.#call('AckBatch', bytes, { ...options, extension: true });
+    const results = (response as { results: AckBatchResultMessage[] }).results.map((r) =>
       r.status === 'ok'
-        ? { job_id: r.job_id, status: 'ok', state: stateFromProto(r.state), attempt: r.attempt }
+        ? { job_id: r.job_id, status: 'ok', state: r.state, attempt: r.attempt }
         : {
             job_id: r.job_id,
             status: r.status,
@@ -892,8 +898,8 @@ function directiveOf(directed: unknown): HeartbeatResponse['directive'] {
   return text.endsWith('TERMINATE') ? 'terminate' : text.endsWith('QUIET') ? 'quiet' : 'running';
 }
 
-/** A NACK's error as ojs.v1.JobError (`code` is the error class, G-4). */
-function jobErrorToProto(error: NackRequest['error']): Obj {
+/** A NACK's error as ojs.v1.JobError's fields (`code` is the error class, G-4), details as JSON. */
+function jobErrorFields(error: NackRequest['error']): JobErrorFields {
   const details: Obj = { ...(error.details ?? {}) };
   // proto3 has no "false" for JobError.retryable: say it in details (decision 0043).
   if (error.retryable === false) details.retryable = false;
@@ -902,7 +908,7 @@ function jobErrorToProto(error: NackRequest['error']): Obj {
     message: error.message,
     retryable: error.retryable === true,
     backtrace: error.backtrace?.join('\n') ?? '',
-    details: toStruct(details),
+    details,
   };
 }
 

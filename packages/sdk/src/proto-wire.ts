@@ -133,9 +133,15 @@ export function fromStruct(struct: PbStruct | DecodedJson | null | undefined): O
  * object result goes as it is; any other JSON value is carried as
  * `{"value": <result>}`.
  */
-export function resultToStruct(result: unknown): PbStruct | undefined {
+/** A job's result as the object a Struct holds: a non-object travels as {"value": ...} (G-9). */
+export function resultObject(result: unknown): Obj | undefined {
   if (result === undefined) return undefined;
-  return toStruct(isObject(result) ? result : { value: result });
+  return isObject(result) ? result : { value: result };
+}
+
+export function resultToStruct(result: unknown): PbStruct | undefined {
+  const object = resultObject(result);
+  return object === undefined ? undefined : toStruct(object);
 }
 
 export function stateToProto(state: string): string {

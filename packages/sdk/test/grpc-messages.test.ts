@@ -10,9 +10,11 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as loader from '@grpc/proto-loader';
 import {
+  decodeAckBatchResponse,
   decodeEnqueueManyResponse,
   decodeJobReply,
   decodeJobsReply,
+  encodeAckBatchRequest,
   encodeEnqueueBatchRequest,
   encodeEnqueueManyItem,
   encodeEnqueueRequest,
@@ -24,6 +26,8 @@ import {
   fromValue,
   LOADER_OPTIONS,
   PROTO_FILES,
+  resultObject,
+  resultToStruct,
   toStruct,
   toValue,
 } from '../src/proto-wire.ts';
@@ -43,6 +47,14 @@ const definition = loader.loadSync(PROTO_FILES, {
 }) as unknown as Record<string, Record<string, Method>>;
 const ojs = definition['ojs.v1.OJSService']!;
 const extensions = definition['ojsts.v1.WorkerExtensions']!;
+/** The same protocol read with proto3's defaults filled in: absent and default compare equal. */
+const withDefaults = (
+  loader.loadSync(PROTO_FILES, {
+    ...LOADER_OPTIONS,
+    defaults: true,
+    includeDirs: [join(dirname(fileURLToPath(import.meta.url)), '..', 'proto')],
+  }) as unknown as Record<string, Record<string, Method>>
+)['ojsts.v1.WorkerExtensions']!;
 
 /** JSON values that stress the codec: nesting, long and non-ASCII text, odd numbers and keys. */
 const VALUES: unknown[] = [
@@ -352,6 +364,87 @@ test('EnqueueMany results read with their job or their error', () => {
   );
   assert.equal(results[2]!.status, 'dropped');
   assert.equal(results[2]!.job, undefined);
+});
+
+test('an AckBatch request written here is the one proto-loader writes, and its results read as proto-loader reads them', () => {
+  const details = { retryable: false, nested: { list: [1, 'x', null] } };
+  const acks = [
+    { job_id: 'a-1', result: { ok: true, n: 3 }, worker_id: 'w-1', attempt: 2 },
+    { job_id: 'a-2', result: 'text', worker_id: '', attempt: 0 },
+    { job_id: 'a-3', result: {}, worker_id: 'w-1', attempt: 1 },
+    { job_id: 'a-4', result: undefined, worker_id: 'w-1', attempt: 1 },
+  ];
+  const nacks = [
+    {
+      job_id: 'n-1',
+      error: {
+        code: 'timeout',
+        message: 'slow',
+        retryable: true,
+        backtrace: 'at a\nat b',
+        details,
+      },
+      worker_id: 'w-ä',
+      attempt: 3,
+      requeue: false,
+    },
+    {
+      job_id: 'n-2',
+      error: { code: undefined, message: '', retryable: false, backtrace: '', details: {} },
+      worker_id: '',
+      attempt: 0,
+      requeue: true,
+    },
+  ];
+  const written = encodeAckBatchRequest({
+    acks: acks.map((ack) => ({ ...ack, result: resultObject(ack.result) })),
+    nacks,
+  });
+  const theirs = extensions.AckBatch!.requestSerialize({
+    acks: acks.map((ack) => ({ ...ack, result: resultToStruct(ack.result) })),
+    nacks: nacks.map((nack) => ({
+      ...nack,
+      error: { ...nack.error, details: toStruct(nack.error.details) },
+    })),
+  });
+  // The same message: protobufjs also writes fields set to their proto3
+  // default ('' and 0), which a reader takes as unset.
+  assert.deepEqual(
+    withDefaults.AckBatch!.requestDeserialize(written),
+    withDefaults.AckBatch!.requestDeserialize(theirs),
+  );
+  const read = extensions.AckBatch!.requestDeserialize(written);
+  assert.deepEqual(fromStruct(read.acks[0].result), { ok: true, n: 3 });
+  assert.deepEqual(fromStruct(read.acks[1].result), { value: 'text' });
+  assert.deepEqual(fromStruct(read.acks[2].result), {});
+  assert.equal(read.acks[3].result, undefined);
+  assert.deepEqual(fromStruct(read.nacks[0].error.details), details);
+
+  const response = {
+    results: [
+      { job_id: 'a-1', status: 'ok', state: 'JOB_STATE_COMPLETED', attempt: 2 },
+      { job_id: 'n-1', status: 'ok', state: 'JOB_STATE_RETRYABLE', attempt: 3 },
+      {
+        job_id: 'x',
+        status: 'conflict',
+        error_code: 'conflict',
+        error_message: 'not yours',
+        retryable: false,
+      },
+      { job_id: 'y', status: 'invalid', error_code: 'invalid_request', retryable: true },
+    ],
+  };
+  const bytes = extensions.AckBatch!.responseSerialize(response);
+  const expected = extensions.AckBatch!.responseDeserialize(bytes);
+  const ours = decodeAckBatchResponse(bytes);
+  assert.deepEqual(
+    ours.results.map((r) => r.state),
+    ['completed', 'retryable', undefined, undefined],
+  );
+  assert.deepEqual(
+    ours.results.map(({ state: _s, ...rest }) => rest),
+    expected.results.map(({ state: _s, ...rest }: Obj) => rest),
+  );
 });
 
 test('a truncated message is refused, not read short', () => {
