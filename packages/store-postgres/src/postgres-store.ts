@@ -216,12 +216,17 @@ export class PostgresStore implements Store {
     // window no single code path can fully close) then fails that client's
     // next statement as a connection error, instead of an unhandled 'error'
     // event crashing the process (seen under backend terminations).
-    this.#pool.on('connect', (client) => {
+    // The claim pool's clients too (migration 014 gave claims a pool of
+    // their own; without this, a claim connection terminated between two
+    // statements crashed the process, seen in the resilience test).
+    const keepErrorListener = (client: pg.PoolClient) => {
       client.on('error', () => {});
-    });
+    };
+    this.#pool.on('connect', keepErrorListener);
     this.#db = new Database(this.#pool, preparedNames(this.#sql), this.#onError);
     this.#settleAlone = autocommitWriter(this.#db, this.#sql, this.#channel);
     this.#claimPool.on('error', (error) => this.#onError(error, 'idle pooled connection'));
+    this.#claimPool.on('connect', keepErrorListener);
     this.#claimDb = new Database(this.#claimPool, preparedNames(this.#sql), this.#onError);
     this.#listener = new JobsAvailableListener({
       config: { ...base, application_name: `${base.application_name}:listen` },
