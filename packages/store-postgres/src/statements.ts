@@ -117,6 +117,46 @@ const startedEvent = (id: string) => `jsonb_build_object(
                 ELSE '{}'::jsonb
               END)`;
 
+/** The three event types every job writes: a write's run of them is one row (migration 015). */
+const RUN_TYPES = `('job.enqueued', 'job.started', 'job.completed')`;
+
+/**
+ * Inserts the events `source` yields (columns ord, id, type, queue,
+ * job_type, doc) in ord order (decision 0113): each run of consecutive
+ * per-job events (RUN_TYPES) is one row holding their JSON array, every
+ * other event a row of its own; a run of one is a row of one. `g` counts
+ * the other events up to each event, so an other event and the run after
+ * it share g and are told apart by `run` (the other event first). Seqs
+ * are assigned in the ORDER BY's order. A row's type, queue and job_type
+ * are the value its events share, else NULL.
+ */
+const insertEventRuns = (s: string, source: string) => `INSERT INTO ${s}.events
+      (id, type, queue, job_type, n, doc)
+      SELECT CASE WHEN count(*) = 1 THEN min(r.id) END,
+             CASE WHEN min(r.type) = max(r.type) THEN min(r.type) END,
+             CASE WHEN count(r.queue) = count(*) AND min(r.queue) = max(r.queue)
+                  THEN min(r.queue) END,
+             CASE WHEN count(r.job_type) = count(*) AND min(r.job_type) = max(r.job_type)
+                  THEN min(r.job_type) END,
+             count(*),
+             CASE WHEN count(*) = 1 THEN (array_agg(r.doc))[1]
+                  ELSE jsonb_agg(r.doc ORDER BY r.ord) END
+        FROM (SELECT e.*, e.type IN ${RUN_TYPES} AS run,
+                     sum(CASE WHEN e.type IN ${RUN_TYPES} THEN 0 ELSE 1 END)
+                       OVER (ORDER BY e.ord) AS g
+                FROM (${source}) e) r
+       GROUP BY r.g, r.run
+       ORDER BY r.g, r.run`;
+
+/** insertEventRuns of the event rows (rows.ts eventRow) of jsonb array `param`, filtered by `where`. */
+const insertEventRows = (s: string, param: string, where = '') =>
+  insertEventRuns(
+    s,
+    `SELECT e.ord, e.value->>'id' AS id, e.value->>'type' AS type,
+            e.value->>'queue' AS queue, e.value->>'job_type' AS job_type, e.value->'doc' AS doc
+       FROM jsonb_array_elements(${param}::jsonb) WITH ORDINALITY AS e(value, ord) ${where}`,
+  );
+
 /**
  * The CTEs of a claim with its job.started events in the same statement
  * (one round trip fewer): $8 holds at least as many fresh event ids as jobs
@@ -127,11 +167,13 @@ const claimLoggedCtes = (s: string, picked: string) => `${claimCtes(picked)},
   updated AS (${claimSet(s).replace('RETURNING j.doc,', 'RETURNING j.doc, j.priority, j.seq,')}),
   ordered AS (SELECT doc, xid, row_number() OVER (ORDER BY priority DESC, seq) AS rn FROM updated),
   logged AS (
-    INSERT INTO ${s}.events (id, type, queue, job_type, doc)
-    SELECT ($8::text[])[o.rn], 'job.started', o.doc->>'queue', o.doc->>'type',
-           ${startedEvent('($8::text[])[o.rn]')}
-      FROM ordered o
-     ORDER BY o.rn)`;
+    ${insertEventRuns(
+      s,
+      `SELECT o.rn AS ord, ($8::text[])[o.rn] AS id, 'job.started'::text AS type,
+              o.doc->>'queue' AS queue, o.doc->>'type' AS job_type,
+              ${startedEvent('($8::text[])[o.rn]')} AS doc
+         FROM ordered o`,
+    )})`;
 
 const claimUpdateLogged = (s: string, picked: string) => `WITH ${claimLoggedCtes(s, picked)}
 SELECT doc, xid FROM ordered ORDER BY rn`;
@@ -251,12 +293,7 @@ export function statements(schema: string) {
         INSERT INTO ${s}.queues (name, created_at)
         SELECT DISTINCT queue, $4::text FROM input
         ON CONFLICT (name) DO NOTHING),
-      logged AS (
-        INSERT INTO ${s}.events (id, type, queue, job_type, doc)
-        SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
-               e.value->'doc'
-          FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
-         ORDER BY e.ord),
+      logged AS (${insertEventRows(s, '$2')}),
       checked AS (
         SELECT ${s}.ojs_require(
                  (SELECT count(*) FROM keys)
@@ -350,13 +387,7 @@ export function statements(schema: string) {
          WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
            AND j.rev = u.expect_rev AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id, j.state),
-      logged AS (
-        INSERT INTO ${s}.events (id, type, queue, job_type, doc)
-        SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
-               e.value->'doc'
-          FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
-         WHERE e.value->>'job_id' IN (SELECT id FROM written)
-         ORDER BY e.ord)
+      logged AS (${insertEventRows(s, '$2', "WHERE e.value->>'job_id' IN (SELECT id FROM written)")})
       SELECT id, txid_current()::text AS xid FROM written
       UNION ALL
       SELECT NULL, NULL FROM (SELECT pg_notify($3::text, '') FROM written
@@ -380,13 +411,7 @@ export function statements(schema: string) {
          WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
            AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id),
-      logged AS (
-        INSERT INTO ${s}.events (id, type, queue, job_type, doc)
-        SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
-               e.value->'doc'
-          FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
-         WHERE e.value->>'job_id' IN (SELECT id FROM extended)
-         ORDER BY e.ord)
+      logged AS (${insertEventRows(s, '$2', "WHERE e.value->>'job_id' IN (SELECT id FROM extended)")})
       SELECT id, txid_current()::text AS xid FROM extended`,
 
     /** $1 = jsonb array of {id, expect_rev}. */
@@ -599,20 +624,50 @@ export function statements(schema: string) {
       ORDER BY seq DESC LIMIT $5`,
 
     // ------------------------------------------------------------ events
-    /** $1 = jsonb array of event rows, inserted (seq assigned) in array order. */
-    insertEvents: `INSERT INTO ${s}.events (id, type, queue, job_type, doc)
-      SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
-             e.value->'doc'
-        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, ord)
-       ORDER BY e.ord`,
+    /** $1 = jsonb array of event rows, inserted (seq assigned) in array order, runs as one row. */
+    insertEvents: insertEventRows(s, '$1'),
     /**
-     * Deletes the oldest events beyond the newest $1, at most $2 of them
-     * (NULL: all), by seq; gaps in seq do not matter.
+     * Removes the oldest events beyond the newest $1, at most $2 of them
+     * (NULL: all), oldest first; returns how many (`removed`). Rows of
+     * several events (migration 015): whole rows go, and the row the cut
+     * falls in loses its oldest k events (positions count from a row's
+     * end, so the rest keep theirs; a remainder of one becomes a row of one
+     * event with its own columns). `touched` reads at most as many rows as
+     * events go; each write is guarded on the row's n as read, so a
+     * concurrent prune of the same row writes it once.
      */
-    pruneEvents: `DELETE FROM ${s}.events WHERE seq IN (
-        SELECT seq FROM ${s}.events
-         WHERE seq <= (SELECT seq FROM ${s}.events ORDER BY seq DESC OFFSET $1 LIMIT 1)
-         ORDER BY seq LIMIT $2)`,
+    pruneEvents: `WITH total AS MATERIALIZED (
+        SELECT greatest(coalesce(sum(n), 0) - $1::bigint, 0) AS over FROM ${s}.events),
+      cut AS MATERIALIZED (SELECT least(over, coalesce($2::bigint, over)) AS d FROM total),
+      touched AS MATERIALIZED (
+        SELECT w.seq, w.n, least(w.n, c.d - (w.through - w.n)) AS k
+          FROM (SELECT seq, n, sum(n) OVER (ORDER BY seq) AS through FROM ${s}.events
+                 ORDER BY seq LIMIT (SELECT d FROM cut)) w, cut c
+         WHERE w.through - w.n < c.d),
+      gone AS (
+        DELETE FROM ${s}.events e USING touched t
+         WHERE e.seq = t.seq AND e.n = t.n AND t.k = t.n
+        RETURNING e.n),
+      trimmed AS (
+        UPDATE ${s}.events e
+           SET n = e.n - t.k,
+               doc = CASE WHEN e.n - t.k = 1 THEN e.doc->(-1)
+                          ELSE (SELECT jsonb_agg(a.v ORDER BY a.i)
+                                  FROM jsonb_array_elements(e.doc) WITH ORDINALITY AS a(v, i)
+                                 WHERE a.i > t.k) END,
+               id = CASE WHEN e.n - t.k = 1 THEN e.doc->(-1)->>'id' END,
+               type = CASE WHEN e.n - t.k = 1 THEN e.doc->(-1)->>'type' ELSE e.type END,
+               queue = CASE WHEN e.n - t.k > 1 THEN e.queue
+                            WHEN jsonb_typeof(e.doc->(-1)->'data'->'queue') = 'string'
+                              THEN e.doc->(-1)->'data'->>'queue' END,
+               job_type = CASE WHEN e.n - t.k > 1 THEN e.job_type
+                               WHEN jsonb_typeof(e.doc->(-1)->'data'->'job_type') = 'string'
+                                 THEN e.doc->(-1)->'data'->>'job_type' END
+          FROM touched t
+         WHERE e.seq = t.seq AND e.n = t.n AND t.k < t.n
+        RETURNING t.k)
+      SELECT (coalesce((SELECT sum(n) FROM gone), 0)
+              + coalesce((SELECT sum(k) FROM trimmed), 0))::integer AS removed`,
     eventsTable: `${s}.events`,
 
     // ------------------------------------------------------------ finding jobs (job-queries.ts)
