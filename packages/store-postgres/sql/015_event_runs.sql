@@ -6,8 +6,9 @@
 --
 -- n is how many events the row holds. A row of one event is as before:
 -- doc is the event, id, type, queue and job_type its own. A row of
--- several: doc is their JSON array in order, id is NULL (not in the id
--- hash index), and type, queue and job_type are the value all its events
+-- several: docs holds them in order (a jsonb[]: built by array_agg, which
+-- copies each document, where a jsonb array re-encoded them all), doc and
+-- id are NULL (not in the id hash index), and type, queue and job_type are the value all its events
 -- share, or NULL when they differ (a listing reads them as "may match" and
 -- checks each event; src/event-queries.ts). The rarer types are always
 -- rows of their own, so the partial type index of migration 010 holds
@@ -28,3 +29,15 @@
 ALTER TABLE events ADD COLUMN n integer NOT NULL DEFAULT 1;
 ALTER TABLE events ALTER COLUMN id DROP NOT NULL;
 ALTER TABLE events ALTER COLUMN type DROP NOT NULL;
+ALTER TABLE events ALTER COLUMN doc DROP NOT NULL;
+ALTER TABLE events ADD COLUMN docs jsonb[];
+-- A run's docs (~25 KB for 50 events) are TOASTed: lz4 compresses them
+-- at a fraction of pglz's CPU and shrinks what the WAL and the TOAST
+-- table write (decision 0113: without it a run cost what its rows did).
+-- A server built without lz4 keeps the default (pglz).
+DO $$
+BEGIN
+  ALTER TABLE events ALTER COLUMN docs SET COMPRESSION lz4;
+EXCEPTION WHEN feature_not_supported THEN
+  NULL;
+END $$;

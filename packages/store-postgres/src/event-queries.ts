@@ -19,9 +19,7 @@
  */
 import type { EventFilter } from '@ojs/core';
 import type { Query } from './job-queries.ts';
-
-/** Types written in runs (statements.ts RUN_TYPES). */
-const RUN_TYPES = new Set(['job.enqueued', 'job.started', 'job.completed']);
+import { RUN_EVENT_TYPES } from './rows.ts';
 
 /** Where an `after` cursor's event was last listed (postgres-store.ts): checked, not trusted. */
 export interface EventPosition {
@@ -57,7 +55,12 @@ export function listEventsQuery(
       `(e.n = 1 OR x.ev${field} = ANY(${p}::text[]))`,
     );
   };
-  within('type', "->>'type'", filter.types, !filter.types?.some((type) => RUN_TYPES.has(type)));
+  within(
+    'type',
+    "->>'type'",
+    filter.types,
+    !filter.types?.some((type) => RUN_EVENT_TYPES.has(type)),
+  );
   within('queue', "->'data'->>'queue'", filter.queues);
   within('job_type', "->'data'->>'job_type'", filter.jobTypes);
   let cursor = '';
@@ -66,9 +69,8 @@ export function listEventsQuery(
     const found = [
       `SELECT seq, 0 AS k FROM ${events} WHERE id = ${id}`,
       `(SELECT e.seq, (a.i - e.n)::integer FROM ${events} e
-          CROSS JOIN LATERAL jsonb_array_elements(e.doc) WITH ORDINALITY AS a(v, i)
-         WHERE e.n > 1 AND e.doc @> jsonb_build_array(jsonb_build_object('id', ${id}::text))
-           AND a.v->>'id' = ${id}
+          CROSS JOIN LATERAL unnest(e.docs) WITH ORDINALITY AS a(v, i)
+         WHERE e.n > 1 AND a.v->>'id' = ${id}
          ORDER BY e.seq DESC LIMIT 1)`,
     ];
     if (remembered !== undefined) {
@@ -76,7 +78,7 @@ export function listEventsQuery(
       const k = param(remembered.k);
       found.unshift(`SELECT seq, ${k}::integer AS k FROM ${events}
          WHERE seq = ${seq}::bigint
-           AND CASE WHEN n = 1 THEN id = ${id} ELSE doc->(${k}::integer - 1)->>'id' = ${id} END`);
+           AND CASE WHEN n = 1 THEN id = ${id} ELSE docs[n + ${k}::integer]->>'id' = ${id} END`);
     }
     // The branches run in order and stop at the first row (the cheapest
     // first); a cursor not in the log is position (0, 0): the whole log.
@@ -96,8 +98,7 @@ export function listEventsQuery(
     text: `${cursor}SELECT x.ev AS doc, e.seq, x.k FROM ${events} e
       CROSS JOIN LATERAL (
         SELECT a.ev, (a.i - e.n)::integer AS k
-          FROM jsonb_array_elements(CASE WHEN e.n = 1 THEN jsonb_build_array(e.doc) ELSE e.doc END)
-               WITH ORDINALITY AS a(ev, i)) x
+          FROM unnest(CASE WHEN e.n = 1 THEN ARRAY[e.doc] ELSE e.docs END) WITH ORDINALITY AS a(ev, i)) x
       ${where} ORDER BY ${order} LIMIT ${limit}`,
     values,
   };

@@ -117,43 +117,41 @@ const startedEvent = (id: string) => `jsonb_build_object(
                 ELSE '{}'::jsonb
               END)`;
 
-/** The three event types every job writes: a write's run of them is one row (migration 015). */
-const RUN_TYPES = `('job.enqueued', 'job.started', 'job.completed')`;
-
 /**
- * Inserts the events `source` yields (columns ord, id, type, queue,
- * job_type, doc) in ord order (decision 0113): each run of consecutive
- * per-job events (RUN_TYPES) is one row holding their JSON array, every
- * other event a row of its own; a run of one is a row of one. `g` counts
- * the other events up to each event, so an other event and the run after
- * it share g and are told apart by `run` (the other event first). Seqs
- * are assigned in the ORDER BY's order. A row's type, queue and job_type
- * are the value its events share, else NULL.
+ * Two CTEs: `events_in` (the events `source` yields: columns ord, g, id,
+ * type, queue, job_type, gtype, gqueue, gjob_type, doc) and `logged`,
+ * which inserts them as rows of the log in ord order (decision 0113):
+ * the events sharing a `g` (a run of per-job events, rows.ts
+ * eventRowsJson) are one row whose `docs` array holds them, an event alone
+ * in its `g` a row of one with its own columns. Seqs are assigned in the
+ * ORDER BY's order. The array is built by array_agg, which copies each
+ * jsonb value: jsonb_agg re-encoded every document and, with the grouping
+ * done in SQL, made a row of 50 events cost more than 50 rows did.
  */
-const insertEventRuns = (s: string, source: string) => `INSERT INTO ${s}.events
-      (id, type, queue, job_type, n, doc)
-      SELECT CASE WHEN count(*) = 1 THEN min(r.id) END,
-             CASE WHEN min(r.type) = max(r.type) THEN min(r.type) END,
-             CASE WHEN count(r.queue) = count(*) AND min(r.queue) = max(r.queue)
-                  THEN min(r.queue) END,
-             CASE WHEN count(r.job_type) = count(*) AND min(r.job_type) = max(r.job_type)
-                  THEN min(r.job_type) END,
-             count(*),
-             CASE WHEN count(*) = 1 THEN (array_agg(r.doc))[1]
-                  ELSE jsonb_agg(r.doc ORDER BY r.ord) END
-        FROM (SELECT e.*, e.type IN ${RUN_TYPES} AS run,
-                     sum(CASE WHEN e.type IN ${RUN_TYPES} THEN 0 ELSE 1 END)
-                       OVER (ORDER BY e.ord) AS g
-                FROM (${source}) e) r
-       GROUP BY r.g, r.run
-       ORDER BY r.g, r.run`;
+const eventRunCtes = (s: string, source: string) => `events_in AS MATERIALIZED (${source}),
+      logged AS (
+        INSERT INTO ${s}.events (id, type, queue, job_type, n, doc, docs)
+        SELECT CASE WHEN r.n = 1 THEN f.id END,
+               CASE WHEN r.n = 1 THEN f.type ELSE f.gtype END,
+               CASE WHEN r.n = 1 THEN f.queue ELSE f.gqueue END,
+               CASE WHEN r.n = 1 THEN f.job_type ELSE f.gjob_type END,
+               r.n,
+               CASE WHEN r.n = 1 THEN f.doc END,
+               CASE WHEN r.n > 1 THEN r.docs END
+          FROM (SELECT g, count(*)::integer AS n, min(ord) AS first,
+                       array_agg(doc ORDER BY ord) AS docs
+                  FROM events_in GROUP BY g) r
+          JOIN events_in f ON f.ord = r.first
+         ORDER BY r.g)`;
 
-/** insertEventRuns of the event rows (rows.ts eventRow) of jsonb array `param`, filtered by `where`. */
-const insertEventRows = (s: string, param: string, where = '') =>
-  insertEventRuns(
+/** eventRunCtes of the event rows (rows.ts eventRowsJson) of jsonb array `param`, filtered by `where`. */
+const eventRowCtes = (s: string, param: string, where = '') =>
+  eventRunCtes(
     s,
-    `SELECT e.ord, e.value->>'id' AS id, e.value->>'type' AS type,
-            e.value->>'queue' AS queue, e.value->>'job_type' AS job_type, e.value->'doc' AS doc
+    `SELECT e.ord, (e.value->>'g')::integer AS g, e.value->>'id' AS id, e.value->>'type' AS type,
+            e.value->>'queue' AS queue, e.value->>'job_type' AS job_type,
+            e.value->>'gtype' AS gtype, e.value->>'gqueue' AS gqueue,
+            e.value->>'gjob_type' AS gjob_type, e.value->'doc' AS doc
        FROM jsonb_array_elements(${param}::jsonb) WITH ORDINALITY AS e(value, ord) ${where}`,
   );
 
@@ -166,14 +164,14 @@ const insertEventRows = (s: string, param: string, where = '') =>
 const claimLoggedCtes = (s: string, picked: string) => `${claimCtes(picked)},
   updated AS (${claimSet(s).replace('RETURNING j.doc,', 'RETURNING j.doc, j.priority, j.seq,')}),
   ordered AS (SELECT doc, xid, row_number() OVER (ORDER BY priority DESC, seq) AS rn FROM updated),
-  logged AS (
-    ${insertEventRuns(
-      s,
-      `SELECT o.rn AS ord, ($8::text[])[o.rn] AS id, 'job.started'::text AS type,
-              o.doc->>'queue' AS queue, o.doc->>'type' AS job_type,
-              ${startedEvent('($8::text[])[o.rn]')} AS doc
-         FROM ordered o`,
-    )})`;
+  ${eventRunCtes(
+    s,
+    `SELECT o.rn AS ord, 0 AS g, ($8::text[])[o.rn] AS id, 'job.started'::text AS type,
+            o.doc->>'queue' AS queue, o.doc->>'type' AS job_type,
+            'job.started'::text AS gtype, $5::text AS gqueue, NULL::text AS gjob_type,
+            ${startedEvent('($8::text[])[o.rn]')} AS doc
+       FROM ordered o`,
+  )}`;
 
 const claimUpdateLogged = (s: string, picked: string) => `WITH ${claimLoggedCtes(s, picked)}
 SELECT doc, xid FROM ordered ORDER BY rn`;
@@ -293,7 +291,7 @@ export function statements(schema: string) {
         INSERT INTO ${s}.queues (name, created_at)
         SELECT DISTINCT queue, $4::text FROM input
         ON CONFLICT (name) DO NOTHING),
-      logged AS (${insertEventRows(s, '$2')}),
+      ${eventRowCtes(s, '$2')},
       checked AS (
         SELECT ${s}.ojs_require(
                  (SELECT count(*) FROM keys)
@@ -387,7 +385,7 @@ export function statements(schema: string) {
          WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
            AND j.rev = u.expect_rev AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id, j.state),
-      logged AS (${insertEventRows(s, '$2', "WHERE e.value->>'job_id' IN (SELECT id FROM written)")})
+      ${eventRowCtes(s, '$2', "WHERE e.value->>'job_id' IN (SELECT id FROM written)")}
       SELECT id, txid_current()::text AS xid FROM written
       UNION ALL
       SELECT NULL, NULL FROM (SELECT pg_notify($3::text, '') FROM written
@@ -411,7 +409,7 @@ export function statements(schema: string) {
          WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
            AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id),
-      logged AS (${insertEventRows(s, '$2', "WHERE e.value->>'job_id' IN (SELECT id FROM extended)")})
+      ${eventRowCtes(s, '$2', "WHERE e.value->>'job_id' IN (SELECT id FROM extended)")}
       SELECT id, txid_current()::text AS xid FROM extended`,
 
     /** $1 = jsonb array of {id, expect_rev}. */
@@ -625,7 +623,7 @@ export function statements(schema: string) {
 
     // ------------------------------------------------------------ events
     /** $1 = jsonb array of event rows, inserted (seq assigned) in array order, runs as one row. */
-    insertEvents: insertEventRows(s, '$1'),
+    insertEvents: `WITH ${eventRowCtes(s, '$1')} SELECT 0 AS done`,
     /**
      * Removes the oldest events beyond the newest $1, at most $2 of them
      * (NULL: all), oldest first; returns how many (`removed`). Rows of
@@ -651,18 +649,16 @@ export function statements(schema: string) {
       trimmed AS (
         UPDATE ${s}.events e
            SET n = e.n - t.k,
-               doc = CASE WHEN e.n - t.k = 1 THEN e.doc->(-1)
-                          ELSE (SELECT jsonb_agg(a.v ORDER BY a.i)
-                                  FROM jsonb_array_elements(e.doc) WITH ORDINALITY AS a(v, i)
-                                 WHERE a.i > t.k) END,
-               id = CASE WHEN e.n - t.k = 1 THEN e.doc->(-1)->>'id' END,
-               type = CASE WHEN e.n - t.k = 1 THEN e.doc->(-1)->>'type' ELSE e.type END,
+               doc = CASE WHEN e.n - t.k = 1 THEN e.docs[e.n] END,
+               docs = CASE WHEN e.n - t.k > 1 THEN e.docs[t.k + 1:] END,
+               id = CASE WHEN e.n - t.k = 1 THEN e.docs[e.n]->>'id' END,
+               type = CASE WHEN e.n - t.k = 1 THEN e.docs[e.n]->>'type' ELSE e.type END,
                queue = CASE WHEN e.n - t.k > 1 THEN e.queue
-                            WHEN jsonb_typeof(e.doc->(-1)->'data'->'queue') = 'string'
-                              THEN e.doc->(-1)->'data'->>'queue' END,
+                            WHEN jsonb_typeof(e.docs[e.n]->'data'->'queue') = 'string'
+                              THEN e.docs[e.n]->'data'->>'queue' END,
                job_type = CASE WHEN e.n - t.k > 1 THEN e.job_type
-                               WHEN jsonb_typeof(e.doc->(-1)->'data'->'job_type') = 'string'
-                                 THEN e.doc->(-1)->'data'->>'job_type' END
+                               WHEN jsonb_typeof(e.docs[e.n]->'data'->'job_type') = 'string'
+                                 THEN e.docs[e.n]->'data'->>'job_type' END
           FROM touched t
          WHERE e.seq = t.seq AND e.n = t.n AND t.k < t.n
         RETURNING t.k)
