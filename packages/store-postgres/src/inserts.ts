@@ -20,7 +20,7 @@ import {
 } from '@ojs/core';
 import { type Database, OutcomeUnknown, Rollback } from './database.ts';
 import { isUniqueViolation } from './errors.ts';
-import { eventRow, jobRow, toNumber } from './rows.ts';
+import { eventRow, eventRowsJson, jobRow, toNumber } from './rows.ts';
 import type { Statements } from './statements.ts';
 import {
   appendEvents,
@@ -91,7 +91,7 @@ export async function enqueue(
       sql.enqueue,
       [
         JSON.stringify(rows),
-        JSON.stringify(
+        eventRowsJson(
           events
             .filter((e) => e.subject === undefined || ids.has(e.subject))
             .map((e) => eventRow(e)),

@@ -47,7 +47,7 @@ import pg from 'pg';
 import { claimInTransaction, claimOneQueue, type GatedRow } from './claim.ts';
 import { Database, MAX_ATTEMPTS, OutcomeUnknown } from './database.ts';
 import { isUniqueViolation, wrapError } from './errors.ts';
-import { listEventsQuery } from './event-queries.ts';
+import { type EventPosition, listEventsQuery } from './event-queries.ts';
 import { EnqueueTurn, enqueue, enqueueInOneStatement, insertJobsTx } from './inserts.ts';
 import { countJobsQuery, listJobsQuery, pruneQuery } from './job-queries.ts';
 import { JobsAvailableListener } from './listener.ts';
@@ -62,6 +62,7 @@ import { consumeOutboxTx, outboxChannel, PostgresOutbox } from './outbox.ts';
 import {
   cronRow,
   eventRow,
+  eventRowsJson,
   type QueueRow,
   queueInfo,
   type SettingRow,
@@ -135,6 +136,9 @@ export const ASYNC_COMMIT_OPTION = '-c synchronous_commit=off';
  * plan on its indexes, the only right plan for a claim (one page of one
  * queue, by id). Nothing else runs on these connections.
  */
+/** How many listed events' positions a store remembers (#eventPositions). */
+const REMEMBERED_EVENT_POSITIONS = 10_000;
+
 export const GENERIC_PLANS_OPTION = '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off';
 
 /** Jobs inserted through this process between two background ANALYZEs of the jobs table. */
@@ -173,6 +177,14 @@ export class PostgresStore implements Store {
   #closed = false;
   /** Claimed jobs as claimed, until settled (keepClaimed). */
   readonly #claimed: ClaimedJobs;
+  /**
+   * Where the events this process listed lately are (id -> position), so
+   * an `after` cursor (a live tail's, the webhook fan-out's) is found by
+   * reading the one row at that position rather than searched for in the
+   * rows of several events (decision 0113). A hint, confirmed by the
+   * statement: positions are the database's, not counted here.
+   */
+  readonly #eventPositions = new Map<string, EventPosition>();
   /** One `enqueue` statement, on its own. */
   readonly #enqueue = (jobs: JobRecord[], events: OjsEvent[], now: number) =>
     enqueue(this.#db, this.#sql, this.#channel, jobs, events, now);
@@ -698,18 +710,37 @@ export class PostgresStore implements Store {
 
   async appendEvents(events: OjsEvent[]): Promise<void> {
     if (events.length === 0) return;
-    await this.#db.query(this.#sql.insertEvents, [JSON.stringify(events.map(eventRow))], false);
+    await this.#db.query(this.#sql.insertEvents, [eventRowsJson(events.map(eventRow))], false);
   }
 
   async listEvents(filter: EventFilter): Promise<OjsEvent[]> {
-    const query = listEventsQuery(this.#sql.eventsTable, filter);
-    const { rows } = await this.#db.query<{ doc: OjsEvent }>(query.text, query.values);
-    return rows.map((row) => row.doc);
+    const remembered =
+      filter.after === undefined ? undefined : this.#eventPositions.get(filter.after);
+    const query = listEventsQuery(this.#sql.eventsTable, filter, remembered);
+    const { rows } = await this.#db.query<{ doc: OjsEvent; seq: string; k: number }>(
+      query.text,
+      query.values,
+    );
+    const positions = this.#eventPositions;
+    const events: OjsEvent[] = [];
+    for (const row of rows) {
+      // Re-inserted so the most recently listed ids are evicted last.
+      positions.delete(row.doc.id);
+      positions.set(row.doc.id, { seq: row.seq, k: row.k });
+      events.push(row.doc);
+    }
+    while (positions.size > REMEMBERED_EVENT_POSITIONS) {
+      positions.delete(positions.keys().next().value!);
+    }
+    return events;
   }
 
   async pruneEvents(keep: number, limit?: number): Promise<number> {
-    const result = await this.#db.query(this.#sql.pruneEvents, [Math.max(0, keep), limit ?? null]);
-    return result.rowCount ?? 0;
+    const { rows } = await this.#db.query<{ removed: number }>(this.#sql.pruneEvents, [
+      Math.max(0, keep),
+      limit ?? null,
+    ]);
+    return rows[0]?.removed ?? 0;
   }
 
   // ------------------------------------------------------------ wake-ups, admin
@@ -804,5 +835,6 @@ export class PostgresStore implements Store {
       await tx.client.query(this.#sql.reset);
     });
     this.#claimed.clear();
+    this.#eventPositions.clear();
   }
 }

@@ -52,8 +52,34 @@ export function docPatch(
   return { doc_set: set, doc_unset: unset };
 }
 
+/**
+ * The event types every job writes (enqueued, started, completed): a
+ * write's consecutive run of them is one row of the log (migration 015,
+ * decision 0113); every other type is a row of its own.
+ */
+export const RUN_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'job.enqueued',
+  'job.started',
+  'job.completed',
+]);
+
 /** An event row (filter columns + the event document). */
-export function eventRow(event: OjsEvent): Record<string, unknown> {
+export interface EventRow {
+  id: string;
+  type: string;
+  queue: string | null;
+  job_type: string | null;
+  doc: OjsEvent;
+  /** settleJobs / extendLeases: the job whose write the event belongs to. */
+  job_id?: string;
+  /** eventRowsJson: the row of the log it goes into, and that row's shared columns. */
+  g?: number;
+  gtype?: string | null;
+  gqueue?: string | null;
+  gjob_type?: string | null;
+}
+
+export function eventRow(event: OjsEvent): EventRow {
   return {
     id: event.id,
     type: event.type,
@@ -61,6 +87,49 @@ export function eventRow(event: OjsEvent): Record<string, unknown> {
     job_type: typeof event.data.job_type === 'string' ? event.data.job_type : null,
     doc: event,
   };
+}
+
+/**
+ * The event rows of one write as the statements' jsonb parameter, each
+ * marked with the log row it goes into (`g`): a run of consecutive
+ * RUN_EVENT_TYPES events shares one, any other event has its own. With it
+ * the values a row of several would share (`gtype`, `gqueue`,
+ * `gjob_type`: NULL where its events differ). The statement groups by `g`
+ * (statements.ts insertEventRuns); a group the statement filters down
+ * (events of jobs not written) keeps columns that still hold.
+ */
+export function eventRowsJson(rows: EventRow[]): string {
+  let g = 0;
+  let start = 0;
+  const close = (end: number) => {
+    const first = rows[start]!;
+    let [type, queue, jobType] = [first.type as string | null, first.queue, first.job_type];
+    for (let i = start + 1; i < end; i++) {
+      const row = rows[i]!;
+      if (row.type !== type) type = null;
+      if (row.queue !== queue) queue = null;
+      if (row.job_type !== jobType) jobType = null;
+    }
+    for (let i = start; i < end; i++) {
+      const row = rows[i]!;
+      row.g = g;
+      row.gtype = type;
+      row.gqueue = queue;
+      row.gjob_type = jobType;
+    }
+    g++;
+    start = end;
+  };
+  for (let i = 1; i <= rows.length; i++) {
+    if (
+      i === rows.length ||
+      !RUN_EVENT_TYPES.has(rows[i]!.type) ||
+      !RUN_EVENT_TYPES.has(rows[i - 1]!.type)
+    ) {
+      close(i);
+    }
+  }
+  return JSON.stringify(rows);
 }
 
 export interface CronRow {

@@ -39,7 +39,7 @@ import {
   type SettleResult,
 } from '@ojs/core';
 import type { Database } from './database.ts';
-import { docPatch, eventRow, jobRow } from './rows.ts';
+import { docPatch, type EventRow, eventRow, eventRowsJson, jobRow } from './rows.ts';
 import type { Statements } from './statements.ts';
 import type { Tx } from './tx.ts';
 
@@ -63,7 +63,7 @@ async function lockJobs(tx: Tx, ids: string[]): Promise<Map<string, Locked>> {
 }
 
 /** Event rows tagged with their job, so the write inserts only the events of jobs it wrote. */
-function taggedEvents(jobId: string, events: OjsEvent[]): Record<string, unknown>[] {
+function taggedEvents(jobId: string, events: OjsEvent[]): EventRow[] {
   return events.map((event) => ({ ...eventRow(event), job_id: jobId }));
 }
 
@@ -168,7 +168,7 @@ export async function settleKept(
 export type Writer = (
   jobs: JobRecord[],
   basis: Map<string, Basis>,
-  events: Record<string, unknown>[],
+  events: EventRow[],
 ) => Promise<Set<string>>;
 
 /** The rows settleJobs returns: one per job written, plus one with id NULL when it notified. */
@@ -247,7 +247,7 @@ async function settleOn(
   // Per id, the record as last decided: a later item of the same id is
   // decided against it, and it is what gets written (one row per id).
   const decided = new Map<string, JobRecord>();
-  const events: Record<string, unknown>[] = [];
+  const events: EventRow[] = [];
   for (const index of indexes) {
     const item = items[index]!;
     const read = basis.get(item.id);
@@ -297,7 +297,7 @@ async function settleOn(
 function settleParams(
   jobs: JobRecord[],
   basis: Map<string, Basis>,
-  events: Record<string, unknown>[],
+  events: EventRow[],
   channel: string,
 ): unknown[] {
   const rows = jobs
@@ -311,7 +311,7 @@ function settleParams(
     // sent: the id order `lockJobs` uses, so that two batches over the same
     // jobs lock them alike (a deadlock would only be retried, but waits).
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return [JSON.stringify(rows), JSON.stringify(events), channel];
+  return [JSON.stringify(rows), eventRowsJson(events), channel];
 }
 
 export async function extendLeasesTx(
@@ -325,7 +325,7 @@ export async function extendLeasesTx(
   );
   const extended = new Map<string, JobRecord>();
   const results: LeaseResult[] = [];
-  const events: Record<string, unknown>[] = [];
+  const events: EventRow[] = [];
   for (const item of items) {
     const job = extended.get(item.id) ?? stored.get(item.id)?.doc ?? null;
     const decision = decideLeaseExtension(job, item, now);
@@ -353,7 +353,7 @@ export async function extendLeasesTx(
   });
   const written = await tx.client.query<{ id: string; xid: string }>(tx.sql.extendLeases, [
     JSON.stringify(rows),
-    JSON.stringify(events),
+    eventRowsJson(events),
   ]);
   tx.state.xid = written.rows[0]?.xid ?? null;
   if (written.rows.length === rows.length) return results;

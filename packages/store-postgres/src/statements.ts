@@ -118,6 +118,44 @@ const startedEvent = (id: string) => `jsonb_build_object(
               END)`;
 
 /**
+ * Two CTEs: `events_in` (the events `source` yields: columns ord, g, id,
+ * type, queue, job_type, gtype, gqueue, gjob_type, doc) and `logged`,
+ * which inserts them as rows of the log in ord order (decision 0113):
+ * the events sharing a `g` (a run of per-job events, rows.ts
+ * eventRowsJson) are one row whose `docs` array holds them, an event alone
+ * in its `g` a row of one with its own columns. Seqs are assigned in the
+ * ORDER BY's order. The array is built by array_agg, which copies each
+ * jsonb value: jsonb_agg re-encoded every document and, with the grouping
+ * done in SQL, made a row of 50 events cost more than 50 rows did.
+ */
+const eventRunCtes = (s: string, source: string) => `events_in AS MATERIALIZED (${source}),
+      logged AS (
+        INSERT INTO ${s}.events (id, type, queue, job_type, n, doc, docs)
+        SELECT CASE WHEN r.n = 1 THEN f.id END,
+               CASE WHEN r.n = 1 THEN f.type ELSE f.gtype END,
+               CASE WHEN r.n = 1 THEN f.queue ELSE f.gqueue END,
+               CASE WHEN r.n = 1 THEN f.job_type ELSE f.gjob_type END,
+               r.n,
+               CASE WHEN r.n = 1 THEN f.doc END,
+               CASE WHEN r.n > 1 THEN r.docs END
+          FROM (SELECT g, count(*)::integer AS n, min(ord) AS first,
+                       array_agg(doc ORDER BY ord) AS docs
+                  FROM events_in GROUP BY g) r
+          JOIN events_in f ON f.ord = r.first
+         ORDER BY r.g)`;
+
+/** eventRunCtes of the event rows (rows.ts eventRowsJson) of jsonb array `param`, filtered by `where`. */
+const eventRowCtes = (s: string, param: string, where = '') =>
+  eventRunCtes(
+    s,
+    `SELECT e.ord, (e.value->>'g')::integer AS g, e.value->>'id' AS id, e.value->>'type' AS type,
+            e.value->>'queue' AS queue, e.value->>'job_type' AS job_type,
+            e.value->>'gtype' AS gtype, e.value->>'gqueue' AS gqueue,
+            e.value->>'gjob_type' AS gjob_type, e.value->'doc' AS doc
+       FROM jsonb_array_elements(${param}::jsonb) WITH ORDINALITY AS e(value, ord) ${where}`,
+  );
+
+/**
  * The CTEs of a claim with its job.started events in the same statement
  * (one round trip fewer): $8 holds at least as many fresh event ids as jobs
  * can be claimed, handed out in claim order, which is also the events'
@@ -126,12 +164,14 @@ const startedEvent = (id: string) => `jsonb_build_object(
 const claimLoggedCtes = (s: string, picked: string) => `${claimCtes(picked)},
   updated AS (${claimSet(s).replace('RETURNING j.doc,', 'RETURNING j.doc, j.priority, j.seq,')}),
   ordered AS (SELECT doc, xid, row_number() OVER (ORDER BY priority DESC, seq) AS rn FROM updated),
-  logged AS (
-    INSERT INTO ${s}.events (id, type, queue, job_type, doc)
-    SELECT ($8::text[])[o.rn], 'job.started', o.doc->>'queue', o.doc->>'type',
-           ${startedEvent('($8::text[])[o.rn]')}
-      FROM ordered o
-     ORDER BY o.rn)`;
+  ${eventRunCtes(
+    s,
+    `SELECT o.rn AS ord, 0 AS g, ($8::text[])[o.rn] AS id, 'job.started'::text AS type,
+            o.doc->>'queue' AS queue, o.doc->>'type' AS job_type,
+            'job.started'::text AS gtype, $5::text AS gqueue, NULL::text AS gjob_type,
+            ${startedEvent('($8::text[])[o.rn]')} AS doc
+       FROM ordered o`,
+  )}`;
 
 const claimUpdateLogged = (s: string, picked: string) => `WITH ${claimLoggedCtes(s, picked)}
 SELECT doc, xid FROM ordered ORDER BY rn`;
@@ -251,12 +291,7 @@ export function statements(schema: string) {
         INSERT INTO ${s}.queues (name, created_at)
         SELECT DISTINCT queue, $4::text FROM input
         ON CONFLICT (name) DO NOTHING),
-      logged AS (
-        INSERT INTO ${s}.events (id, type, queue, job_type, doc)
-        SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
-               e.value->'doc'
-          FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
-         ORDER BY e.ord),
+      ${eventRowCtes(s, '$2')},
       checked AS (
         SELECT ${s}.ojs_require(
                  (SELECT count(*) FROM keys)
@@ -350,13 +385,7 @@ export function statements(schema: string) {
          WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
            AND j.rev = u.expect_rev AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id, j.state),
-      logged AS (
-        INSERT INTO ${s}.events (id, type, queue, job_type, doc)
-        SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
-               e.value->'doc'
-          FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
-         WHERE e.value->>'job_id' IN (SELECT id FROM written)
-         ORDER BY e.ord)
+      ${eventRowCtes(s, '$2', "WHERE e.value->>'job_id' IN (SELECT id FROM written)")}
       SELECT id, txid_current()::text AS xid FROM written
       UNION ALL
       SELECT NULL, NULL FROM (SELECT pg_notify($3::text, '') FROM written
@@ -380,13 +409,7 @@ export function statements(schema: string) {
          WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
            AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id),
-      logged AS (
-        INSERT INTO ${s}.events (id, type, queue, job_type, doc)
-        SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
-               e.value->'doc'
-          FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
-         WHERE e.value->>'job_id' IN (SELECT id FROM extended)
-         ORDER BY e.ord)
+      ${eventRowCtes(s, '$2', "WHERE e.value->>'job_id' IN (SELECT id FROM extended)")}
       SELECT id, txid_current()::text AS xid FROM extended`,
 
     /** $1 = jsonb array of {id, expect_rev}. */
@@ -599,20 +622,48 @@ export function statements(schema: string) {
       ORDER BY seq DESC LIMIT $5`,
 
     // ------------------------------------------------------------ events
-    /** $1 = jsonb array of event rows, inserted (seq assigned) in array order. */
-    insertEvents: `INSERT INTO ${s}.events (id, type, queue, job_type, doc)
-      SELECT e.value->>'id', e.value->>'type', e.value->>'queue', e.value->>'job_type',
-             e.value->'doc'
-        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, ord)
-       ORDER BY e.ord`,
+    /** $1 = jsonb array of event rows, inserted (seq assigned) in array order, runs as one row. */
+    insertEvents: `WITH ${eventRowCtes(s, '$1')} SELECT 0 AS done`,
     /**
-     * Deletes the oldest events beyond the newest $1, at most $2 of them
-     * (NULL: all), by seq; gaps in seq do not matter.
+     * Removes the oldest events beyond the newest $1, at most $2 of them
+     * (NULL: all), oldest first; returns how many (`removed`). Rows of
+     * several events (migration 015): whole rows go, and the row the cut
+     * falls in loses its oldest k events (positions count from a row's
+     * end, so the rest keep theirs; a remainder of one becomes a row of one
+     * event with its own columns). `touched` reads at most as many rows as
+     * events go; each write is guarded on the row's n as read, so a
+     * concurrent prune of the same row writes it once.
      */
-    pruneEvents: `DELETE FROM ${s}.events WHERE seq IN (
-        SELECT seq FROM ${s}.events
-         WHERE seq <= (SELECT seq FROM ${s}.events ORDER BY seq DESC OFFSET $1 LIMIT 1)
-         ORDER BY seq LIMIT $2)`,
+    pruneEvents: `WITH total AS MATERIALIZED (
+        SELECT greatest(coalesce(sum(n), 0) - $1::bigint, 0) AS over FROM ${s}.events),
+      cut AS MATERIALIZED (SELECT least(over, coalesce($2::bigint, over)) AS d FROM total),
+      touched AS MATERIALIZED (
+        SELECT w.seq, w.n, least(w.n, c.d - (w.through - w.n)) AS k
+          FROM (SELECT seq, n, sum(n) OVER (ORDER BY seq) AS through FROM ${s}.events
+                 ORDER BY seq LIMIT (SELECT d FROM cut)) w, cut c
+         WHERE w.through - w.n < c.d),
+      gone AS (
+        DELETE FROM ${s}.events e USING touched t
+         WHERE e.seq = t.seq AND e.n = t.n AND t.k = t.n
+        RETURNING e.n),
+      trimmed AS (
+        UPDATE ${s}.events e
+           SET n = e.n - t.k,
+               doc = CASE WHEN e.n - t.k = 1 THEN e.docs[e.n] END,
+               docs = CASE WHEN e.n - t.k > 1 THEN e.docs[t.k + 1:] END,
+               id = CASE WHEN e.n - t.k = 1 THEN e.docs[e.n]->>'id' END,
+               type = CASE WHEN e.n - t.k = 1 THEN e.docs[e.n]->>'type' ELSE e.type END,
+               queue = CASE WHEN e.n - t.k > 1 THEN e.queue
+                            WHEN jsonb_typeof(e.docs[e.n]->'data'->'queue') = 'string'
+                              THEN e.docs[e.n]->'data'->>'queue' END,
+               job_type = CASE WHEN e.n - t.k > 1 THEN e.job_type
+                               WHEN jsonb_typeof(e.docs[e.n]->'data'->'job_type') = 'string'
+                                 THEN e.docs[e.n]->'data'->>'job_type' END
+          FROM touched t
+         WHERE e.seq = t.seq AND e.n = t.n AND t.k < t.n
+        RETURNING t.k)
+      SELECT (coalesce((SELECT sum(n) FROM gone), 0)
+              + coalesce((SELECT sum(k) FROM trimmed), 0))::integer AS removed`,
     eventsTable: `${s}.events`,
 
     // ------------------------------------------------------------ finding jobs (job-queries.ts)
