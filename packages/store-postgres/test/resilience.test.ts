@@ -132,7 +132,12 @@ if (reason !== undefined) {
         }
         running = false;
       };
-      await Promise.all([killer(), ...Array.from({ length: 6 }, inserter), claimer(), claimer()]);
+      try {
+        await Promise.all([killer(), ...Array.from({ length: 6 }, inserter), claimer(), claimer()]);
+      } finally {
+        // A rejection ends the test: the loops must stop with it, not spin on.
+        running = false;
+      }
 
       assert.ok(terminated >= 12, `backends terminated: ${terminated}`);
       assert.ok(
