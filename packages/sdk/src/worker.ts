@@ -7,7 +7,7 @@
  *   room (half of it, up to 1000) as soon as any room frees; the worker
  *   never holds more than `concurrency` + `prefetch` jobs (prefetch 'auto'
  *   by default: the jobs finished during one fetch round trip, at most
- *   `concurrency`). A job counts from its fetch until its
+ *   the fetch limit). A job counts from its fetch until its
  *   outcome is recorded; up to `concurrency` run at once, the others wait
  *   in a buffer (leased, heartbeated, requeued at once on stop). When the
  *   manifest declares `long_poll_fetch` the request carries `wait_ms` and
@@ -176,10 +176,11 @@ export interface WorkerOptions {
    * handler finishes. They hold a lease (renewed by heartbeats) while they
    * wait and are requeued at once on stop. A number (0..1000) fixes it;
    * `'auto'` (the default) leases ahead as many jobs as the worker finishes
-   * during one fetch round trip, at most `concurrency`: none while jobs run
-   * long compared with a fetch (nothing is held back from other workers),
-   * up to `concurrency` for short jobs, so the next batch arrives before the
-   * current one runs out.
+   * during one fetch round trip, at most the fetch limit (the server's
+   * `max_fetch_count`, 1000): none while jobs run long compared with a fetch
+   * (nothing is held back from other workers), hundreds for jobs shorter
+   * than a millisecond, so the next batch arrives before the current one
+   * runs out and claims are large.
    */
   prefetch?: number | 'auto';
   /**
@@ -747,8 +748,12 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     if (this.#fetchMs === undefined || this.#jobMs === undefined) return 0;
     // A handler faster than the clock's millisecond counts as half of one.
     const perRoundTrip = (this.concurrency * this.#fetchMs) / Math.max(this.#jobMs, 0.5);
-    // No bound from the fetch limit here: each fetch asks for at most #maxFetch anyway.
-    return Math.min(this.concurrency, Math.round(perRoundTrip));
+    // Bounded by the fetch limit, not by concurrency: short jobs then come in
+    // claims of hundreds instead of concurrency / 2, and a claim's fixed cost
+    // (request, transaction, statements) is shared by more jobs (decision
+    // 0114: drain 20-40 % less CPU per job on both stores). What is leased
+    // ahead is still only what this worker finishes in one round trip.
+    return Math.min(this.#maxFetch, Math.round(perRoundTrip));
   }
 
   /** Reads the manifest, then runs FETCHES_IN_FLIGHT fetch loops until the worker stops. */

@@ -394,7 +394,7 @@ for (const store of await testStores())
         for (const j of after) await client.cancel(j.id);
       });
 
-      it("prefetch 'auto' (the default): nothing leased ahead while jobs run long, up to concurrency once they prove short", async () => {
+      it("prefetch 'auto' (the default): nothing leased ahead while jobs run long, a round trip's worth once they prove short", async () => {
         // Long jobs: none has finished, so there is no measure of a job yet and nothing is leased ahead.
         const q = queue();
         const slow = worker({ queues: [q], concurrency: 2 });
@@ -436,9 +436,12 @@ for (const store of await testStores())
         await quick.start();
         await within(done, '40 outcomes');
         // Each of the two fetches in flight asks for half the room: 1 of 2 slots
-        // before any job ran, 2 of 4 (2 slots + 2 leased ahead) once jobs proved short.
+        // before any job ran; once jobs proved short, more than the slots, since
+        // the worker finishes many jobs during a round trip of 5 ms or more and
+        // leases that many ahead (bounded by the fetch limit, not concurrency).
         assert.equal(quickCounts[0], 1, 'the first fetch: its share of the free slots only');
-        assert.equal(Math.max(...quickCounts), 2, `fetch counts ${quickCounts}`);
+        assert.ok(Math.max(...quickCounts) > 2, `fetch counts ${quickCounts}`);
+        assert.ok(Math.max(...quickCounts) <= 500, `fetch counts ${quickCounts}`);
         assert.deepEqual(await completedIds(q2).then((ids) => ids.length), 40);
       });
 
