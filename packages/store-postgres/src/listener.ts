@@ -83,6 +83,15 @@ export class JobsAvailableListener {
     });
   }
 
+  /**
+   * Wakes this process's subscribers now, for a commit of this process
+   * that will NOTIFY: its own notification comes back over the LISTEN
+   * connection a round trip later (and wakes them once more, harmlessly).
+   */
+  wakeLocal(): void {
+    this.#wake();
+  }
+
   #wake(): void {
     for (const listener of [...this.#subscribers]) {
       try {

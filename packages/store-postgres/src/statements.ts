@@ -145,6 +145,12 @@ const eventRunCtes = (s: string, source: string) => `events_in AS MATERIALIZED (
          ORDER BY r.g)`;
 
 /** eventRunCtes of the event rows (rows.ts eventRowsJson) of jsonb array `param`, filtered by `where`. */
+/** Unstarted jobs (not of a workflow) past expires_at at $1: promotion expires them. */
+const EXPIRING = `expires_at IS NOT NULL AND expires_at <= $1
+  AND state IN ('scheduled', 'available', 'pending', 'retryable') AND workflow_id IS NULL`;
+/** Scheduled and retryable jobs due at $1: promotion makes them available. */
+const DUE = `state IN ('scheduled', 'retryable') AND run_at <= $1`;
+
 const eventRowCtes = (s: string, param: string, where = '') =>
   eventRunCtes(
     s,
@@ -263,6 +269,11 @@ export function statements(schema: string) {
      * (SQLSTATE OJ001) and the caller takes the transaction path, which
      * judges the holder in core. A duplicate id aborts it too (jobs_pkey).
      * NOTIFY when an available job was inserted (sent at commit).
+     * Committed without waiting for the WAL flush (`set_config` of
+     * synchronous_commit for this transaction only, in `checked`, which the
+     * result reads): the jobs are visible and announced at COMMIT, and the
+     * caller runs `flushWal` before it tells anyone they are stored
+     * (decision 0115).
      * Rows: (id, seq) per job, plus one with id NULL when notified.
      */
     enqueue: `WITH input AS MATERIALIZED (
@@ -296,7 +307,8 @@ export function statements(schema: string) {
         SELECT ${s}.ojs_require(
                  (SELECT count(*) FROM keys)
                    = (SELECT count(*) FROM input WHERE unique_key IS NOT NULL),
-                 'unique key held') AS ok)
+                 'unique key held')
+               AND set_config('synchronous_commit', 'off', true) = 'off' AS ok)
       SELECT id, seq::text AS seq FROM inserted, checked WHERE checked.ok
       UNION ALL
       SELECT NULL, NULL FROM (SELECT pg_notify($5::text, '') FROM inserted
@@ -514,9 +526,7 @@ export function statements(schema: string) {
 
     // ------------------------------------------------------------ time
     /** Unstarted jobs past expires_at, locked (SKIP LOCKED) for expire(). */
-    lockExpiring: `SELECT doc FROM ${s}.jobs
-      WHERE expires_at IS NOT NULL AND expires_at <= $1
-        AND state IN ('scheduled', 'available', 'pending', 'retryable') AND workflow_id IS NULL
+    lockExpiring: `SELECT doc FROM ${s}.jobs WHERE ${EXPIRING}
       ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
     /** Unstarted workflow jobs past expires_at: the engine expires them with their workflow. */
     expiringWorkflowJobs: `SELECT doc FROM ${s}.jobs
@@ -524,9 +534,15 @@ export function statements(schema: string) {
         AND state IN ('scheduled', 'available', 'pending', 'retryable') AND workflow_id IS NOT NULL
       ORDER BY expires_at LIMIT $2`,
     /** Due scheduled/retryable jobs, locked (SKIP LOCKED) for promote(). */
-    lockDue: `SELECT doc FROM ${s}.jobs
-      WHERE state IN ('scheduled', 'retryable') AND run_at <= $1
+    lockDue: `SELECT doc FROM ${s}.jobs WHERE ${DUE}
       ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+    /**
+     * Whether lockExpiring or lockDue would find anything at $1 (now): two
+     * index probes (jobs_expiry, jobs_due), so that the usual promotion,
+     * with nothing to do, is one read instead of a transaction.
+     */
+    anyDue: `SELECT EXISTS (SELECT 1 FROM ${s}.jobs WHERE ${EXPIRING})
+      OR EXISTS (SELECT 1 FROM ${s}.jobs WHERE ${DUE}) AS due`,
 
     // ------------------------------------------------------------ queues
     listQueues: `SELECT name, paused, created_at, concurrency, rate_limit, rate_period_ms
@@ -695,6 +711,15 @@ export function statements(schema: string) {
     reset: `TRUNCATE ${s}.jobs, ${s}.job_counts, ${s}.job_count_deltas, ${s}.queues, ${s}.events, ${s}.unique_locks, ${s}.rate_windows,
       ${s}.workflows, ${s}.crons, ${s}.settings, ${s}.webhook_deliveries`,
     dbTimeMs: 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::double precision AS ms',
+    /**
+     * Waits until the WAL is on disk up to now: a transaction that writes a
+     * WAL record (a transactional logical message, which touches no table)
+     * and commits synchronously flushes every earlier commit record, the
+     * asynchronous ones included. A transaction that only takes an xid
+     * (txid_current) writes no record of its own and commits without the
+     * flush. Any user may call it, at any wal_level (decision 0115).
+     */
+    flushWal: "SELECT pg_logical_emit_message(true, 'ojs', '') AS lsn",
   };
 }
 

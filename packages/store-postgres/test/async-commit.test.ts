@@ -1,19 +1,23 @@
 /**
- * Claims commit without waiting for the WAL flush; every other write waits
- * (decisions 0078, 0082). What each store operation sends is recorded with
- * the startup options of the connection it went on. A claim of one
- * unlimited queue is one statement on a claim connection (started with
- * synchronous_commit off), any other claim a transaction whose BEGIN turns
- * it off for that transaction only; both settings are checked on real
+ * Claims commit without waiting for the WAL flush (decisions 0078, 0082);
+ * the one-statement enqueue commits without waiting too, and is answered
+ * once a flush after it is done (0115); every other write waits. What each
+ * store operation sends is recorded with the startup options of the
+ * connection it went on. A claim of one unlimited queue is one statement
+ * on a claim connection (started with synchronous_commit off), any other
+ * claim a transaction whose BEGIN turns it off for that transaction only;
+ * both settings, the enqueue's and the flush's effect are checked on real
  * connections.
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it, test } from 'node:test';
 import { enqueueEvents, type JobRecord, parseEnqueueRequest } from '@ojs/core';
 import pg from 'pg';
-import { BEGIN_ASYNC_COMMIT } from '../src/database.ts';
+import { BEGIN_ASYNC_COMMIT, Database } from '../src/database.ts';
 import type { PostgresStore } from '../src/index.ts';
+import { enqueue as enqueueStatement } from '../src/inserts.ts';
 import { ASYNC_COMMIT_OPTION } from '../src/postgres-store.ts';
+import { preparedNames, statements } from '../src/statements.ts';
 import {
   dropSchema,
   openStore,
@@ -129,7 +133,56 @@ if (reason !== undefined) {
       assert.equal(settled!.status, 'settled');
     };
 
-    it('a claim of one queue is one statement on a claim connection; the enqueue and the ACK wait for the flush', async () => {
+    it('the enqueue statement commits without waiting for the flush, for its own transaction only', async () => {
+      // One connection, so the statement after the enqueue runs where it ran.
+      const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
+      try {
+        const sql = statements(schema);
+        const db = new Database(pool, preparedNames(sql), () => {});
+        const setting = async () =>
+          (await db.query<{ s: string }>("SELECT current_setting('synchronous_commit') AS s", []))
+            .rows[0]!.s;
+        assert.equal(await setting(), 'on');
+        const job = parseEnqueueRequest({ type: 'a.b', args: [1], options: { queue: QUEUE } }, T0, {
+          visibilityTimeoutMs: 30_000,
+        });
+        const results = await enqueueStatement(
+          db,
+          sql,
+          'ojs_test_unheard',
+          [job],
+          enqueueEvents(job, T0),
+          T0,
+        );
+        assert.equal(results?.[0]?.status, 'inserted');
+        // The statement's set_config was local to its transaction.
+        assert.equal(await setting(), 'on');
+        assert.equal((await store.getJob(job.id))?.state, 'available');
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('flushWal flushes the WAL past an earlier asynchronous commit of another connection', async () => {
+      await withAdmin(async (client) => {
+        await client.query('SET synchronous_commit TO off');
+        await client.query(`CREATE TABLE IF NOT EXISTS "${schema}".flush_probe (x int)`);
+        for (let round = 0; round < 20; round++) {
+          await client.query(`INSERT INTO "${schema}".flush_probe VALUES ($1)`, [round]);
+          const { rows } = await client.query<{ lsn: string }>(
+            'SELECT pg_current_wal_insert_lsn()::text AS lsn',
+          );
+          await withAdmin((other) => other.query(statements(schema).flushWal));
+          const flushed = await client.query<{ behind: string }>(
+            'SELECT pg_wal_lsn_diff($1::pg_lsn, pg_current_wal_flush_lsn())::text AS behind',
+            [rows[0]!.lsn],
+          );
+          assert.ok(Number(flushed.rows[0]!.behind) <= 0, `round ${round}: not flushed`);
+        }
+      });
+    });
+
+    it('a claim of one queue is one statement on a claim connection; the enqueue is answered after a flush, the ACK waits for it', async () => {
       const job = await enqueue(QUEUE);
       const enqueueSent = sent.splice(0);
       const [claimed] = (await store.claimJobs({
@@ -146,18 +199,45 @@ if (reason !== undefined) {
       // One statement, alone, on an asynchronous connection: no BEGIN, no COMMIT.
       assert.deepEqual(texts(claimSent), ['ojs_claimQueueGated']);
       assert.ok(claimSent.every(asyncConnection));
+      // The enqueue statement commits asynchronously (its text sets so), then the flush.
+      assert.deepEqual(texts(enqueueSent), ['ojs_enqueue', 'ojs_flushWal']);
+      assert.match(statements(schema).enqueue, /set_config\('synchronous_commit', 'off', true\)/);
       for (const [what, records] of [
         ['enqueue', enqueueSent],
         ['ack', ackSent],
       ] as const) {
         assert.ok(records.length > 0, `${what} sent nothing`);
+        // Not on a claim connection, no BEGIN that turns synchronous commit off.
         assert.ok(
           records.every((r) => !asyncConnection(r) && !r.text.includes('synchronous_commit')),
-          `${what} must commit synchronously: ${texts(records).join(' | ')}`,
+          `${what} must not commit on a claim connection: ${texts(records).join(' | ')}`,
         );
       }
       // The job is completed and stays so on a fresh read.
       assert.equal((await store.getJob(job.id))!.state, 'completed');
+    });
+
+    it('a promotion with nothing due is one read; with a job due, the transaction promotes it', async () => {
+      assert.equal(await store.promoteDueJobs(T0), 0);
+      assert.deepEqual(texts(sent.splice(0)), ['ojs_anyDue']);
+      const job = parseEnqueueRequest(
+        {
+          type: 'a.b',
+          args: [1],
+          options: { queue: QUEUE, scheduled_at: new Date(T0 + 1000).toISOString() },
+        },
+        T0,
+        { visibilityTimeoutMs: 30_000 },
+      );
+      assert.equal(job.state, 'scheduled');
+      await store.insertJobs([job], enqueueEvents(job, T0), T0);
+      assert.equal(await store.promoteDueJobs(T0 + 500), 0, 'not due yet');
+      sent.length = 0;
+      assert.equal(await store.promoteDueJobs(T0 + 1000), 1);
+      const promotion = texts(sent.splice(0));
+      assert.equal(promotion[0], 'ojs_anyDue');
+      assert.ok(promotion.includes('ojs_lockDue'), promotion.join(' | '));
+      assert.equal((await store.getJob(job.id))!.state, 'available');
     });
 
     it('a claim of one limited queue finds so in its one statement, claims nothing there and takes the transaction', async () => {
