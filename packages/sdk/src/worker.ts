@@ -1305,6 +1305,10 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
 
   #applyHeartbeat(response: HeartbeatResponse, sent: ActiveJob[]): void {
     const cancelled = new Set(response.jobsCancelled);
+    // A Set: a worker leasing ahead holds up to a thousand jobs, and a
+    // lookup per job in the answer's array would be quadratic per beat.
+    const extended =
+      response.jobsExtended === undefined ? undefined : new Set(response.jobsExtended);
     for (const entry of sent) {
       if (entry.settled) continue;
       if (cancelled.has(entry.job.id)) {
@@ -1312,10 +1316,7 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         this.logger.info('job cancelled by the server', { 'ojs.job.id': entry.job.id });
         this.#emit('jobCancelled', { job: entry.job });
         void this.#settle(entry, { kind: 'drop' });
-      } else if (
-        response.jobsExtended !== undefined &&
-        !response.jobsExtended.includes(entry.job.id)
-      ) {
+      } else if (extended !== undefined && !extended.has(entry.job.id)) {
         entry.controller.abort(new LeaseLostError());
         this.logger.warn('lease lost; abandoning job', { 'ojs.job.id': entry.job.id });
         void this.#settle(entry, { kind: 'drop' });

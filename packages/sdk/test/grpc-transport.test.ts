@@ -10,7 +10,9 @@ import {
   type Job,
   JobNotFoundError,
   OjsClient,
+  OjsError,
   RateLimitedError,
+  TimeoutError,
   UnsupportedFeatureError,
   ValidationError,
 } from '@ojs/sdk';
@@ -198,6 +200,11 @@ for (const store of await testStores()) {
   });
 }
 
+/** Waits for a condition the server side reaches (an event, not a duration). */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
+}
+
 /**
  * A stand-in server that counts calls: the pushes of one turn go as one
  * EnqueueMany; a server without it (UNIMPLEMENTED) gets them one Enqueue
@@ -224,6 +231,11 @@ describe('GrpcTransport push coalescing', () => {
         calls.push('Enqueue');
         done(null, { job: job(call.request.type, call.metadata.get('x-ojs-idempotency-key')[0]) });
       },
+      // Never answered: the caller's abort or deadline ends the call.
+      GetJob: (call: { on(event: 'cancelled', listener: () => void): void }) => {
+        calls.push('GetJob');
+        call.on('cancelled', () => calls.push('GetJob cancelled'));
+      },
       Heartbeat: (call: { request: Obj }, done: Done) => {
         calls.push(`Heartbeat(${call.request.id})`);
         if (call.request.id === 'lost') {
@@ -234,7 +246,17 @@ describe('GrpcTransport push coalescing', () => {
       },
     });
     if (withEnqueueMany) {
-      server.addService(definition['ojsts.v1.WorkerExtensions'] as never, {
+      // AckBatch answers bytes that are not an AckBatchResponse (a truncated field).
+      const extensions = definition['ojsts.v1.WorkerExtensions'] as unknown as Record<string, Obj>;
+      const service = {
+        ...extensions,
+        AckBatch: { ...extensions.AckBatch, responseSerialize: () => Buffer.from([0x0a, 0x7f]) },
+      };
+      server.addService(service as never, {
+        AckBatch: (_call: unknown, done: Done) => {
+          calls.push('AckBatch');
+          done(null, {});
+        },
         EnqueueMany: (call: { request: { items: Obj[] } }, done: Done) => {
           calls.push(`EnqueueMany(${call.request.items.length})`);
           done(null, {
@@ -261,6 +283,7 @@ describe('GrpcTransport push coalescing', () => {
     const transport = new GrpcTransport({ address: `127.0.0.1:${port}` });
     return {
       calls,
+      address: `127.0.0.1:${port}`,
       transport,
       client: new OjsClient({ transport }),
       close: async () => {
@@ -327,6 +350,33 @@ describe('GrpcTransport push coalescing', () => {
       // A lone push is a plain Enqueue.
       await stub.client.enqueue('d', []);
       assert.deepEqual(stub.calls, ['EnqueueMany(3)', 'EnqueueMany(2)', 'Enqueue']);
+    } finally {
+      await stub.close();
+    }
+  });
+
+  // The call's deadline is 30 s: without the abort reaching grpc-js, this test times out.
+  test('a call ends on its abort signal or deadline; an unreadable reply is an internal error', {
+    timeout: 15_000,
+  }, async () => {
+    const stub = await stubServer(true);
+    try {
+      const controller = new AbortController();
+      const aborted = stub.transport.getJob('j', { signal: controller.signal });
+      await until(() => stub.calls.includes('GetJob'));
+      controller.abort(new Error('stop'));
+      await assert.rejects(aborted, { message: 'stop' });
+      await until(() => stub.calls.includes('GetJob cancelled'));
+      const late = new GrpcTransport({ address: stub.address, timeoutMs: 50 });
+      await assert.rejects(late.getJob('j'), TimeoutError);
+      await late.close();
+      await assert.rejects(
+        stub.transport.ackBatch({ acks: [{ job_id: 'j', worker_id: 'w', attempt: 1 }], nacks: [] }),
+        (e) =>
+          e instanceof OjsError &&
+          e.code === 'internal_error' &&
+          /Response message parsing error/.test(e.message),
+      );
     } finally {
       await stub.close();
     }
