@@ -144,13 +144,13 @@ const eventRunCtes = (s: string, source: string) => `events_in AS MATERIALIZED (
           JOIN events_in f ON f.ord = r.first
          ORDER BY r.g)`;
 
-/** eventRunCtes of the event rows (rows.ts eventRowsJson) of jsonb array `param`, filtered by `where`. */
 /** Unstarted jobs (not of a workflow) past expires_at at $1: promotion expires them. */
 const EXPIRING = `expires_at IS NOT NULL AND expires_at <= $1
   AND state IN ('scheduled', 'available', 'pending', 'retryable') AND workflow_id IS NULL`;
 /** Scheduled and retryable jobs due at $1: promotion makes them available. */
 const DUE = `state IN ('scheduled', 'retryable') AND run_at <= $1`;
 
+/** eventRunCtes of the event rows (rows.ts eventRowsJson) of jsonb array `param`, filtered by `where`. */
 const eventRowCtes = (s: string, param: string, where = '') =>
   eventRunCtes(
     s,
