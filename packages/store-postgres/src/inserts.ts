@@ -13,6 +13,7 @@ import {
   type InsertResult,
   isTerminal,
   type JobRecord,
+  jobColumns,
   jobEvent,
   type OjsEvent,
   toIso,
@@ -20,8 +21,8 @@ import {
 } from '@ojs/core';
 import { type Database, OutcomeUnknown, Rollback } from './database.ts';
 import { isUniqueViolation } from './errors.ts';
-import { eventRow, eventRowsJson, jobRow, toNumber } from './rows.ts';
-import type { Statements } from './statements.ts';
+import { columnLiterals, eventRow, eventRowsJson, toNumber } from './rows.ts';
+import { ENQUEUE_COLUMNS, type Statements } from './statements.ts';
 import {
   appendEvents,
   insertRows,
@@ -79,7 +80,7 @@ export async function enqueue(
   const ids = new Set(jobs.map((job) => job.id));
   // The stored doc is this one plus seq, assigned by the statement.
   const docs = jobs.map(({ seq: _seq, ...doc }) => doc as JobRecord);
-  const rows = docs.map((doc) => jobRow(doc));
+  const columns = docs.map((doc) => jobColumns(doc) as unknown as Record<string, unknown>);
   const stored = (seqs: Map<string | null, string | null>): InsertResult[] =>
     jobs.map((job) => ({
       status: 'inserted',
@@ -90,7 +91,7 @@ export async function enqueue(
     return await db.autocommit(
       sql.enqueue,
       [
-        JSON.stringify(rows),
+        JSON.stringify(docs),
         eventRowsJson(
           events
             .filter((e) => e.subject === undefined || ids.has(e.subject))
@@ -99,6 +100,7 @@ export async function enqueue(
         now,
         toIso(now),
         channel,
+        ...columnLiterals(columns, ENQUEUE_COLUMNS),
       ],
       (result: { id: string | null; seq: string | null }[]) =>
         stored(new Map(result.map((row) => [row.id, row.seq]))),

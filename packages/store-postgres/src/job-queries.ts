@@ -7,15 +7,18 @@
  * A listing walks the index ranges core `indexRanges` names ((queue, state,
  * seq) / (state, seq): migrations 007 and 014, which leave active jobs to
  * jobs_lease), each in seq order up to the page
- * size, and merges them: the first page is a few index probes. A type range
- * has no index of its own here (see 007): it walks the seq index and checks
- * the type, which is quick while the type is common.
+ * size, and merges them: the first page is a few index probes. There is no
+ * index on seq alone (migration 016) and none on type (see 007): a listing
+ * whose ranges do not all fix a state walks one range per state instead
+ * (`walkedRanges`), checking the other conditions along each walk, which
+ * is quick while they are common.
  */
 import {
   countsByQueueState,
   DEFAULT_TENANT,
   type IndexRange,
   indexRanges,
+  JOB_STATES,
   type JobFilter,
   type JobPageRequest,
   type PruneTarget,
@@ -83,15 +86,26 @@ function whereClause(where: string[]): string {
   return where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
 }
 
+/**
+ * The ranges a listing walks: core's, when each fixes a state; else one per
+ * state the filter allows (no index orders jobs by seq without a state,
+ * migration 016), the queue and type conditions checked along each walk.
+ */
+function walkedRanges(filter: JobFilter): IndexRange[] {
+  const ranges = indexRanges(filter);
+  if (ranges?.every((range) => range.state !== undefined)) return ranges;
+  return (filter.states ?? JOB_STATES).map((state) => ({ state }));
+}
+
 /** SELECT seq, doc of one page (see the module comment). */
 export function listJobsQuery(schema: string, request: JobPageRequest): Query {
   const p = new Params();
   const direction = request.order === 'desc' ? 'DESC' : 'ASC';
   const offset = request.offset ?? 0;
-  const page = (range: IndexRange | undefined, inner: boolean) => {
+  const page = (range: IndexRange, inner: boolean) => {
     const where: string[] = [];
     for (const column of ['queue', 'state', 'type'] as const) {
-      const value = range?.[column];
+      const value = range[column];
       if (value === undefined) continue;
       if (column === 'state' && value === 'active') {
         // Active jobs are only in jobs_lease (migration 014): they are few
@@ -114,10 +128,8 @@ export function listJobsQuery(schema: string, request: JobPageRequest): Query {
     return `SELECT seq, doc FROM ${schema}.jobs ${whereClause(where)}
       ORDER BY seq ${direction} LIMIT ${limit} OFFSET ${p.add(inner ? 0 : offset, '::integer')}`;
   };
-  const ranges = indexRanges(request.filter);
-  if (ranges === undefined || ranges.length === 1) {
-    return { text: page(ranges?.[0], false), values: p.values };
-  }
+  const ranges = walkedRanges(request.filter);
+  if (ranges.length === 1) return { text: page(ranges[0]!, false), values: p.values };
   const parts = ranges.map((range) => `(${page(range, true)})`);
   return {
     text: `SELECT seq, doc FROM (${parts.join(' UNION ALL ')}) AS pages

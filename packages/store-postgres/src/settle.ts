@@ -39,8 +39,16 @@ import {
   type SettleResult,
 } from '@ojs/core';
 import type { Database } from './database.ts';
-import { docPatch, type EventRow, eventRow, eventRowsJson, jobRow } from './rows.ts';
-import type { Statements } from './statements.ts';
+import {
+  arrayLiteral,
+  docPatch,
+  type EventRow,
+  eventRow,
+  eventRowsJson,
+  jobRow,
+  keysLiteral,
+} from './rows.ts';
+import { SETTLE_COLUMNS, type Statements } from './statements.ts';
 import type { Tx } from './tx.ts';
 
 /** A job as read under the row lock: the document and the guard columns. */
@@ -293,6 +301,31 @@ async function settleOn(
   return refused;
 }
 
+/** A row of settleJobs: a decided job's columns, its document patch and its guard. */
+export type SettleRow = Record<string, unknown> & {
+  id: string;
+  doc_set: Record<string, unknown>;
+  doc_unset: string[];
+};
+
+/**
+ * The values of settleJobs: the events (rows.ts eventRowsJson), the
+ * channel, then the rows as one array per column (SETTLE_COLUMNS).
+ */
+export function settleValues(rows: SettleRow[], events: string, channel: string): unknown[] {
+  const values: unknown[] = [events, channel];
+  for (const [name] of SETTLE_COLUMNS) {
+    if (name === 'doc_set') values.push(JSON.stringify(rows.map((row) => row.doc_set)));
+    else if (name === 'doc_unset')
+      values.push(arrayLiteral(rows.map((row) => keysLiteral(row.doc_unset))));
+    else
+      values.push(
+        arrayLiteral(rows.map((row) => (row[name] ?? null) as string | number | boolean | null)),
+      );
+  }
+  return values;
+}
+
 /** The values of settleJobs: the decided rows, guarded on their basis, the events, the channel. */
 function settleParams(
   jobs: JobRecord[],
@@ -300,7 +333,7 @@ function settleParams(
   events: EventRow[],
   channel: string,
 ): unknown[] {
-  const rows = jobs
+  const rows: SettleRow[] = jobs
     .map((job) => {
       const read = basis.get(job.id)!;
       // A settlement never changes the tenant: its column is not sent.
@@ -311,7 +344,7 @@ function settleParams(
     // sent: the id order `lockJobs` uses, so that two batches over the same
     // jobs lock them alike (a deadlock would only be retried, but waits).
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return [JSON.stringify(rows), eventRowsJson(events), channel];
+  return settleValues(rows, eventRowsJson(events), channel);
 }
 
 export async function extendLeasesTx(

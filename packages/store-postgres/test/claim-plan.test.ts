@@ -13,6 +13,7 @@ import { after, before, describe, it, test } from 'node:test';
 import {
   EVENT_SOURCE,
   enqueueEvents,
+  type JobFilter,
   type JobRecord,
   parseEnqueueRequest,
   toIso,
@@ -249,6 +250,51 @@ if (reason !== undefined) {
       assert.ok(
         active.some((node) => node['Index Name'] === 'jobs_lease'),
         JSON.stringify(active),
+      );
+    });
+
+    it('a listing without a state merges one walk per state (no seq index, migration 016)', async () => {
+      const filters: JobFilter[] = [{}, { types: ['p.t'] }];
+      for (const filter of filters) {
+        const query = listJobsQuery(`"${schema}"`, { filter, limit: 10, order: 'desc' });
+        const nodes = await withAdmin(async (client) => {
+          const { rows } = await client.query<{ 'QUERY PLAN': Record<string, unknown>[] }>(
+            `EXPLAIN (FORMAT JSON) ${query.text}`,
+            query.values,
+          );
+          return planNodes(rows[0]!['QUERY PLAN'][0]!.Plan as Record<string, unknown>);
+        });
+        assert.ok(
+          nodes.every((node) => node['Node Type'] !== 'Seq Scan'),
+          JSON.stringify(nodes),
+        );
+      }
+      // Newest first across states: a claimed (active) job and the queued ones merged.
+      const two = [1, 2].map((i) =>
+        parseEnqueueRequest({ type: 'p.t', args: [i], options: { queue: 'merge' } }, T0, {
+          visibilityTimeoutMs: 30_000,
+        }),
+      );
+      await store.insertJobs(two, [], T0);
+      await store.claimJobs({ queues: ['merge'], count: 1, workerId: 'w3', now: T0 + 4 });
+      const newest = await store.listJobs({ filter: {}, limit: JOBS + 10, order: 'desc' });
+      const seqs = newest.map((job) => job.seq!);
+      assert.ok(newest.length >= JOBS);
+      assert.deepEqual(
+        seqs,
+        [...seqs].sort((a, b) => b - a),
+      );
+      assert.ok(newest.some((job) => job.state === 'active'));
+      assert.ok(newest.some((job) => job.state === 'available'));
+      const page = await store.listJobs({
+        filter: { types: ['p.t'] },
+        limit: 5,
+        order: 'asc',
+        afterSeq: seqs.at(-1)!,
+      });
+      assert.deepEqual(
+        page.map((job) => job.seq),
+        seqs.slice(-6, -1).reverse(),
       );
     });
 

@@ -11,6 +11,7 @@ import { type JobRecord, parseEnqueueRequest, type SettleItem } from '@ojs/core'
 import pg from 'pg';
 import { jobsAvailableChannel, loadMigrations, migrate, type PostgresStore } from '../src/index.ts';
 import { docPatch, jobRow } from '../src/rows.ts';
+import { settleValues } from '../src/settle.ts';
 import { statements } from '../src/statements.ts';
 import {
   dropSchema,
@@ -204,11 +205,10 @@ if (reason !== undefined) {
       });
       const run = (guard: Record<string, unknown>, eventId: string) =>
         withAdmin(async (client) => {
-          const { rows } = await client.query<{ id: string | null }>(sql.settleJobs, [
-            JSON.stringify([row(guard)]),
-            JSON.stringify([event(eventId)]),
-            'unused',
-          ]);
+          const { rows } = await client.query<{ id: string | null }>(
+            sql.settleJobs,
+            settleValues([row(guard)], JSON.stringify([event(eventId)]), 'unused'),
+          );
           return rows.map((r) => r.id);
         });
       assert.deepEqual(await run({ expect_rev: job!.rev + 7 }, 'evt_stale_rev'), []);
