@@ -21,7 +21,7 @@ import {
 } from '@ojs/core';
 import { type Database, OutcomeUnknown, Rollback } from './database.ts';
 import { isUniqueViolation } from './errors.ts';
-import { columnLiterals, eventRow, eventRowsJson, toNumber } from './rows.ts';
+import { columnLiterals, eventRow, eventValues, toNumber } from './rows.ts';
 import { ENQUEUE_COLUMNS, type Statements } from './statements.ts';
 import {
   appendEvents,
@@ -87,20 +87,20 @@ export async function enqueue(
       // Returned as stored: a JSON round trip, exactly what getJob will read.
       job: clone({ ...job, seq: toNumber(seqs.get(job.id)) }),
     }));
+  const [eventDocs, ...eventColumns] = eventValues(
+    events.filter((e) => e.subject === undefined || ids.has(e.subject)).map((e) => eventRow(e)),
+  );
   try {
     return await db.autocommit(
       sql.enqueue,
       [
         JSON.stringify(docs),
-        eventRowsJson(
-          events
-            .filter((e) => e.subject === undefined || ids.has(e.subject))
-            .map((e) => eventRow(e)),
-        ),
+        eventDocs,
         now,
         toIso(now),
         channel,
         ...columnLiterals(columns, ENQUEUE_COLUMNS),
+        ...eventColumns,
       ],
       (result: { id: string | null; seq: string | null }[]) =>
         stored(new Map(result.map((row) => [row.id, row.seq]))),

@@ -62,7 +62,7 @@ import { consumeOutboxTx, outboxChannel, PostgresOutbox } from './outbox.ts';
 import {
   cronRow,
   eventRow,
-  eventRowsJson,
+  eventValues,
   type QueueRow,
   queueInfo,
   type SettingRow,
@@ -736,7 +736,7 @@ export class PostgresStore implements Store {
 
   async appendEvents(events: OjsEvent[]): Promise<void> {
     if (events.length === 0) return;
-    await this.#db.query(this.#sql.insertEvents, [eventRowsJson(events.map(eventRow))], false);
+    await this.#db.query(this.#sql.insertEvents, eventValues(events.map(eventRow)), false);
   }
 
   async listEvents(filter: EventFilter): Promise<OjsEvent[]> {

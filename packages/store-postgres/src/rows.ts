@@ -13,6 +13,7 @@ import {
   type QueueInfo,
   type SettingRecord,
 } from '@ojs/core';
+import { EVENT_COLUMNS } from './statements.ts';
 
 /** The core-derived index columns, the FIFO sequence and the document. */
 export interface JobRow extends JobColumns {
@@ -123,7 +124,7 @@ export interface EventRow {
   doc: OjsEvent;
   /** settleJobs / extendLeases: the job whose write the event belongs to. */
   job_id?: string;
-  /** eventRowsJson: the row of the log it goes into, and that row's shared columns. */
+  /** eventValues: the row of the log it goes into, and that row's shared columns. */
   g?: number;
   gtype?: string | null;
   gqueue?: string | null;
@@ -141,15 +142,17 @@ export function eventRow(event: OjsEvent): EventRow {
 }
 
 /**
- * The event rows of one write as the statements' jsonb parameter, each
- * marked with the log row it goes into (`g`): a run of consecutive
+ * The event rows of one write as the statements' values (statements.ts
+ * eventRowCtes): a jsonb array of the documents, then one array literal
+ * per EVENT_COLUMNS column. Each row is marked with the log row it goes
+ * into (`g`): a run of consecutive
  * RUN_EVENT_TYPES events shares one, any other event has its own. With it
  * the values a row of several would share (`gtype`, `gqueue`,
  * `gjob_type`: NULL where its events differ). The statement groups by `g`
  * (statements.ts insertEventRuns); a group the statement filters down
  * (events of jobs not written) keeps columns that still hold.
  */
-export function eventRowsJson(rows: EventRow[]): string {
+export function eventValues(rows: EventRow[]): string[] {
   let g = 0;
   let start = 0;
   const close = (end: number) => {
@@ -180,7 +183,10 @@ export function eventRowsJson(rows: EventRow[]): string {
       close(i);
     }
   }
-  return JSON.stringify(rows);
+  return [
+    JSON.stringify(rows.map((row) => row.doc)),
+    ...columnLiterals(rows as unknown as Record<string, unknown>[], EVENT_COLUMNS),
+  ];
 }
 
 export interface CronRow {

@@ -44,7 +44,7 @@ import {
   docPatch,
   type EventRow,
   eventRow,
-  eventRowsJson,
+  eventValues,
   jobRow,
   keysLiteral,
 } from './rows.ts';
@@ -309,11 +309,13 @@ export type SettleRow = Record<string, unknown> & {
 };
 
 /**
- * The values of settleJobs: the events (rows.ts eventRowsJson), the
- * channel, then the rows as one array per column (SETTLE_COLUMNS).
+ * The values of settleJobs: the events' documents, the channel, the rows
+ * as one array per column (SETTLE_COLUMNS), the events' columns (`events`:
+ * rows.ts eventValues).
  */
-export function settleValues(rows: SettleRow[], events: string, channel: string): unknown[] {
-  const values: unknown[] = [events, channel];
+export function settleValues(rows: SettleRow[], events: string[], channel: string): unknown[] {
+  const [eventDocs, ...eventColumns] = events;
+  const values: unknown[] = [eventDocs, channel];
   for (const [name] of SETTLE_COLUMNS) {
     if (name === 'doc_set') values.push(JSON.stringify(rows.map((row) => row.doc_set)));
     else if (name === 'doc_unset')
@@ -323,6 +325,7 @@ export function settleValues(rows: SettleRow[], events: string, channel: string)
         arrayLiteral(rows.map((row) => (row[name] ?? null) as string | number | boolean | null)),
       );
   }
+  values.push(...eventColumns);
   return values;
 }
 
@@ -344,7 +347,7 @@ function settleParams(
     // sent: the id order `lockJobs` uses, so that two batches over the same
     // jobs lock them alike (a deadlock would only be retried, but waits).
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return settleValues(rows, eventRowsJson(events), channel);
+  return settleValues(rows, eventValues(events), channel);
 }
 
 export async function extendLeasesTx(
@@ -386,7 +389,7 @@ export async function extendLeasesTx(
   });
   const written = await tx.client.query<{ id: string; xid: string }>(tx.sql.extendLeases, [
     JSON.stringify(rows),
-    eventRowsJson(events),
+    ...eventValues(events),
   ]);
   tx.state.xid = written.rows[0]?.xid ?? null;
   if (written.rows.length === rows.length) return results;

@@ -150,15 +150,34 @@ const EXPIRING = `expires_at IS NOT NULL AND expires_at <= $1
 /** Scheduled and retryable jobs due at $1: promotion makes them available. */
 const DUE = `state IN ('scheduled', 'retryable') AND run_at <= $1`;
 
-/** eventRunCtes of the event rows (rows.ts eventRowsJson) of jsonb array `param`, filtered by `where`. */
-const eventRowCtes = (s: string, param: string, where = '') =>
+/**
+ * The columns of a write's event rows (rows.ts eventValues) after their
+ * documents: one array parameter each, as the job columns (decision 0117).
+ */
+export const EVENT_COLUMNS = [
+  ['g', 'integer'],
+  ['id', 'text'],
+  ['type', 'text'],
+  ['queue', 'text'],
+  ['job_type', 'text'],
+  ['gtype', 'text'],
+  ['gqueue', 'text'],
+  ['gjob_type', 'text'],
+  ['job_id', 'text'],
+] as const;
+
+/**
+ * eventRunCtes of the event rows of a write (rows.ts eventValues): $`docs`
+ * the jsonb array of their documents, then EVENT_COLUMNS from
+ * $`columns` on; filtered by `where` (over `e`).
+ */
+const eventRowCtes = (s: string, docs: number, columns: number, where = '') =>
   eventRunCtes(
     s,
-    `SELECT e.ord, (e.value->>'g')::integer AS g, e.value->>'id' AS id, e.value->>'type' AS type,
-            e.value->>'queue' AS queue, e.value->>'job_type' AS job_type,
-            e.value->>'gtype' AS gtype, e.value->>'gqueue' AS gqueue,
-            e.value->>'gjob_type' AS gjob_type, e.value->'doc' AS doc
-       FROM jsonb_array_elements(${param}::jsonb) WITH ORDINALITY AS e(value, ord) ${where}`,
+    `SELECT e.ord, e.g, e.id, e.type, e.queue, e.job_type, e.gtype, e.gqueue, e.gjob_type, e.doc
+       FROM ROWS FROM (jsonb_array_elements($${docs}::jsonb),
+              ${EVENT_COLUMNS.map(([, type], i) => `unnest($${columns + i}::${type}[])`).join(', ')})
+            WITH ORDINALITY AS e(doc, ${EVENT_COLUMNS.map(([name]) => name).join(', ')}, ord) ${where}`,
   );
 
 /**
@@ -309,7 +328,8 @@ export function statements(schema: string) {
      * $1 = jsonb array of the job documents (no seq) in order, $6... their
      * columns (rows.ts jobRow), one array each (ENQUEUE_COLUMNS; decision
      * 0117: a jsonb array of row objects cost a third more to take apart);
-     * $2 = jsonb array of event rows; $3 = now (ms, the keys' locked_at);
+     * $2 = the event rows' documents, their columns after the jobs' (rows.ts
+     * eventValues); $3 = now (ms, the keys' locked_at);
      * $4 = created_at of new queues; $5 = the jobs-available channel.
      * Seqs: one nextval per job, handed out ascending in array order (and
      * written into doc.seq). Unique keys: a key row is created for every
@@ -352,7 +372,7 @@ export function statements(schema: string) {
         INSERT INTO ${s}.queues (name, created_at)
         SELECT DISTINCT queue, $4::text FROM input
         ON CONFLICT (name) DO NOTHING),
-      ${eventRowCtes(s, '$2')},
+      ${eventRowCtes(s, 2, 6 + ENQUEUE_COLUMNS.length)},
       checked AS (
         SELECT ${s}.ojs_require(
                  (SELECT count(*) FROM keys)
@@ -426,7 +446,8 @@ export function statements(schema: string) {
      * the rows rather than as a literal: `state = 'active'` would match the
      * jobs_lease index, and the planner may then read every active job and
      * hash-join them instead of looking the batch up by primary key.
-     * $1 = jsonb array of event rows plus job_id, in order: only the events
+     * $1 = the event rows' documents (their columns, job_id among them,
+     * after SETTLE_COLUMNS; rows.ts eventValues), in order: only the events
      * of jobs actually written are inserted (seq in array order).
      * $2 = the jobs-available channel: NOTIFY (sent at COMMIT) when a
      * written job is available again (requeue).
@@ -451,7 +472,7 @@ export function statements(schema: string) {
          WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
            AND j.rev = u.expect_rev AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id, j.state),
-      ${eventRowCtes(s, '$1', "WHERE e.value->>'job_id' IN (SELECT id FROM written)")}
+      ${eventRowCtes(s, 1, 3 + SETTLE_COLUMNS.length, 'WHERE e.job_id IN (SELECT id FROM written)')}
       SELECT id, txid_current()::text AS xid FROM written
       UNION ALL
       SELECT NULL, NULL FROM (SELECT pg_notify($2::text, '') FROM written
@@ -462,6 +483,7 @@ export function statements(schema: string) {
      * expect_worker_id} (one per id; expect_state 'active', as in settleJobs). Writes only the lease: doc.lease_until and the deadline
      * column; rev stays, so a concurrent ACK's guard still holds. Guarded on
      * the job being active on that attempt and lease holder. $2 = event rows
+     * (documents, then their columns from $3: rows.ts eventValues)
      * plus job_id, inserted for the jobs written. Rows: the ids written (and
      * the transaction's xid).
      */
@@ -475,7 +497,7 @@ export function statements(schema: string) {
          WHERE j.id = u.id AND j.state = u.expect_state AND j.attempt = u.expect_attempt
            AND j.worker_id IS NOT DISTINCT FROM u.expect_worker_id
         RETURNING j.id),
-      ${eventRowCtes(s, '$2', "WHERE e.value->>'job_id' IN (SELECT id FROM extended)")}
+      ${eventRowCtes(s, 2, 3, 'WHERE e.job_id IN (SELECT id FROM extended)')}
       SELECT id, txid_current()::text AS xid FROM extended`,
 
     /** $1 = jsonb array of {id, expect_rev}. */
@@ -692,8 +714,8 @@ export function statements(schema: string) {
       ORDER BY seq DESC LIMIT $5`,
 
     // ------------------------------------------------------------ events
-    /** $1 = jsonb array of event rows, inserted (seq assigned) in array order, runs as one row. */
-    insertEvents: `WITH ${eventRowCtes(s, '$1')} SELECT 0 AS done`,
+    /** $1... = event rows (rows.ts eventValues), inserted (seq assigned) in order, runs as one row. */
+    insertEvents: `WITH ${eventRowCtes(s, 1, 2)} SELECT 0 AS done`,
     /**
      * Removes the oldest events beyond the newest $1, at most $2 of them
      * (NULL: all), oldest first; returns how many (`removed`). Rows of

@@ -4,7 +4,7 @@
  */
 import { type JobRecord, type OjsEvent, toIso } from '@ojs/core';
 import type { TxState } from './database.ts';
-import { eventRow, eventRowsJson, jobRow, toNumber } from './rows.ts';
+import { eventRow, eventValues, jobRow, toNumber } from './rows.ts';
 import type { Session, Statements } from './statements.ts';
 
 /** One running transaction: its connection, the store's SQL and NOTIFY channel. */
@@ -34,7 +34,7 @@ export async function notifyAvailable(tx: Tx): Promise<void> {
 /** Appends events in order (the last statement before COMMIT in every body). */
 export async function appendEvents(tx: Tx, events: readonly OjsEvent[]): Promise<void> {
   if (events.length === 0) return;
-  await tx.client.query(tx.sql.insertEvents, [eventRowsJson(events.map(eventRow))]);
+  await tx.client.query(tx.sql.insertEvents, eventValues(events.map(eventRow)));
 }
 
 /** `count` fresh job sequence values, ascending. */

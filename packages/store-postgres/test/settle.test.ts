@@ -10,7 +10,7 @@ import { after, before, beforeEach, describe, it, test } from 'node:test';
 import { type JobRecord, parseEnqueueRequest, type SettleItem } from '@ojs/core';
 import pg from 'pg';
 import { jobsAvailableChannel, loadMigrations, migrate, type PostgresStore } from '../src/index.ts';
-import { docPatch, jobRow } from '../src/rows.ts';
+import { docPatch, type EventRow, eventValues, jobRow } from '../src/rows.ts';
 import { settleValues } from '../src/settle.ts';
 import { statements } from '../src/statements.ts';
 import {
@@ -195,19 +195,19 @@ if (reason !== undefined) {
         expect_worker_id: 'w1',
         ...guard,
       });
-      const event = (id: string) => ({
+      const event = (id: string): EventRow => ({
         id,
         type: 'job.completed',
         queue: 'default',
         job_type: 'settle.test',
         job_id: job!.id,
-        doc: { id, type: 'job.completed', data: {} },
+        doc: { id, type: 'job.completed', data: {} } as unknown as EventRow['doc'],
       });
       const run = (guard: Record<string, unknown>, eventId: string) =>
         withAdmin(async (client) => {
           const { rows } = await client.query<{ id: string | null }>(
             sql.settleJobs,
-            settleValues([row(guard)], JSON.stringify([event(eventId)]), 'unused'),
+            settleValues([row(guard)], eventValues([event(eventId)]), 'unused'),
           );
           return rows.map((r) => r.id);
         });
