@@ -329,14 +329,17 @@ export function statements(schema: string) {
     /**
      * An enqueue in ONE statement, run on its own (autocommit): the fast
      * path of insertJobs when no job's unique key is held yet.
-     * $1 = jsonb array of the job documents (no seq) in order, $6... their
-     * columns (rows.ts jobRow), one array each (ENQUEUE_COLUMNS; decision
+     * $1 = json array of the job documents (no seq) in order, $6... their
+     * columns (core jobColumns), one array each (ENQUEUE_COLUMNS; decision
      * 0117: a jsonb array of row objects cost a third more to take apart);
      * $2 = the event rows' documents, their columns after the jobs' (rows.ts
      * eventValues); $3 = now (ms, the keys' locked_at);
      * $4 = created_at of new queues; $5 = the jobs-available channel.
-     * Seqs: one nextval per job, handed out ascending in array order (and
-     * written into doc.seq). Unique keys: a key row is created for every
+     * Seqs: one nextval per job, handed out ascending in array order, and
+     * written into doc.seq by appending `,"seq":N` to the document's JSON
+     * text before its one jsonb parse ($1 is json, whose elements keep
+     * their text): `doc || {seq}` rebuilt every document a second time.
+     * Unique keys: a key row is created for every
      * job that has one (ON CONFLICT DO NOTHING waits for a concurrent
      * inserter of the key to finish); if any key was already there, or two
      * jobs of the batch share one, ojs_require aborts the whole statement
@@ -351,7 +354,7 @@ export function statements(schema: string) {
      * Rows: (id, seq) per job, plus one with id NULL when notified.
      */
     enqueue: `WITH input AS MATERIALIZED (
-        SELECT * FROM ROWS FROM (jsonb_array_elements($1::jsonb),
+        SELECT * FROM ROWS FROM (json_array_elements($1::json),
                ${ENQUEUE_COLUMNS.map(([, type], i) => `unnest($${i + 6}::${type}[])`).join(', ')})
           WITH ORDINALITY AS u(doc, ${ENQUEUE_COLUMNS.map(([name]) => name).join(', ')}, ord)),
       seqs AS MATERIALIZED (SELECT nextval('${s}.job_seq') AS seq FROM input),
@@ -364,7 +367,7 @@ export function statements(schema: string) {
         SELECT i.id, n.seq, i.queue, i.type, i.state, i.priority, i.attempt, i.rev, i.run_at,
                i.deadline, i.expires_at, i.finished_at, i.dead_letter, i.unique_key,
                i.workflow_id, i.rate_key, i.version_num, i.worker_id, i.tenant_id,
-               i.doc || jsonb_build_object('seq', n.seq)
+               (left(i.doc::text, -1) || ',"seq":' || n.seq || '}')::jsonb
           FROM input i JOIN numbered n ON n.ord = i.ord
         RETURNING id, seq, state),
       keys AS (
