@@ -49,4 +49,32 @@ describe('long-poll fetch', () => {
     const result = await waiting;
     assert.equal(result.jobs[0]?.id, enqueued.job.id);
   });
+
+  it('stops waiting when its client goes away, and claims nothing for it', async () => {
+    const gone = new AbortController();
+    const abandoned = fetch(`${server.url}/ojs/v1/workers/fetch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/openjobspec+json' },
+      body: JSON.stringify({ queues: ['lp-gone'], worker_id: 'lp-gone-1', wait_ms: 10_000 }),
+      signal: gone.signal,
+    }).catch((error: unknown) => error);
+    while (server.engine.notifier.waiting === 0) await new Promise((r) => setImmediate(r));
+    gone.abort();
+    assert.equal(((await abandoned) as Error).name, 'AbortError');
+    // The server sees the connection close and ends the wait (a signal, not a sleep).
+    while (server.engine.notifier.waiting > 0) await new Promise((r) => setImmediate(r));
+    const enqueued = (await (
+      await fetch(`${server.url}/ojs/v1/jobs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/openjobspec+json' },
+        body: JSON.stringify({ type: 'lp.test', args: [], options: { queue: 'lp-gone' } }),
+      })
+    ).json()) as { job: { id: string } };
+    // The job is still there for the next fetch: the abandoned one did not take it.
+    const next = await post(`${server.url}/ojs/v1/workers/fetch`, {
+      queues: ['lp-gone'],
+      worker_id: 'lp-gone-2',
+    });
+    assert.equal(next.jobs[0]?.id, enqueued.job.id);
+  });
 });
