@@ -389,6 +389,14 @@ export class GrpcTransport implements Transport {
       // per service (see #send).
       const channel = new grpc.Channel(this.#options.address, credentials, {
         'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
+        // HTTP/2's default receive window is 64 KiB per stream and per
+        // connection: a reply larger than that (an EnqueueBatch of 1,000
+        // jobs is about 175 KB) waited for WINDOW_UPDATEs on the way, two
+        // to three round trips through both event loops per call. A
+        // window as large as the largest message received lets a reply
+        // come in one go (decision 0119); grpc-js reads what arrives
+        // either way, so this holds no more than the receive limit does.
+        'grpc-node.flow_control_window': MAX_RECEIVE_BYTES,
       });
       const metadata = new grpc.Metadata();
       for (const [key, value] of Object.entries(this.#options.metadata ?? {})) {
