@@ -346,6 +346,9 @@ function loadProtocol(): Promise<Protocol> {
 /** The largest message this transport's channel accepts (a fetched batch of big jobs). */
 const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
 
+/** The channel's HTTP/2 receive window, per call and for the connection (see #load). */
+const RECEIVE_WINDOW_BYTES = 4 * 1024 * 1024;
+
 export class GrpcTransport implements Transport {
   readonly kind = 'grpc';
   readonly #options: GrpcTransportOptions;
@@ -390,13 +393,14 @@ export class GrpcTransport implements Transport {
       const channel = new grpc.Channel(this.#options.address, credentials, {
         'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
         // HTTP/2's default receive window is 64 KiB per stream and per
-        // connection: a reply larger than that (an EnqueueBatch of 1,000
-        // jobs is about 175 KB) waited for WINDOW_UPDATEs on the way, two
-        // to three round trips through both event loops per call. A
-        // window as large as the largest message received lets a reply
-        // come in one go (decision 0119); grpc-js reads what arrives
-        // either way, so this holds no more than the receive limit does.
-        'grpc-node.flow_control_window': MAX_RECEIVE_BYTES,
+        // connection: a larger reply (an EnqueueBatch of 1,000 small jobs
+        // is about 175 KB) stopped for WINDOW_UPDATEs on the way, a round
+        // trip through both event loops each (decision 0119). 4 MiB, the
+        // size of message grpc-js receives by default, lets such replies
+        // come in one go; this transport makes only unary calls, whose
+        // replies grpc-js reads in full as they arrive, so nothing more is
+        // buffered than before.
+        'grpc-node.flow_control_window': RECEIVE_WINDOW_BYTES,
       });
       const metadata = new grpc.Metadata();
       for (const [key, value] of Object.entries(this.#options.metadata ?? {})) {
