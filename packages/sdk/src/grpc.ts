@@ -346,9 +346,6 @@ function loadProtocol(): Promise<Protocol> {
 /** The largest message this transport's channel accepts (a fetched batch of big jobs). */
 const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
 
-/** The channel's HTTP/2 receive window, per call and for the connection (see #load). */
-const RECEIVE_WINDOW_BYTES = 4 * 1024 * 1024;
-
 export class GrpcTransport implements Transport {
   readonly kind = 'grpc';
   readonly #options: GrpcTransportOptions;
@@ -392,15 +389,6 @@ export class GrpcTransport implements Transport {
       // per service (see #send).
       const channel = new grpc.Channel(this.#options.address, credentials, {
         'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
-        // HTTP/2's default receive window is 64 KiB per stream and per
-        // connection: a larger reply (an EnqueueBatch of 1,000 small jobs
-        // is about 175 KB) stopped for WINDOW_UPDATEs on the way, a round
-        // trip through both event loops each (decision 0119). 4 MiB, the
-        // size of message grpc-js receives by default, lets such replies
-        // come in one go; this transport makes only unary calls, whose
-        // replies grpc-js reads in full as they arrive, so nothing more is
-        // buffered than before.
-        'grpc-node.flow_control_window': RECEIVE_WINDOW_BYTES,
       });
       const metadata = new grpc.Metadata();
       for (const [key, value] of Object.entries(this.#options.metadata ?? {})) {
