@@ -116,6 +116,13 @@ const REMEMBERED_EVENT_SEQS = 10_000;
 /** Rows of the event log a listing reads first (listEvents; a row may hold many events). */
 const FIRST_EVENT_PAGE_ROWS = 16;
 
+/**
+ * Most events in one row of the log (#writeEvents): a group's run is cut
+ * there, so a listing or a cursor's lookup parses at most this many events
+ * for the row it starts in.
+ */
+const MAX_EVENT_RUN = 128;
+
 /** node:sqlite's `errcode` of an INSERT refused by a table's primary key (ojs_jobs.id). */
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 
@@ -273,12 +280,19 @@ export class SqliteStore implements Store {
     const group = this.#groupCommit();
     const counts = this.#counts;
     return group.write(() => {
+      // The group's events so far: this write's follow them (#appendEvents).
+      const events = this.#events?.group === group.currentGroup() ? this.#events.list : undefined;
+      const eventsBefore = events?.length ?? 0;
       let value: T;
       try {
         value = fn();
       } catch (error) {
-        // Rolled back to its SAVEPOINT: its count deltas go with it.
+        // Rolled back to its SAVEPOINT: its count deltas and events go with it.
         counts.discardWrite();
+        const open = this.#events;
+        if (open !== undefined && open.group === group.currentGroup()) {
+          open.list.length = open.list === events ? eventsBefore : 0;
+        }
         throw error;
       }
       counts.keepWrite(group);
@@ -388,22 +402,44 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Appends events in order (migration 014): a run of two or more per-job
-   * events is one row holding their JSON array, any other event a row of
-   * its own. Positions follow the last row's, which is read once per
-   * group and again after a write rolled back (#eventsNext): no gap, so the
-   * newest N events are the last N positions (pruneEvents).
+   * Appends events in order, as part of the write in progress: they are
+   * kept with the open group's (#events) and written just before its
+   * COMMIT (#writeEvents), in the order the writes made them. A write that
+   * rolls back takes its events with it (#write).
    */
   #appendEvents(events: readonly OjsEvent[]): void {
     if (events.length === 0) return;
-    const epoch = this.#groupCommit().currentEpoch();
-    let next =
-      this.#eventsNext?.epoch === epoch
-        ? this.#eventsNext.next
-        : (((this.#stmt(sql.NEXT_EVENT_SEQ).get() as Row | undefined)?.next as number) ?? 1);
+    const group = this.#groupCommit();
+    const number = group.currentGroup();
+    let open = this.#events;
+    if (open?.group !== number) {
+      const list: OjsEvent[] = [];
+      open = { group: number, list };
+      this.#events = open;
+      group.beforeCommit(() => this.#writeEvents(list));
+    }
+    for (const event of events) open.list.push(event);
+  }
+
+  /** Events of the open group not yet written (#appendEvents), by group number. */
+  #events: { group: number; list: OjsEvent[] } | undefined;
+
+  /**
+   * Writes a group's events (migration 014): a run of two or more per-job
+   * events, of any writes of the group, is one row holding their JSON
+   * array (at most MAX_EVENT_RUN), any other event a row of its own. Their
+   * positions follow the last row's, read here, inside the group's
+   * transaction and after its every other write: no gap, so the newest N
+   * events are the last N positions (pruneEvents), and every event is
+   * after any a reader has seen.
+   */
+  #writeEvents(events: OjsEvent[]): void {
+    if (this.#events?.list === events) this.#events = undefined;
+    if (events.length === 0) return;
+    let next = ((this.#stmt(sql.NEXT_EVENT_SEQ).get() as Row | undefined)?.next as number) ?? 1;
     for (let i = 0; i < events.length; ) {
       let end = i;
-      while (end < events.length && isPerJobEvent(events[end]!)) end++;
+      while (end < events.length && end - i < MAX_EVENT_RUN && isPerJobEvent(events[end]!)) end++;
       if (end - i < 2) {
         const event = events[i]!;
         const [, type, queue, jobType] = eventColumns(event);
@@ -429,11 +465,7 @@ export class SqliteStore implements Store {
       next += run.length;
       i = end;
     }
-    this.#eventsNext = { epoch, next };
   }
-
-  /** The position the next event takes, while the group's epoch is the one it was read in. */
-  #eventsNext: { epoch: number; next: number } | undefined;
 
   async getJob(id: string): Promise<JobRecord | null> {
     return this.#read(() => this.#getJob(id));
@@ -1177,6 +1209,8 @@ export class SqliteStore implements Store {
       this.#claimed.clear();
       // The counts of jobs written earlier in this group went with them.
       this.#counts.forgetGroup();
+      // The events of the group's earlier writes would have been deleted with the log.
+      if (this.#events !== undefined) this.#events.list.length = 0;
       // Queue rows are gone: whatever deletes them must forget #queuesSeen.
       this.#queuesSeen = undefined;
     });
