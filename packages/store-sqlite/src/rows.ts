@@ -15,7 +15,6 @@ import {
   type SettingRecord,
   tenantColumn,
 } from '@ojs/core';
-import { INSERT_JOB, INSERT_PLAIN_JOB } from './statements.ts';
 
 /** A row as node:sqlite returns it. */
 export type Row = Record<string, unknown>;
@@ -61,43 +60,6 @@ export function setValues(job: JobRecord): Value[] {
     derived.worker_id,
     JSON.stringify(job),
   ];
-}
-
-/**
- * A new job's row: INSERT_PLAIN_JOB and its values when every column it
- * leaves out is null (or dead_letter 0), else INSERT_JOB and insertValues.
- */
-export function insertRow(job: JobRecord, seq: number): [sql: string, values: Value[]] {
-  const derived = jobColumns(job);
-  if (
-    derived.run_at === null &&
-    derived.deadline === null &&
-    derived.expires_at === null &&
-    derived.finished_at === null &&
-    !derived.dead_letter &&
-    derived.unique_key === null &&
-    derived.workflow_id === null &&
-    derived.rate_key === null &&
-    derived.version_num === null &&
-    derived.worker_id === null &&
-    derived.tenant_id === null
-  ) {
-    return [
-      INSERT_PLAIN_JOB,
-      [
-        job.id,
-        seq,
-        derived.queue,
-        derived.type,
-        derived.state,
-        derived.priority,
-        derived.attempt,
-        derived.rev,
-        JSON.stringify(job),
-      ],
-    ];
-  }
-  return [INSERT_JOB, insertValues(job, seq)];
 }
 
 /** The values of statements.ts INSERT_JOB, in its column order. */

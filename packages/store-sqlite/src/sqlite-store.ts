@@ -58,7 +58,7 @@ import * as queries from './job-queries.ts';
 import { migrate } from './migrate.ts';
 import {
   cronColumns,
-  insertRow,
+  insertValues,
   lifecycleValues,
   parseJob,
   queueInfo,
@@ -378,8 +378,7 @@ export class SqliteStore implements Store {
 
   #insertJob(job: JobRecord, now: number): JobRecord {
     const stored: JobRecord = { ...job, seq: this.#nextSeq() };
-    const [text, values] = insertRow(stored, stored.seq!);
-    this.#stmt(text).run(...values);
+    this.#stmt(sql.INSERT_JOB).run(...insertValues(stored, stored.seq!));
     this.#afterInsert(stored, now);
     // A new object; its nested values are the caller's own, which the store keeps no reference to.
     return stored;
@@ -392,8 +391,7 @@ export class SqliteStore implements Store {
   #insertNewJob(job: JobRecord, now: number): JobRecord | null {
     const stored: JobRecord = { ...job, seq: this.#nextSeq() };
     try {
-      const [text, values] = insertRow(stored, stored.seq!);
-      this.#stmt(text).run(...values);
+      this.#stmt(sql.INSERT_JOB).run(...insertValues(stored, stored.seq!));
     } catch (error) {
       if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_PRIMARYKEY) return null;
       throw error;

@@ -71,16 +71,6 @@ export const INSERT_JOB = `INSERT INTO ojs_jobs
    dead_letter, unique_key, workflow_id, rate_key, version_num, worker_id, doc, tenant_id)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
-/**
- * INSERT_JOB of a job whose other columns are all null (dead_letter 0, the
- * columns' defaults): no schedule, lease, expiry, final state, unique key,
- * workflow, rate key, version or tenant, as most enqueued jobs.
- * ? = the values of rows.ts insertRow, in this column order. Binding 9
- * values instead of 20 (decision 0118).
- */
-export const INSERT_PLAIN_JOB = `INSERT INTO ojs_jobs
-  (id, seq, queue, type, state, priority, attempt, rev, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-
 /** Every column but id and seq, in the order of rows.ts setValues: any change of a job. */
 const SET_JOB = `SET queue = ?, type = ?, state = ?, priority = ?, attempt = ?, rev = ?,
   run_at = ?, deadline = ?, expires_at = ?, finished_at = ?, dead_letter = ?, unique_key = ?,
