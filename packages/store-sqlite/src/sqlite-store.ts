@@ -430,9 +430,9 @@ export class SqliteStore implements Store {
 
   /**
    * Appends events in order, as part of the write in progress: they are
-   * kept with the open group's (#events) and written just before its
-   * COMMIT (#writeEvents), in the order the writes made them. A write that
-   * rolls back takes its events with it (#write).
+   * serialised now and kept with the open group's (#events), and written
+   * just before its COMMIT (#writeEvents), in the order the writes made
+   * them. A write that rolls back takes its events with it (#write).
    */
   #appendEvents(events: readonly OjsEvent[]): void {
     if (events.length === 0) return;
@@ -440,16 +440,22 @@ export class SqliteStore implements Store {
     const number = group.currentGroup();
     let open = this.#events;
     if (open?.group !== number) {
-      const list: OjsEvent[] = [];
+      const list: PendingEvent[] = [];
       open = { group: number, list };
       this.#events = open;
       group.beforeCommit(() => this.#writeEvents(list));
     }
-    for (const event of events) open.list.push(event);
+    for (const event of events) {
+      open.list.push({
+        columns: eventColumns(event),
+        perJob: isPerJobEvent(event),
+        json: JSON.stringify(event),
+      });
+    }
   }
 
   /** Events of the open group not yet written (#appendEvents), by group number. */
-  #events: { group: number; list: OjsEvent[] } | undefined;
+  #events: { group: number; list: PendingEvent[] } | undefined;
 
   /**
    * Writes a group's events (migration 014): a run of two or more per-job
@@ -460,24 +466,16 @@ export class SqliteStore implements Store {
    * events are the last N positions (pruneEvents), and every event is
    * after any a reader has seen.
    */
-  #writeEvents(events: OjsEvent[]): void {
+  #writeEvents(events: PendingEvent[]): void {
     if (this.#events?.list === events) this.#events = undefined;
     if (events.length === 0) return;
     let next = ((this.#stmt(sql.NEXT_EVENT_SEQ).get() as Row | undefined)?.next as number) ?? 1;
     for (let i = 0; i < events.length; ) {
       let end = i;
-      while (end < events.length && end - i < MAX_EVENT_RUN && isPerJobEvent(events[end]!)) end++;
+      while (end < events.length && end - i < MAX_EVENT_RUN && events[end]!.perJob) end++;
       if (end - i < 2) {
         const event = events[i]!;
-        const [, type, queue, jobType] = eventColumns(event);
-        this.#stmt(sql.INSERT_EVENT).run(
-          next,
-          event.id,
-          type,
-          queue,
-          jobType,
-          JSON.stringify(event),
-        );
+        this.#stmt(sql.INSERT_EVENT).run(next, ...event.columns, event.json);
         next++;
         i++;
         continue;
@@ -486,8 +484,8 @@ export class SqliteStore implements Store {
       this.#stmt(sql.INSERT_EVENT_RUN).run(
         next,
         run.length,
-        ...sharedColumns(run),
-        JSON.stringify(run),
+        ...sharedColumns(run.map((event) => event.columns)),
+        `[${run.map((event) => event.json).join(',')}]`,
       );
       next += run.length;
       i = end;
@@ -1157,7 +1155,7 @@ export class SqliteStore implements Store {
         const columns =
           rest.length === 1
             ? [...eventColumns(rest[0]!), JSON.stringify(rest[0])]
-            : [null, ...sharedColumns(rest), JSON.stringify(rest)];
+            : [null, ...sharedColumns(rest.map(eventColumns)), JSON.stringify(rest)];
         this.#stmt(sql.REWRITE_EVENT_ROW).run(last + 1, rest.length, ...columns, from);
       }
       return removed;
@@ -1254,18 +1252,31 @@ function isPerJobEvent(event: OjsEvent): boolean {
 }
 
 /** An event's row columns: id, type, queue and job type (the filter columns). */
-function eventColumns(event: OjsEvent): [string, string, string | null, string | null] {
+type EventColumns = [id: string, type: string, queue: string | null, jobType: string | null];
+
+/** An event appended in the open group, as it will be written (#writeEvents). */
+interface PendingEvent {
+  columns: EventColumns;
+  /** A per-job type: may share a row with others (migration 014). */
+  perJob: boolean;
+  /** Serialised when appended: a caller changing the event later changes nothing stored. */
+  json: string;
+}
+
+function eventColumns(event: OjsEvent): EventColumns {
   const queue = typeof event.data.queue === 'string' ? event.data.queue : null;
   const jobType = typeof event.data.job_type === 'string' ? event.data.job_type : null;
   return [event.id, event.type, queue, jobType];
 }
 
 /** The type, queue and job type all of `events` share, each null where they differ. */
-function sharedColumns(events: readonly OjsEvent[]): [string | null, string | null, string | null] {
-  const [, type, queue, jobType] = eventColumns(events[0]!);
+function sharedColumns(
+  events: readonly EventColumns[],
+): [string | null, string | null, string | null] {
+  const [, type, queue, jobType] = events[0]!;
   const shared: [string | null, string | null, string | null] = [type, queue, jobType];
   for (let i = 1; i < events.length; i++) {
-    const [, t, q, j] = eventColumns(events[i]!);
+    const [, t, q, j] = events[i]!;
     if (shared[0] !== t) shared[0] = null;
     if (shared[1] !== q) shared[1] = null;
     if (shared[2] !== j) shared[2] = null;
