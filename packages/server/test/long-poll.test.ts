@@ -21,6 +21,14 @@ describe('long-poll fetch', () => {
     server = await startServer({ port: 0, store: ':memory:', testMode: true, logLevel: 'silent' });
   });
   after(() => server.close());
+  const enqueue = async (queue: string) =>
+    (await (
+      await fetch(`${server.url}/ojs/v1/jobs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/openjobspec+json' },
+        body: JSON.stringify({ type: 'lp.test', args: [], options: { queue } }),
+      })
+    ).json()) as { job: { id: string } };
 
   it('waits for wait_ms when nothing is available', async () => {
     const started = performance.now();
@@ -39,14 +47,30 @@ describe('long-poll fetch', () => {
     });
     // Enqueue once the fetch is parked on the notifier (a signal, not a sleep).
     while (server.engine.notifier.waiting === 0) await new Promise((r) => setImmediate(r));
-    const enqueued = (await (
-      await fetch(`${server.url}/ojs/v1/jobs`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/openjobspec+json' },
-        body: JSON.stringify({ type: 'lp.test', args: [], options: { queue: 'lp-wake' } }),
-      })
-    ).json()) as { job: { id: string } };
+    const enqueued = await enqueue('lp-wake');
     const result = await waiting;
     assert.equal(result.jobs[0]?.id, enqueued.job.id);
+  });
+
+  it('stops waiting when its client goes away, and claims nothing for it', async () => {
+    const gone = new AbortController();
+    const abandoned = fetch(`${server.url}/ojs/v1/workers/fetch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/openjobspec+json' },
+      body: JSON.stringify({ queues: ['lp-gone'], worker_id: 'lp-gone-1', wait_ms: 10_000 }),
+      signal: gone.signal,
+    }).catch((error: unknown) => error);
+    while (server.engine.notifier.waiting === 0) await new Promise((r) => setImmediate(r));
+    gone.abort();
+    assert.equal(((await abandoned) as Error).name, 'AbortError');
+    // The server sees the connection close and ends the wait (a signal, not a sleep).
+    while (server.engine.notifier.waiting > 0) await new Promise((r) => setImmediate(r));
+    const enqueued = await enqueue('lp-gone');
+    // The job is still there for the next fetch: the abandoned one did not take it.
+    const next = await post(`${server.url}/ojs/v1/workers/fetch`, {
+      queues: ['lp-gone'],
+      worker_id: 'lp-gone-2',
+    });
+    assert.equal(next.jobs[0]?.id, enqueued.job.id);
   });
 });

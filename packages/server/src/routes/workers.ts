@@ -112,12 +112,19 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
       });
     }
     boundedArray(body.queues, 'queues', MAX_FETCH_QUEUES);
-    const controller = new AbortController();
+    const waitMs = optionalInt(body, 'wait_ms', 0, Number.MAX_SAFE_INTEGER);
     // Stop a long poll when the client goes away. (The request stream's own
     // 'close' fires once the body is read, so watch the response instead.)
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableEnded) controller.abort();
-    });
+    // A fetch that does not wait has nothing to stop: no controller, no
+    // listener (about 3 µs of a count-1 fetch's CPU).
+    let signal: AbortSignal | undefined;
+    if (waitMs !== undefined && waitMs > 0) {
+      const controller = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableEnded) controller.abort();
+      });
+      signal = controller.signal;
+    }
     const scheduling = parseFetchScheduling(body.strategy, body.weights);
     const jobs = await engine.fetch({
       queues: body.queues as string[],
@@ -126,9 +133,9 @@ export async function workerRoutes(app: FastifyInstance): Promise<void> {
       count: optionalInt(body, 'count', 1, Number.MAX_SAFE_INTEGER),
       workerId: validateWorkerId(body.worker_id),
       visibilityTimeoutMs: optionalInt(body, 'visibility_timeout_ms', 1, MAX_VISIBILITY_TIMEOUT_MS),
-      waitMs: optionalInt(body, 'wait_ms', 0, Number.MAX_SAFE_INTEGER),
+      waitMs,
       handlers: parseHandlers(body.handlers),
-      signal: controller.signal,
+      signal,
       tenant: request.ojsTenant?.id,
     });
     if (jobs.length > 0) return fetchResponse(jobs);
