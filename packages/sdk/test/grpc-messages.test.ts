@@ -333,6 +333,30 @@ test('a Job reads as the HTTP binding job object', () => {
   assert.equal(page.next_cursor, '2');
 });
 
+test('the jobs of one reply keep their own timestamps, shared or not between jobs and fields', () => {
+  // Texts are formatted once per run of equal values in a field: a Fetch's
+  // jobs alternate created_at and started_at, some share them, some do not.
+  const times = [
+    ['2026-11-29T07:00:00.000Z', '2026-11-29T07:30:00.000Z'],
+    ['2026-11-29T07:00:00.000Z', '2026-11-29T07:30:00.000Z'],
+    ['2026-11-29T07:30:00.000Z', '2026-11-29T07:00:00.000Z'],
+    ['2026-11-29T07:00:00.001Z', '2026-11-29T07:30:00.000Z'],
+    ['2026-11-29T07:00:00.001Z', '2026-11-29T07:00:00.001Z'],
+  ];
+  const jobs = times.map(([created, started], i) => ({
+    id: `j${i}`,
+    created_at: ts(created!),
+    enqueued_at: ts(created!),
+    started_at: ts(started!),
+    errors: [{ code: 'e', attempt: 1, occurred_at: ts(started!) }],
+  }));
+  const read = decodeJobsReply(ojs.Fetch!.responseSerialize({ jobs })).jobs;
+  assert.deepEqual(
+    read.map((job) => [job.created_at, job.enqueued_at, job.started_at, job.error?.occurred_at]),
+    times.map(([created, started]) => [created, created, started, started]),
+  );
+});
+
 test('EnqueueMany results read with their job or their error', () => {
   const { results } = decodeEnqueueManyResponse(
     extensions.EnqueueMany!.responseSerialize({

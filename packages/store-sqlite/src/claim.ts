@@ -24,7 +24,6 @@ import {
   CLAIM_PAGE_TENANT,
   claimPagePlain,
   LITERAL_CLAIM_LIMIT,
-  QUEUE_LIMITS,
   RATE_WINDOW,
   TAKE_RATE,
 } from './statements.ts';
@@ -34,6 +33,8 @@ export type Prepare = (sql: string) => StatementSync;
 
 export interface ClaimContext {
   stmt: Prepare;
+  /** The queue's row of QUEUE_LIMITS (undefined: never configured), as of this transaction. */
+  queueLimits: (queue: string) => Row | undefined;
   request: ClaimRequest;
   /** The store's job counts: a claim moves a job from available to active. */
   counts: JobCountDeltas;
@@ -68,11 +69,11 @@ export function claimFromQueue(context: ClaimContext, queue: string, wanted: num
 
 /** claimFromQueue but for the counts: the jobs claimed are not counted yet. */
 function claimCandidates(
-  { stmt, request, counts, kept, keepReturned, freezeKept }: ClaimContext,
+  { stmt, queueLimits, request, counts, kept, keepReturned, freezeKept }: ClaimContext,
   queue: string,
   wanted: number,
 ): JobRecord[] {
-  const config = stmt(QUEUE_LIMITS).get(queue) as Row | undefined;
+  const config = queueLimits(queue);
   if (config?.paused === 1) return [];
   const activeInQueue = stmt(ACTIVE_IN_QUEUE);
   const activeWithKey = stmt(ACTIVE_WITH_KEY);

@@ -116,6 +116,13 @@ const REMEMBERED_EVENT_SEQS = 10_000;
 /** Rows of the event log a listing reads first (listEvents; a row may hold many events). */
 const FIRST_EVENT_PAGE_ROWS = 16;
 
+/**
+ * Most events in one row of the log (#writeEvents): a group's run is cut
+ * there, so a listing or a cursor's lookup parses at most this many events
+ * for the row it starts in.
+ */
+const MAX_EVENT_RUN = 128;
+
 /** node:sqlite's `errcode` of an INSERT refused by a table's primary key (ojs_jobs.id). */
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 
@@ -273,12 +280,19 @@ export class SqliteStore implements Store {
     const group = this.#groupCommit();
     const counts = this.#counts;
     return group.write(() => {
+      // The group's events so far: this write's follow them (#appendEvents).
+      const events = this.#events?.group === group.currentGroup() ? this.#events.list : undefined;
+      const eventsBefore = events?.length ?? 0;
       let value: T;
       try {
         value = fn();
       } catch (error) {
-        // Rolled back to its SAVEPOINT: its count deltas go with it.
+        // Rolled back to its SAVEPOINT: its count deltas and events go with it.
         counts.discardWrite();
+        const open = this.#events;
+        if (open !== undefined && open.group === group.currentGroup()) {
+          open.list.length = open.list === events ? eventsBefore : 0;
+        }
         throw error;
       }
       counts.keepWrite(group);
@@ -329,6 +343,33 @@ export class SqliteStore implements Store {
     if (this.#queuesSeen.names.has(name)) return;
     this.#stmt(sql.ENSURE_QUEUE).run(name, toIso(now));
     this.#queuesSeen.names.add(name);
+  }
+
+  /**
+   * QUEUE_LIMITS rows read in the open group, by queue, while its epoch
+   * lasts: a claim of one job read its queue's row each time (2 µs of
+   * ~30), and a group of fetches claims from the same queues. Nobody else
+   * writes the table while the group holds the write lock; this store's
+   * own changes to a queue's limits or pause forget them (#forgetQueueLimits).
+   * A row ENSURE_QUEUE adds is unpaused without limits, as a missing row
+   * is read.
+   */
+  #queueLimitRows: { epoch: number; rows: Map<string, Row | undefined> } | undefined;
+
+  readonly #queueLimits = (queue: string): Row | undefined => {
+    const epoch = this.#groupCommit().currentEpoch();
+    if (this.#queueLimitRows?.epoch !== epoch) {
+      this.#queueLimitRows = { epoch, rows: new Map() };
+    }
+    const rows = this.#queueLimitRows.rows;
+    if (rows.has(queue)) return rows.get(queue);
+    const row = this.#stmt(sql.QUEUE_LIMITS).get(queue) as Row | undefined;
+    rows.set(queue, row);
+    return row;
+  };
+
+  #forgetQueueLimits(): void {
+    this.#queueLimitRows = undefined;
   }
 
   #getJob(id: string): JobRecord | null {
@@ -388,33 +429,53 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Appends events in order (migration 014): a run of two or more per-job
-   * events is one row holding their JSON array, any other event a row of
-   * its own. Positions follow the last row's, which is read once per
-   * group and again after a write rolled back (#eventsNext): no gap, so the
-   * newest N events are the last N positions (pruneEvents).
+   * Appends events in order, as part of the write in progress: they are
+   * serialised now and kept with the open group's (#events), and written
+   * just before its COMMIT (#writeEvents), in the order the writes made
+   * them. A write that rolls back takes its events with it (#write).
    */
   #appendEvents(events: readonly OjsEvent[]): void {
     if (events.length === 0) return;
-    const epoch = this.#groupCommit().currentEpoch();
-    let next =
-      this.#eventsNext?.epoch === epoch
-        ? this.#eventsNext.next
-        : (((this.#stmt(sql.NEXT_EVENT_SEQ).get() as Row | undefined)?.next as number) ?? 1);
+    const group = this.#groupCommit();
+    const number = group.currentGroup();
+    let open = this.#events;
+    if (open?.group !== number) {
+      const list: PendingEvent[] = [];
+      open = { group: number, list };
+      this.#events = open;
+      group.beforeCommit(() => this.#writeEvents(list));
+    }
+    for (const event of events) {
+      open.list.push({
+        columns: eventColumns(event),
+        perJob: isPerJobEvent(event),
+        json: JSON.stringify(event),
+      });
+    }
+  }
+
+  /** Events of the open group not yet written (#appendEvents), by group number. */
+  #events: { group: number; list: PendingEvent[] } | undefined;
+
+  /**
+   * Writes a group's events (migration 014): a run of two or more per-job
+   * events, of any writes of the group, is one row holding their JSON
+   * array (at most MAX_EVENT_RUN), any other event a row of its own. Their
+   * positions follow the last row's, read here, inside the group's
+   * transaction and after its every other write: no gap, so the newest N
+   * events are the last N positions (pruneEvents), and every event is
+   * after any a reader has seen.
+   */
+  #writeEvents(events: PendingEvent[]): void {
+    if (this.#events?.list === events) this.#events = undefined;
+    if (events.length === 0) return;
+    let next = ((this.#stmt(sql.NEXT_EVENT_SEQ).get() as Row | undefined)?.next as number) ?? 1;
     for (let i = 0; i < events.length; ) {
       let end = i;
-      while (end < events.length && isPerJobEvent(events[end]!)) end++;
+      while (end < events.length && end - i < MAX_EVENT_RUN && events[end]!.perJob) end++;
       if (end - i < 2) {
         const event = events[i]!;
-        const [, type, queue, jobType] = eventColumns(event);
-        this.#stmt(sql.INSERT_EVENT).run(
-          next,
-          event.id,
-          type,
-          queue,
-          jobType,
-          JSON.stringify(event),
-        );
+        this.#stmt(sql.INSERT_EVENT).run(next, ...event.columns, event.json);
         next++;
         i++;
         continue;
@@ -423,17 +484,13 @@ export class SqliteStore implements Store {
       this.#stmt(sql.INSERT_EVENT_RUN).run(
         next,
         run.length,
-        ...sharedColumns(run),
-        JSON.stringify(run),
+        ...sharedColumns(run.map((event) => event.columns)),
+        `[${run.map((event) => event.json).join(',')}]`,
       );
       next += run.length;
       i = end;
     }
-    this.#eventsNext = { epoch, next };
   }
-
-  /** The position the next event takes, while the group's epoch is the one it was read in. */
-  #eventsNext: { epoch: number; next: number } | undefined;
 
   async getJob(id: string): Promise<JobRecord | null> {
     return this.#read(() => this.#getJob(id));
@@ -512,6 +569,7 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       const context: ClaimContext = {
         stmt: this.#prepare,
+        queueLimits: this.#queueLimits,
         request,
         counts: this.#counts,
         kept: this.#claimed,
@@ -838,6 +896,7 @@ export class SqliteStore implements Store {
   async setQueueConfig(name: string, config: QueueConfig, now: number): Promise<QueueInfo> {
     return this.#write(() => {
       this.#ensureQueue(name, now);
+      this.#forgetQueueLimits();
       if (config.concurrency !== undefined) {
         this.#stmt(sql.SET_QUEUE_CONCURRENCY).run(config.concurrency, name);
       }
@@ -987,6 +1046,7 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       this.#ensureQueue(name, now);
       this.#stmt(sql.SET_QUEUE_PAUSED).run(paused ? 1 : 0, paused ? toIso(now) : null, name);
+      this.#forgetQueueLimits();
       const row = this.#stmt(sql.QUEUE_CREATED_AT).get(name) as Row;
       return { name, paused, created_at: row.created_at as string };
     });
@@ -1095,7 +1155,7 @@ export class SqliteStore implements Store {
         const columns =
           rest.length === 1
             ? [...eventColumns(rest[0]!), JSON.stringify(rest[0])]
-            : [null, ...sharedColumns(rest), JSON.stringify(rest)];
+            : [null, ...sharedColumns(rest.map(eventColumns)), JSON.stringify(rest)];
         this.#stmt(sql.REWRITE_EVENT_ROW).run(last + 1, rest.length, ...columns, from);
       }
       return removed;
@@ -1177,8 +1237,11 @@ export class SqliteStore implements Store {
       this.#claimed.clear();
       // The counts of jobs written earlier in this group went with them.
       this.#counts.forgetGroup();
+      // The events of the group's earlier writes would have been deleted with the log.
+      if (this.#events !== undefined) this.#events.list.length = 0;
       // Queue rows are gone: whatever deletes them must forget #queuesSeen.
       this.#queuesSeen = undefined;
+      this.#forgetQueueLimits();
     });
   }
 }
@@ -1189,18 +1252,31 @@ function isPerJobEvent(event: OjsEvent): boolean {
 }
 
 /** An event's row columns: id, type, queue and job type (the filter columns). */
-function eventColumns(event: OjsEvent): [string, string, string | null, string | null] {
+type EventColumns = [id: string, type: string, queue: string | null, jobType: string | null];
+
+/** An event appended in the open group, as it will be written (#writeEvents). */
+interface PendingEvent {
+  columns: EventColumns;
+  /** A per-job type: may share a row with others (migration 014). */
+  perJob: boolean;
+  /** Serialised when appended: a caller changing the event later changes nothing stored. */
+  json: string;
+}
+
+function eventColumns(event: OjsEvent): EventColumns {
   const queue = typeof event.data.queue === 'string' ? event.data.queue : null;
   const jobType = typeof event.data.job_type === 'string' ? event.data.job_type : null;
   return [event.id, event.type, queue, jobType];
 }
 
 /** The type, queue and job type all of `events` share, each null where they differ. */
-function sharedColumns(events: readonly OjsEvent[]): [string | null, string | null, string | null] {
-  const [, type, queue, jobType] = eventColumns(events[0]!);
+function sharedColumns(
+  events: readonly EventColumns[],
+): [string | null, string | null, string | null] {
+  const [, type, queue, jobType] = events[0]!;
   const shared: [string | null, string | null, string | null] = [type, queue, jobType];
   for (let i = 1; i < events.length; i++) {
-    const [, t, q, j] = eventColumns(events[i]!);
+    const [, t, q, j] = events[i]!;
     if (shared[0] !== t) shared[0] = null;
     if (shared[1] !== q) shared[1] = null;
     if (shared[2] !== j) shared[2] = null;

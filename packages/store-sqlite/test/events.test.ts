@@ -288,6 +288,43 @@ describe('SQLite event log', () => {
       );
       assert.equal(await a.pruneEvents(4), 1);
     });
+
+    it("the writes of one group share its rows, in write order, without a refused write's events", async () => {
+      await a.insertJobs([jobRecord('held')], [], T0);
+      // Issued in one turn: one group, each write its own SAVEPOINT.
+      const refused = () =>
+        a.insertJobs(
+          [jobRecord('held')],
+          [makeEvent('job.enqueued', 'held', { index: 99 }, T0)],
+          T0,
+        );
+      // Refused first (its events were the group's first) and between two writes.
+      const writes = await Promise.all([
+        refused(),
+        a.appendEvents(events(2, 'job.enqueued', 0)),
+        refused(),
+        a.appendEvents(events(1, 'job.started', 2)),
+        a.appendEvents(events(1, 'queue.paused', 3)),
+        a.appendEvents(events(200, 'job.completed', 4)),
+      ]);
+      for (const at of [0, 2]) {
+        assert.equal((writes[at] as { status: string }[])[0]!.status, 'duplicate_id');
+      }
+      // A run is cut at 128 events (MAX_EVENT_RUN).
+      assert.deepEqual(
+        rows().map((row) => [row.seq, row.n, row.type]),
+        [
+          [1, 3, null],
+          [4, 1, 'queue.paused'],
+          [5, 128, 'job.completed'],
+          [133, 72, 'job.completed'],
+        ],
+      );
+      assert.deepEqual(
+        indexes(await a.listEvents({ limit: 1000 })),
+        Array.from({ length: 204 }, (_, i) => i),
+      );
+    });
   });
 });
 
