@@ -69,6 +69,10 @@ describe('bench flags', () => {
     [['--redis-backlog', '100'], /out of range/],
     [['--anchors', 'pgboss'], /unknown 'pgboss'/],
     [['--phases', 'drain_bulk'], /drain_bulk drains what enqueue_bulk left/],
+    [
+      ['--phases', 'enqueue_single,enqueue_bulk,drain_bulk'],
+      /drain_bulk would also drain the backlog .* add drain_single/,
+    ],
     [['--phases', ''], /empty list/],
     [['--server', 'built'], /--server: unknown 'built' \(one of packed, source\)/],
   ] as const) {
