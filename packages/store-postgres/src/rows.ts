@@ -81,14 +81,17 @@ export function arrayLiteral(values: (string | number | boolean | null)[]): stri
   return `${out}}`;
 }
 
+/** The array literal of column `name` over `rows` (absent: NULL). */
+export function columnLiteral(rows: Record<string, unknown>[], name: string): string {
+  return arrayLiteral(rows.map((row) => (row[name] ?? null) as string | number | boolean | null));
+}
+
 /** The array literal of each column `columns` names ([name, type]), over `rows`, in order. */
 export function columnLiterals(
   rows: Record<string, unknown>[],
   columns: readonly (readonly [string, string])[],
 ): string[] {
-  return columns.map(([name]) =>
-    arrayLiteral(rows.map((row) => (row[name] ?? null) as string | number | boolean | null)),
-  );
+  return columns.map(([name]) => columnLiteral(rows, name));
 }
 
 /** Plain keys (identifiers): written unquoted in an array literal. */

@@ -41,6 +41,7 @@ import {
 import type { Database } from './database.ts';
 import {
   arrayLiteral,
+  columnLiteral,
   docPatch,
   type EventRow,
   eventRow,
@@ -320,10 +321,7 @@ export function settleValues(rows: SettleRow[], events: string[], channel: strin
     if (name === 'doc_set') values.push(JSON.stringify(rows.map((row) => row.doc_set)));
     else if (name === 'doc_unset')
       values.push(arrayLiteral(rows.map((row) => keysLiteral(row.doc_unset))));
-    else
-      values.push(
-        arrayLiteral(rows.map((row) => (row[name] ?? null) as string | number | boolean | null)),
-      );
+    else values.push(columnLiteral(rows, name));
   }
   values.push(...eventColumns);
   return values;

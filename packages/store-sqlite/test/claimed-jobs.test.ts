@@ -8,8 +8,6 @@
  * connection to the same file, as another server process) keeps none.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import {
@@ -21,6 +19,7 @@ import {
   type SettleResult,
 } from '@ojs/core';
 import { SqliteStore } from '../src/sqlite-store.ts';
+import { twoStores } from './two-stores.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 const VISIBILITY_MS = 30_000;
@@ -29,20 +28,14 @@ const QUEUE = 'kept';
 let dir: string;
 let a: SqliteStore;
 let b: SqliteStore;
+let close: () => Promise<void>;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'ojs-kept-'));
-  const path = join(dir, 'ojs.db');
-  a = new SqliteStore({ path, keepClaimed: 100, checkpointThread: false });
-  b = new SqliteStore({ path, keepClaimed: 0, checkpointThread: false });
-  await a.init();
-  await b.init();
+  ({ a, b, dir, close } = await twoStores('ojs-kept-', { keepClaimed: 100 }, { keepClaimed: 0 }));
 });
 
 afterEach(async () => {
-  await a.close();
-  await b.close();
-  await rm(dir, { recursive: true, force: true });
+  await close();
 });
 
 async function insert(store: SqliteStore, count: number): Promise<JobRecord[]> {

@@ -4,27 +4,20 @@
  * connection makes between groups, is what the next claim obeys.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { enqueueEvents, parseEnqueueRequest } from '@ojs/core';
-import { SqliteStore } from '../src/sqlite-store.ts';
+import type { SqliteStore } from '../src/sqlite-store.ts';
+import { twoStores } from './two-stores.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 const QUEUE = 'limits';
 
-let dir: string;
 let a: SqliteStore;
 let b: SqliteStore;
+let close: () => Promise<void>;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'ojs-limits-'));
-  const path = join(dir, 'ojs.db');
-  a = new SqliteStore({ path, checkpointThread: false });
-  b = new SqliteStore({ path, checkpointThread: false });
-  await a.init();
-  await b.init();
+  ({ a, b, close } = await twoStores('ojs-limits-'));
   const jobs = Array.from({ length: 6 }, (_, i) =>
     parseEnqueueRequest({ type: 'limits.test', args: [i], options: { queue: QUEUE } }, T0, {
       visibilityTimeoutMs: 30_000,
@@ -38,9 +31,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  await a.close();
-  await b.close();
-  await rm(dir, { recursive: true, force: true });
+  await close();
 });
 
 const claim = (store: SqliteStore) =>
