@@ -191,6 +191,16 @@ export interface Store {
    */
   readonly pipelinedWrites?: boolean;
   /**
+   * True when the store itself stores the `insertJobs` calls of one
+   * event-loop turn together (PostgreSQL: one `enqueue` statement for the
+   * calls made before its flush). The engine then hands each single PUSH
+   * to the store at once instead of holding it for the turn as well: two
+   * such waits in a row cost a whole event-loop turn (the second is set
+   * during the first's flush, so it runs only after the next poll phase)
+   * on the way from PUSH to handler start, for no fewer statements.
+   */
+  readonly coalescesInserts?: boolean;
+  /**
    * True when `onJobsAvailable` costs work for as long as it is subscribed
    * (SQLite polls `PRAGMA data_version`): the engine then subscribes only
    * while fetches wait. Pushed wake-ups (LISTEN/NOTIFY) leave it unset.

@@ -426,12 +426,14 @@ export class Engine implements EngineContext {
    * PUSH: validates, runs the enqueue middleware chain and stores one job.
    * Concurrent PUSHes (the single requests of one event-loop turn) are
    * stored together: one `insertJobs` call for all of them (turn-batch.ts),
-   * each answered as if it had come alone.
+   * each answered as if it had come alone; by the store itself when it
+   * coalesces its inserts (`Store.coalescesInserts`).
    */
   async enqueue(body: unknown, tenant?: TenantScope): Promise<EnqueueResult> {
-    const outcome = await this.#pushes.add(
-      tenant === undefined ? body : new ScopedBody(body, tenant),
-    );
+    const item = tenant === undefined ? body : new ScopedBody(body, tenant);
+    const outcome = this.store.coalescesInserts
+      ? (await this.#push([item], 'each'))[0]!
+      : await this.#pushes.add(item);
     if (outcome.status === 'error') throw outcome.error;
     return outcome;
   }
@@ -1212,7 +1214,26 @@ export class Engine implements EngineContext {
         : woken || plan.policy !== undefined
           ? this.store.claimJobs(claim)
           : this.#claims.add(claim);
-    const [, claimed] = await Promise.all([promoted, claiming]);
+    const claimed = await claiming.catch(async (error: unknown) => {
+      // The promotion's outcome is not this fetch's: awaited only so that it
+      // never fails unobserved.
+      await promoted?.catch(() => undefined);
+      throw error;
+    });
+    if (promoted !== undefined) {
+      // A claim that took jobs is answered without waiting for the lazy
+      // promotion beside it: on PostgreSQL its probe runs on another
+      // connection and the claim could not see its result anyway, and on
+      // SQLite it was ordered before the claim. An empty claim still waits
+      // for it, so a fetch that found nothing does not end (or wait) before
+      // the jobs promoted for it are there. A failed promotion is the
+      // promoter's to report (it runs again), not this fetch's.
+      const settled = promoted.then(
+        () => this.errors.succeeded('lazy promotion'),
+        (error: unknown) => this.errors.failed('lazy promotion', error, 'promotion failed'),
+      );
+      if (claimed.length === 0) await settled;
+    }
     let jobs = claimed;
     if (plan.takes !== undefined) {
       this.scheduling.record(plan, claimed);

@@ -150,6 +150,8 @@ export class PostgresStore implements Store {
   /** The database's clock (core database-clock.ts): decides leases and schedules in every process alike. */
   readonly clock: DatabaseClock = new DatabaseClock();
   readonly schema: string;
+  /** Enqueues of one event-loop turn are one statement (inserts.ts EnqueueTurn). */
+  readonly coalescesInserts = true;
   readonly #options: PostgresStoreOptions;
   readonly #pool: pg.Pool;
   readonly #db: Database;
@@ -205,7 +207,14 @@ export class PostgresStore implements Store {
   readonly #enqueue = async (jobs: JobRecord[], events: OjsEvent[], now: number) => {
     const results = await enqueue(this.#db, this.#sql, this.#channel, jobs, events, now);
     if (results === null) return null;
-    if (jobs.some((job) => job.state === 'available')) this.#listener.wakeLocal();
+    if (jobs.some((job) => job.state === 'available')) {
+      this.#listener.wakeLocal();
+      // The flush is sent after the claims of the fetches just woken: they
+      // are on the way to a handler, it only on the way to the enqueuer's
+      // answer. Sent first, its statement (a socket write that wakes a
+      // backend, then that backend's work) ran ahead of every woken claim.
+      await new Promise(setImmediate);
+    }
     await this.#walFlush.flush();
     return results;
   };
