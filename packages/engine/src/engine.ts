@@ -1173,10 +1173,15 @@ export class Engine implements EngineContext {
     // tick. Issued, not awaited, before the claim: a store that orders its
     // calls (SQLite) runs both in one group commit, so the claim sees what
     // was promoted without a commit of its own in between.
-    let promoted: Promise<unknown> | undefined;
+    // A failed promotion is reported like the promoter's (it runs again),
+    // not as this fetch's failure: a fetch that claimed jobs must answer.
+    let promoted: Promise<void> | undefined;
     if (now - this.#lastPromotion >= 50) {
       this.#lastPromotion = now;
-      promoted = this.store.promoteDueJobs(now);
+      promoted = this.store.promoteDueJobs(now).then(
+        () => this.errors.succeeded('lazy promotion'),
+        (error: unknown) => this.errors.failed('lazy promotion', error, 'promotion failed'),
+      );
     }
     const seen = this.notifier.generation;
     const dispatch = await this.tenants.dispatch();
@@ -1214,26 +1219,14 @@ export class Engine implements EngineContext {
         : woken || plan.policy !== undefined
           ? this.store.claimJobs(claim)
           : this.#claims.add(claim);
-    const claimed = await claiming.catch(async (error: unknown) => {
-      // The promotion's outcome is not this fetch's: awaited only so that it
-      // never fails unobserved.
-      await promoted?.catch(() => undefined);
-      throw error;
-    });
-    if (promoted !== undefined) {
-      // A claim that took jobs is answered without waiting for the lazy
-      // promotion beside it: on PostgreSQL its probe runs on another
-      // connection and the claim could not see its result anyway, and on
-      // SQLite it was ordered before the claim. An empty claim still waits
-      // for it, so a fetch that found nothing does not end (or wait) before
-      // the jobs promoted for it are there. A failed promotion is the
-      // promoter's to report (it runs again), not this fetch's.
-      const settled = promoted.then(
-        () => this.errors.succeeded('lazy promotion'),
-        (error: unknown) => this.errors.failed('lazy promotion', error, 'promotion failed'),
-      );
-      if (claimed.length === 0) await settled;
-    }
+    const claimed = await claiming;
+    // A claim that took jobs is answered without waiting for the lazy
+    // promotion beside it: on PostgreSQL the promotion runs on another
+    // connection, so the claim could not see its result anyway, and on
+    // SQLite it was ordered before the claim. An empty claim still waits
+    // for it, so a fetch that found nothing does not end (or wait) before
+    // the jobs promoted for it are there.
+    if (claimed.length === 0) await promoted;
     let jobs = claimed;
     if (plan.takes !== undefined) {
       this.scheduling.record(plan, claimed);

@@ -220,3 +220,149 @@ describe('a waiting fetch woken by a PUSH (SQLite file, pipelined writes)', () =
     }
   });
 });
+
+describe('a store that coalesces its inserts itself (Store.coalescesInserts)', () => {
+  it('gets each PUSH at once, not after the turn; concurrent PUSHes are each answered', async () => {
+    const inner = new SqliteStore({ path: ':memory:' });
+    await inner.init();
+    const inserts: number[] = [];
+    const coalescing = new Proxy(inner, {
+      get(target, key, receiver) {
+        if (key === 'coalescesInserts') return true;
+        const value = Reflect.get(target, key, receiver);
+        if (typeof value !== 'function') return value;
+        if (key === 'insertJobs')
+          return (jobs: unknown[], ...rest: unknown[]) => {
+            inserts.push(jobs.length);
+            return value.call(target, jobs, ...rest);
+          };
+        return value.bind(target);
+      },
+    }) as Store;
+    const direct = new Engine({ store: coalescing, clock: new ManualClock(T0) });
+    try {
+      // The queue's settings are read (and cached) by the first PUSH.
+      await direct.enqueue(push(1));
+      inserts.length = 0;
+      // A callback of the next turn sees whether the store was called before it.
+      let beforeTurn = -1;
+      setImmediate(() => {
+        beforeTurn = inserts.length;
+      });
+      const answers = await Promise.all([direct.enqueue(push(2)), direct.enqueue(push(3))]);
+      assert.equal(beforeTurn, 2);
+      assert.deepEqual(inserts, [1, 1]);
+      assert.deepEqual(
+        answers.map((a) => a.status),
+        ['created', 'created'],
+      );
+      assert.equal((await direct.getJob(ID(3))).state, 'available');
+    } finally {
+      await direct.stop();
+      await inner.close();
+    }
+  });
+
+  it('the engine holds PUSHes for the turn for a store that does not', async () => {
+    await engine.enqueue(push(1));
+    calls = [];
+    let beforeTurn = -1;
+    setImmediate(() => {
+      beforeTurn = calls.length;
+    });
+    await Promise.all([engine.enqueue(push(2)), engine.enqueue(push(3))]);
+    assert.equal(beforeTurn, 0);
+    assert.deepEqual(calls, [{ op: 'insertJobs', items: 2 }]);
+  });
+});
+
+describe('the lazy promotion beside a claim', () => {
+  /** A store whose promotions are held (or fail) until the test says. */
+  const holding = (inner: SqliteStore, promote: () => Promise<number>) =>
+    new Proxy(inner, {
+      get(target, key, receiver) {
+        if (key === 'promoteDueJobs') return promote;
+        const value = Reflect.get(target, key, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    }) as Store;
+
+  it('does not hold back the answer of a claim that took jobs', async () => {
+    const inner = new SqliteStore({ path: ':memory:' });
+    await inner.init();
+    const order: string[] = [];
+    let release!: () => void;
+    const held = new Promise<number>((resolve) => {
+      release = () => {
+        order.push('promotion done');
+        resolve(0);
+      };
+    });
+    const promote = () => {
+      order.push('promotion issued');
+      return held;
+    };
+    const lazy = new Engine({ store: holding(inner, promote), clock: new ManualClock(T0) });
+    try {
+      await lazy.enqueue(push(1));
+      // The promotion is let go once the fetch answered, or a turn after the
+      // fetch's claim came back if the fetch waits for it.
+      const fetched = lazy.fetch({ queues: ['default'], workerId: 'w1' }).then((jobs) => {
+        order.push(`fetch ${jobs.length}`);
+      });
+      while (!order.includes('promotion issued')) await new Promise((r) => setImmediate(r));
+      for (let turns = 0; turns < 50 && !order.includes('fetch 1'); turns++) {
+        await new Promise((r) => setImmediate(r));
+      }
+      release();
+      await fetched;
+      assert.deepEqual(order, ['promotion issued', 'fetch 1', 'promotion done']);
+    } finally {
+      release();
+      await lazy.stop();
+      await inner.close();
+    }
+  });
+
+  it('a failed promotion does not fail a fetch that claimed jobs (they would be stranded)', async () => {
+    const inner = new SqliteStore({ path: ':memory:' });
+    await inner.init();
+    const failing = new Engine({
+      store: holding(inner, () => Promise.reject(new Error('promotion failed'))),
+      clock: new ManualClock(T0),
+    });
+    try {
+      await failing.enqueue(push(1));
+      const jobs = await failing.fetch({ queues: ['default'], workerId: 'w1' });
+      assert.deepEqual(
+        jobs.map((job) => job.id),
+        [ID(1)],
+      );
+      assert.equal((await failing.getJob(ID(1))).state, 'active');
+    } finally {
+      await failing.stop();
+      await inner.close();
+    }
+  });
+
+  it('an empty claim still waits for it: the fetch sees what it promoted', async () => {
+    const inner = new SqliteStore({ path: ':memory:' });
+    await inner.init();
+    const order: string[] = [];
+    const promote = async () => {
+      order.push('promotion issued');
+      await new Promise((r) => setImmediate(r));
+      order.push('promotion done');
+      return 0;
+    };
+    const lazy = new Engine({ store: holding(inner, promote), clock: new ManualClock(T0) });
+    try {
+      const jobs = await lazy.fetch({ queues: ['default'], workerId: 'w1' });
+      order.push(`fetch ${jobs.length}`);
+      assert.deepEqual(order, ['promotion issued', 'promotion done', 'fetch 0']);
+    } finally {
+      await lazy.stop();
+      await inner.close();
+    }
+  });
+});

@@ -182,6 +182,37 @@ if (reason !== undefined) {
       });
     });
 
+    it('a claim woken by an enqueue is sent before the flush that answers the enqueue', async () => {
+      // Both pools' connections opened and their statements prepared first.
+      await enqueue(QUEUE);
+      await store.claimJobs({ queues: [QUEUE], count: 1, workerId: 'w1', now: T0 + 1 });
+      sent.length = 0;
+      let claiming: Promise<JobRecord[]> | undefined;
+      const unsubscribe = store.onJobsAvailable!(() => {
+        // As a waiting fetch resumes: a few promise reactions later, in the same turn.
+        claiming ??= Promise.resolve()
+          .then(() => undefined)
+          .then(() => undefined)
+          .then(() => store.claimJobs({ queues: [QUEUE], count: 1, workerId: 'w1', now: T0 + 2 }));
+      });
+      try {
+        const job = await enqueue(QUEUE);
+        assert.ok(claiming !== undefined, 'the enqueue woke this process');
+        const [claimed] = await claiming;
+        assert.equal(claimed?.id, job.id);
+        // The flush is only on the way to the enqueuer's answer; the claim
+        // is on the way to a handler.
+        assert.deepEqual(
+          texts(sent).filter((text) =>
+            ['ojs_enqueue', 'ojs_claimQueueGated', 'ojs_flushWal'].includes(text),
+          ),
+          ['ojs_enqueue', 'ojs_claimQueueGated', 'ojs_flushWal'],
+        );
+      } finally {
+        unsubscribe();
+      }
+    });
+
     it('a claim of one queue is one statement on a claim connection; the enqueue is answered after a flush, the ACK waits for it', async () => {
       const job = await enqueue(QUEUE);
       const enqueueSent = sent.splice(0);
