@@ -73,13 +73,15 @@ export async function startServerProcess(
   const port = await freePort();
   const grpcPort = options.grpc ? await freePort() : undefined;
   const entry = options.entry ?? 'packages/cli/src/main.ts';
-  // As the installed `ojs` command runs: its first line's variables and
-  // Node flags (decisions 0074, 0098, 0121), read from the entry itself.
-  const command = entryCommand(entry);
+  // With the Node flags of the installed `ojs` command's first line
+  // (decisions 0074, 0121), read from the entry itself. Not its variables:
+  // `ojs serve` sets MALLOC_MMAP_THRESHOLD_ itself when started without it
+  // (a re-exec, same pid; decision 0077), which its tests start it to see.
+  const { nodeArgs } = entryCommand(entry);
   const child = spawn(
     process.execPath,
     [
-      ...command.nodeArgs,
+      ...nodeArgs,
       entry,
       'serve',
       '--test-mode',
@@ -89,11 +91,7 @@ export async function startServerProcess(
       store,
       ...(grpcPort === undefined ? ['--no-grpc'] : ['--grpc-port', String(grpcPort)]),
     ],
-    {
-      cwd: ROOT,
-      env: { ...process.env, ...command.env, ...extraEnv },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+    { cwd: ROOT, env: { ...process.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
