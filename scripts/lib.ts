@@ -3,7 +3,9 @@
  * process on a free loopback port and wait for its "listening" line.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -20,6 +22,28 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
     });
   });
+}
+
+/**
+ * The variables and Node flags of a `#!/usr/bin/env -S VAR=value node
+ * --flag` line (the `ojs` bin's); none for any other first line.
+ */
+export function shebangCommand(line: string): { env: Record<string, string>; nodeArgs: string[] } {
+  const words = /^#!\S*env\s+-S\s+(.*)$/.exec(line)?.[1]?.trim().split(/\s+/) ?? [];
+  const node = words.indexOf('node');
+  if (node === -1) return { env: {}, nodeArgs: [] };
+  const env: Record<string, string> = {};
+  for (const word of words.slice(0, node)) {
+    const at = word.indexOf('=');
+    if (at > 0) env[word.slice(0, at)] = word.slice(at + 1);
+  }
+  return { env, nodeArgs: words.slice(node + 1) };
+}
+
+/** The variables and Node flags `entry`'s first line runs it with (the `ojs` bin's shebang). */
+export function entryCommand(entry: string): { env: Record<string, string>; nodeArgs: string[] } {
+  const path = isAbsolute(entry) ? entry : join(ROOT, entry);
+  return shebangCommand(readFileSync(path, 'utf8').split('\n', 1)[0]!);
 }
 
 export interface ServerProcess {
@@ -48,12 +72,17 @@ export async function startServerProcess(
 ): Promise<ServerProcess> {
   const port = await freePort();
   const grpcPort = options.grpc ? await freePort() : undefined;
+  const entry = options.entry ?? 'packages/cli/src/main.ts';
+  // With the Node flags of the installed `ojs` command's first line
+  // (decisions 0074, 0121), read from the entry itself. Not its variables:
+  // `ojs serve` sets MALLOC_MMAP_THRESHOLD_ itself when started without it
+  // (a re-exec, same pid; decision 0077), which its tests start it to see.
+  const { nodeArgs } = entryCommand(entry);
   const child = spawn(
     process.execPath,
     [
-      // As `npm start` and the `ojs` command run it (decision 0074).
-      '--max-semi-space-size=16',
-      options.entry ?? 'packages/cli/src/main.ts',
+      ...nodeArgs,
+      entry,
       'serve',
       '--test-mode',
       '--port',

@@ -8,9 +8,9 @@
  * with the variables and flags of the entry's shebang, as the bin runs it.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '../../../scripts/lib.ts';
+import { entryCommand, freePort } from '../../../scripts/lib.ts';
 import { type ProcMemory, readProcMemory } from './proc.ts';
 import { track, untrack } from './procs.ts';
 
@@ -38,22 +38,6 @@ export function median(values: readonly number[]): number | null {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-/**
- * The variables and Node flags of a `#!/usr/bin/env -S VAR=value node
- * --flag` line (the `ojs` bin's); none for any other first line.
- */
-export function shebangCommand(line: string): { env: Record<string, string>; nodeArgs: string[] } {
-  const words = /^#!\S*env\s+-S\s+(.*)$/.exec(line)?.[1]?.trim().split(/\s+/) ?? [];
-  const node = words.indexOf('node');
-  if (node === -1) return { env: {}, nodeArgs: [] };
-  const env: Record<string, string> = {};
-  for (const word of words.slice(0, node)) {
-    const at = word.indexOf('=');
-    if (at > 0) env[word.slice(0, at)] = word.slice(at + 1);
-  }
-  return { env, nodeArgs: words.slice(node + 1) };
-}
-
 async function answers(url: string): Promise<boolean> {
   try {
     const response = await fetch(url, { signal: AbortSignal.timeout(1000) });
@@ -74,7 +58,7 @@ async function startOnce(
   const [port, grpcPort] = [await freePort(), await freePort()];
   // As the installed `ojs` runs: its shebang's variables and Node flags
   // (decisions 0074, 0098), so the start is one process, not a re-exec.
-  const command = shebangCommand(readFileSync(entry, 'utf8').split('\n', 1)[0]!);
+  const command = entryCommand(entry);
   const t0 = performance.now();
   const child = spawn(
     process.execPath,

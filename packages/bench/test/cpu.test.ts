@@ -7,11 +7,12 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { shebangCommand } from '../../../scripts/lib.ts';
 import { cpuPerJob, phaseSeconds } from '../src/cpu.ts';
 import { injectPhaseHook } from '../src/phase-hook.ts';
 import { cpuSeconds, parseNetTcp, parseProcStat, parseProcStatus } from '../src/proc.ts';
 import { cpuRow, startupRows, sumSpends, wrkRows } from '../src/report.ts';
-import { median, shebangCommand } from '../src/startup.ts';
+import { median } from '../src/startup.ts';
 import { cpuMsPerSecond, parseRecordedCeiling, parseWrkOutput, usPerRequest } from '../src/wrk.ts';
 
 describe('/proc parsers', () => {

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=16
+#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=16 --heap-growing-percent=100
 /**
  * The `ojs` command: serve, conformance, and the tools that grow around them.
  *

@@ -40,6 +40,12 @@ export {
   TenantMetrics,
 } from './observability/metrics.ts';
 export {
+  CounterSeries,
+  HistogramSeries,
+  SeriesCounter,
+  SeriesHistogram,
+} from './observability/series.ts';
+export {
   JobTracing,
   jobAttributes,
   spanContextOf,

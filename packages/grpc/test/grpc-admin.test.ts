@@ -338,34 +338,51 @@ describe('gRPC auth, health and reflection', () => {
     }
   });
 
-  test('server reflection lists ojs.v1.OJSService', async () => {
-    const definition = protoLoader.loadSync(
-      new URL(
-        '../../../node_modules/@grpc/reflection/build/proto/grpc/reflection/v1alpha/reflection.proto',
-        import.meta.url,
-      ).pathname,
-      { keepCase: true },
-    );
-    const Reflection = (
-      grpc.loadPackageDefinition(definition) as unknown as {
-        grpc: { reflection: { v1alpha: { ServerReflection: grpc.ServiceClientConstructor } } };
+  // Built on the first reflection call (decision 0121): each version
+  // answers from the server's own package, the first call included.
+  for (const version of ['v1alpha', 'v1'] as const) {
+    test(`server reflection (${version}) lists ojs.v1.OJSService and finds its file`, async () => {
+      const definition = protoLoader.loadSync(
+        new URL(
+          `../../../node_modules/@grpc/reflection/build/proto/grpc/reflection/${version}/reflection.proto`,
+          import.meta.url,
+        ).pathname,
+        { keepCase: true },
+      );
+      const Reflection = (
+        grpc.loadPackageDefinition(definition) as unknown as {
+          grpc: { reflection: Record<string, { ServerReflection: grpc.ServiceClientConstructor }> };
+        }
+      ).grpc.reflection[version]!.ServerReflection;
+      const client = new Reflection(ctx.grpcAddress, grpc.credentials.createInsecure());
+      try {
+        const stream = (
+          client as unknown as { ServerReflectionInfo(): grpc.ClientDuplexStream<Msg, Msg> }
+        ).ServerReflectionInfo();
+        const answers: Msg[] = [];
+        const both = new Promise<void>((resolve, reject) => {
+          stream.on('data', (answer: Msg) => {
+            answers.push(answer);
+            if (answers.length === 2) resolve();
+          });
+          stream.once('error', reject);
+        });
+        stream.write({ list_services: '' });
+        stream.write({ file_containing_symbol: 'ojs.v1.OJSService' });
+        await both;
+        stream.end();
+        const services = answers[0]!.list_services_response.service.map((s: Msg) => s.name);
+        assert.ok(services.includes('ojs.v1.OJSService'), services.join(','));
+        assert.ok(services.includes('ojsts.v1.WorkerExtensions'), services.join(','));
+        const files = answers[1]!.file_descriptor_response?.file_descriptor_proto as Buffer[];
+        assert.ok(files.length > 0, JSON.stringify(answers[1]));
+        assert.ok(
+          files.some((file) => file.toString('latin1').includes('OJSService')),
+          'a descriptor holds the service',
+        );
+      } finally {
+        client.close();
       }
-    ).grpc.reflection.v1alpha.ServerReflection;
-    const client = new Reflection(ctx.grpcAddress, grpc.credentials.createInsecure());
-    try {
-      const stream = (
-        client as unknown as { ServerReflectionInfo(): grpc.ClientDuplexStream<Msg, Msg> }
-      ).ServerReflectionInfo();
-      const answer = new Promise<Msg>((resolve, reject) => {
-        stream.once('data', resolve);
-        stream.once('error', reject);
-      });
-      stream.write({ list_services: '' });
-      const services = (await answer).list_services_response.service.map((s: Msg) => s.name);
-      stream.end();
-      assert.ok(services.includes('ojs.v1.OJSService'), services.join(','));
-    } finally {
-      client.close();
-    }
-  });
+    });
+  }
 });

@@ -172,6 +172,51 @@ test('a Job the binding writes reads back as the spec message with every field',
   assert.equal(page.next_cursor, '50');
 });
 
+test("each job's timestamps are its own when the jobs of a reply share some and not others", () => {
+  // The writer parses each field's text once while it repeats (decision 0121).
+  const times = (i: number) => ({
+    created_at: new Date(Date.parse(at) + Math.floor(i / 3) * 1001).toISOString(),
+    enqueued_at: new Date(Date.parse(at) + Math.floor(i / 3) * 1001).toISOString(),
+    started_at: i % 2 === 0 ? at : new Date(Date.parse(at) + i).toISOString(),
+    scheduled_at: i === 4 ? undefined : new Date(Date.parse(at) - i * 250).toISOString(),
+    completed_at: i % 4 === 1 ? new Date(Date.parse(at) + 7 * i).toISOString() : undefined,
+    expires_at: i === 2 ? 'not a time' : undefined,
+  });
+  const jobs = Array.from({ length: 9 }, (_, i) =>
+    record({ id: `job-${i}`, errors: [], ...times(i) }),
+  );
+  const read = (reply: Buffer) =>
+    (ojsService().ListDeadLetter!.responseDeserialize(reply) as Obj).jobs as Obj[];
+  const expected = (i: number) => {
+    const t = times(i);
+    const ms = (text: string | undefined) => {
+      const n = text === undefined ? Number.NaN : Date.parse(text);
+      return Number.isFinite(n) ? seconds(n) : undefined;
+    };
+    return {
+      created_at: ms(t.created_at),
+      enqueued_at: ms(t.enqueued_at),
+      started_at: ms(t.started_at),
+      scheduled_at: ms(t.scheduled_at),
+      completed_at: ms(t.completed_at),
+      expires_at: ms(t.expires_at),
+    };
+  };
+  // Forwards, backwards (each text against the one written before it), and one job alone.
+  for (const order of [jobs, [...jobs].reverse()]) {
+    const pbs = read(jobsReply(order));
+    pbs.forEach((pb, k) => {
+      const i = Number(order[k]!.id.slice(4));
+      const want = expected(i);
+      for (const field of Object.keys(want) as (keyof typeof want)[]) {
+        assert.deepEqual(pb[field] ?? undefined, want[field], `job ${i} ${field}`);
+      }
+    });
+  }
+  const { job: alone } = ojsService().GetJob!.responseDeserialize(jobReply(jobs[3]!)) as Obj;
+  assert.deepEqual(alone.started_at, expected(3).started_at);
+});
+
 test('an object result goes as it is; proto3 defaults are left out', () => {
   const job = record({
     result: { sent: 1 },

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ROOT } from '../../../scripts/lib.ts';
+import { entryCommand, ROOT } from '../../../scripts/lib.ts';
 import { optionsFromEnv } from '../src/serve.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ojs-quiet-gc-'));
@@ -30,7 +30,8 @@ function startServer(args: string[]): Promise<Started> {
   const child = spawn(
     process.execPath,
     [
-      '--max-semi-space-size=16',
+      // The Node flags the installed `ojs` runs with (decisions 0074, 0121).
+      ...entryCommand('packages/cli/src/main.ts').nodeArgs,
       'packages/cli/src/main.ts',
       'serve',
       '--port',

@@ -1,5 +1,6 @@
 /**
- * SQLite on its own thread (the server's default). node:sqlite is
+ * SQLite on its own thread (opt-in: OJS_SQLITE_THREAD=on; the server's
+ * default runs SqliteStore on the event loop, decision 0080). node:sqlite is
  * synchronous: in the server's thread, every statement, every JSON
  * (de)serialisation of a job and every COMMIT's fsync (synchronous=FULL)
  * would stall all HTTP work. Here the connection lives in a worker thread

@@ -3,9 +3,10 @@
  * (OBS §8, rendered the Prometheus way: `ojs.job.enqueued` ->
  * `ojs_job_enqueued_total`, seconds in the name of histograms).
  *
- * Per-job cost: the children of each (queue, type) are created once and
- * cached, so counting a job is two Map lookups and an increment, with no
- * key to build; durations read the timestamps a batch shares once
+ * Per-job cost: the series of each (queue, type) are created once and
+ * cached, and they are series.ts's, not prom-client's children (which hash
+ * their labels on every call), so counting a job is two Map lookups and an
+ * addition, with no key to build; durations read the timestamps a batch shares once
  * (Elapsed). Queue depths are read at scrape time from the per-(queue,
  * state) counters the stores keep (decisions 0036, 0038), one cheap read
  * per scrape, never a COUNT over the jobs table.
@@ -14,6 +15,7 @@ import { JOB_STATES, type JobRecord, type JobState, type Store } from '@ojs/core
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { WebhookObserver } from '../webhooks/dispatcher.ts';
 import { Elapsed, finishedAt, type JobObserver } from './lifecycle.ts';
+import { SeriesCounter, SeriesHistogram } from './series.ts';
 
 /** OBS §8 buckets (seconds). */
 export const DURATION_BUCKETS = [
@@ -52,16 +54,16 @@ interface JobSeries {
 /** The job metrics of one process (a server or an SDK worker). */
 export class JobMetrics implements JobObserver {
   readonly registry: Registry;
-  readonly #enqueued: Counter<'queue' | 'type'>;
-  readonly #started: Counter<'queue' | 'type'>;
-  readonly #completed: Counter<'queue' | 'type'>;
-  readonly #failed: Counter<'queue' | 'type'>;
-  readonly #retried: Counter<'queue' | 'type'>;
-  readonly #cancelled: Counter<'queue' | 'type'>;
-  readonly #leaseExpired: Counter<'queue' | 'type'>;
-  readonly #dispatched: Counter<'queue'>;
-  readonly #duration: Histogram<'queue' | 'type' | 'state'>;
-  readonly #queueTime: Histogram<'queue' | 'type'>;
+  readonly #enqueued: SeriesCounter;
+  readonly #started: SeriesCounter;
+  readonly #completed: SeriesCounter;
+  readonly #failed: SeriesCounter;
+  readonly #retried: SeriesCounter;
+  readonly #cancelled: SeriesCounter;
+  readonly #leaseExpired: SeriesCounter;
+  readonly #dispatched: SeriesCounter;
+  readonly #duration: SeriesHistogram;
+  readonly #queueTime: SeriesHistogram;
   /** Cached children by queue, then type. */
   readonly #series = new Map<string, Map<string, JobSeries>>();
   readonly #queueTimeMs = new Elapsed();
@@ -70,7 +72,7 @@ export class JobMetrics implements JobObserver {
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
     const counter = (name: string, help: string) =>
-      new Counter({ name, help, labelNames: ['queue', 'type'] as const, registers: [registry] });
+      new SeriesCounter({ name, help, labelNames: ['queue', 'type'], registers: [registry] });
     this.#enqueued = counter('ojs_job_enqueued_total', 'Jobs enqueued.');
     this.#started = counter(
       'ojs_job_started_total',
@@ -88,23 +90,23 @@ export class JobMetrics implements JobObserver {
       'Attempts whose lease (visibility timeout or execution timeout) expired.',
     );
     // Fair scheduling (ext §4 observability): dispatches per queue, the ratio's numerator.
-    this.#dispatched = new Counter({
+    this.#dispatched = new SeriesCounter({
       name: 'ojs_scheduling_dispatch_total',
       help: 'Jobs dispatched to workers by FETCH, per queue.',
-      labelNames: ['queue'] as const,
+      labelNames: ['queue'],
       registers: [registry],
     });
-    this.#duration = new Histogram({
+    this.#duration = new SeriesHistogram({
       name: 'ojs_job_duration_seconds',
       help: 'Execution time of an attempt, from start to its outcome.',
-      labelNames: ['queue', 'type', 'state'] as const,
+      labelNames: ['queue', 'type', 'state'],
       buckets: DURATION_BUCKETS,
       registers: [registry],
     });
-    this.#queueTime = new Histogram({
+    this.#queueTime = new SeriesHistogram({
       name: 'ojs_job_queue_time_seconds',
       help: 'Time from enqueue (or the scheduled time) to the start of the first attempt.',
-      labelNames: ['queue', 'type'] as const,
+      labelNames: ['queue', 'type'],
       buckets: QUEUE_TIME_BUCKETS,
       registers: [registry],
     });
@@ -213,14 +215,14 @@ export class TenantMetrics implements JobObserver {
     string,
     { enqueued: CounterChild; started: CounterChild; completed: CounterChild; failed: CounterChild }
   >();
-  readonly #enqueued: Counter<'tenant_id'>;
-  readonly #started: Counter<'tenant_id'>;
-  readonly #completed: Counter<'tenant_id'>;
-  readonly #failed: Counter<'tenant_id'>;
+  readonly #enqueued: SeriesCounter;
+  readonly #started: SeriesCounter;
+  readonly #completed: SeriesCounter;
+  readonly #failed: SeriesCounter;
 
   constructor(registry: Registry) {
     const counter = (name: string, help: string) =>
-      new Counter({ name, help, labelNames: ['tenant_id'] as const, registers: [registry] });
+      new SeriesCounter({ name, help, labelNames: ['tenant_id'], registers: [registry] });
     this.#enqueued = counter('ojs_tenant_jobs_enqueued_total', 'Jobs enqueued, by tenant.');
     this.#started = counter('ojs_tenant_jobs_started_total', 'Job attempts started, by tenant.');
     this.#completed = counter('ojs_tenant_jobs_completed_total', 'Jobs completed, by tenant.');
@@ -326,10 +328,10 @@ export function registerQueueDepth(registry: Registry, store: Store): void {
 
 /** Wraps the store's operations in a latency histogram (label: operation). */
 export function instrumentStore(store: Store, registry: Registry): void {
-  const histogram = new Histogram({
+  const histogram = new SeriesHistogram({
     name: 'ojs_store_operation_duration_seconds',
     help: 'Latency of store operations.',
-    labelNames: ['operation'] as const,
+    labelNames: ['operation'],
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
