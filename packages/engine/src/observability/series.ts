@@ -121,9 +121,8 @@ export class HistogramSeries {
   /** Observations per bucket (not cumulative), in `upperBounds` order. */
   readonly counts: Float64Array;
   sum = 0;
+  /** Observations so far; a series is exported once it has one (as prom-client creates it at its first). */
   count = 0;
-  /** Exported once observed (prom-client creates a histogram's series at its first observation). */
-  observed = false;
   readonly #upperBounds: readonly number[];
 
   constructor(labels: Labels, upperBounds: readonly number[]) {
@@ -143,7 +142,6 @@ export class HistogramSeries {
     }
     this.sum += value;
     this.count += 1;
-    this.observed = true;
   }
 }
 
@@ -166,7 +164,7 @@ export class SeriesHistogram extends LabeledMetric<HistogramSeries> {
     const bucket = `${this.name}_bucket`;
     const values: Sample[] = [];
     for (const series of this.series.values()) {
-      if (!series.observed) continue;
+      if (series.count === 0) continue;
       const shared = series.labels;
       let cumulative = 0;
       for (let i = 0; i < this.#upperBounds.length; i++) {
@@ -221,7 +219,6 @@ export class SeriesHistogram extends LabeledMetric<HistogramSeries> {
       series.counts.fill(0);
       series.sum = 0;
       series.count = 0;
-      series.observed = false;
     }
   }
 }
