@@ -268,6 +268,18 @@ export type TextDecode = (buf: Buffer, start: number, end: number) => string;
 
 const looseText: TextDecode = (buf, start, end) => buf.toString('utf8', start, end);
 
+/**
+ * Short ASCII texts read before, by a hash of their bytes (one per slot,
+ * the last one read): ProtoReader.string hands the same string back when
+ * the bytes match. A job's short texts repeat from job to job (type,
+ * queue, on_exhaustion, Struct keys), and building each again cost one
+ * allocation per character; JSON.parse on HTTP shares such values too
+ * (decision 0126). Strings are immutable, so one table serves every
+ * reader; a slot taken by another text is only a miss.
+ */
+const INTERN_SLOTS = 1024;
+const interned: string[] = new Array<string>(INTERN_SLOTS).fill('');
+
 /** A message being read. */
 export class ProtoReader {
   readonly buf: Buffer;
@@ -342,12 +354,22 @@ export class ProtoReader {
     const n = end - start;
     if (n < 32) {
       const buf = this.buf;
-      let s = '';
+      let h = n;
       for (let i = start; i < end; i++) {
         const c = buf[i]!;
         if (c >= 0x80) return this.#text(buf, start, end);
-        s += String.fromCharCode(c);
+        h = (Math.imul(h, 31) + c) | 0;
       }
+      const slot = (h ^ (h >>> 11)) & (INTERN_SLOTS - 1);
+      const seen = interned[slot]!;
+      if (seen.length === n) {
+        let i = 0;
+        while (i < n && seen.charCodeAt(i) === buf[start + i]) i++;
+        if (i === n) return seen;
+      }
+      let s = '';
+      for (let i = start; i < end; i++) s += String.fromCharCode(buf[i]!);
+      interned[slot] = s;
       return s;
     }
     return this.#text(this.buf, start, end);

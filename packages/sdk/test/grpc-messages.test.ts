@@ -479,3 +479,36 @@ test('a truncated message is refused, not read short', () => {
     assert.throws(() => decodeJobReply(bytes.subarray(0, end)), RangeError, `at ${end}`);
   }
 });
+
+test('ProtoReader.string: short texts read again (kept by a hash of their bytes) come back exactly', () => {
+  // More distinct short texts than the reader keeps, so that slots are
+  // shared and replaced; texts that differ in one byte, in length only, at
+  // the 31/32-byte boundary of the short path, and non-ASCII ones.
+  const texts: string[] = ['', 'a', 'bench', 'bench.noop', 'bench.noop ', 'bench.nooq', 'ä', 'aä'];
+  for (let i = 0; i < 5000; i++) texts.push(`q-${i.toString(36)}`, `${i}`.padStart(31, 'x'));
+  texts.push('y'.repeat(31), 'y'.repeat(32), 'y'.repeat(30));
+  const w = new ProtoWriter();
+  for (const text of texts) w.string(1, text);
+  const bytes = w.finish();
+  // Twice in order, then backwards: every text is read both fresh and after others took its slot.
+  for (const order of [texts, texts, [...texts].reverse()]) {
+    const all = new ProtoReader(
+      Buffer.concat(
+        order.map((text) => {
+          const one = new ProtoWriter();
+          one.string(1, text);
+          return one.finish();
+        }),
+      ),
+    );
+    for (const text of order) {
+      assert.equal(all.varint(), 10);
+      assert.equal(all.string(), text);
+    }
+  }
+  const r = new ProtoReader(bytes);
+  for (const text of texts) {
+    assert.equal(r.varint(), 10);
+    assert.equal(r.string(), text);
+  }
+});
