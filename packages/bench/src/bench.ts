@@ -685,7 +685,7 @@ async function main(argv: string[]): Promise<number> {
     anchorPhases.length > 0
   ) {
     note(
-      'in-process on SQLite: the producer (bench) process and the worker process each run an engine on the same SQLite file (WAL), no server; the idle worker is woken by the store watching PRAGMA data_version (every 5 ms), SQLite having no LISTEN/NOTIFY.',
+      'in-process on SQLite: the producer (bench) process and the worker process each run an engine on the same SQLite file (WAL), no server; the idle worker is woken by the store watching the WAL file (inotify) and PRAGMA data_version, SQLite having no LISTEN/NOTIFY.',
     );
   }
   if (opts.modes.includes('in-process') && stores.includes('postgres') && anchorPhases.length > 0) {

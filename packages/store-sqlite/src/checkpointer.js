@@ -18,12 +18,27 @@ const { path, intervalMs } = workerData;
 const db = new DatabaseSync(path);
 db.exec('PRAGMA busy_timeout = 100');
 const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+// Changes whenever another connection commits (this one only checkpoints).
+const dataVersion = db.prepare('PRAGMA data_version');
+
+/**
+ * data_version when the last checkpoint copied the whole WAL; undefined
+ * while some of it is left (a reader held it back, or it failed). An idle
+ * server's ticks then only read the version, where each PASSIVE
+ * checkpoint walked the WAL index: 6-11 ms of CPU a second on this
+ * thread with nothing written.
+ */
+let doneAt;
 
 const timer = setInterval(() => {
   try {
-    checkpoint.get();
+    const version = dataVersion.get().data_version;
+    if (version === doneAt) return;
+    const { log, checkpointed } = checkpoint.get();
+    doneAt = checkpointed === log ? version : undefined;
   } catch {
     // Busy or locked: the next tick tries again; the safety net still holds.
+    doneAt = undefined;
   }
 }, intervalMs);
 

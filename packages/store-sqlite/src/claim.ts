@@ -20,10 +20,8 @@ import {
   ACTIVE_IN_TENANT,
   ACTIVE_WITH_KEY,
   CLAIM_JOB,
-  CLAIM_PAGE,
-  CLAIM_PAGE_TENANT,
+  claimPage,
   claimPagePlain,
-  LITERAL_CLAIM_LIMIT,
   RATE_WINDOW,
   TAKE_RATE,
 } from './statements.ts';
@@ -77,11 +75,7 @@ function claimCandidates(
   if (config?.paused === 1) return [];
   const activeInQueue = stmt(ACTIVE_IN_QUEUE);
   const activeWithKey = stmt(ACTIVE_WITH_KEY);
-  const page = stmt(
-    request.tenant !== undefined && request.tenant !== DEFAULT_TENANT
-      ? CLAIM_PAGE_TENANT
-      : CLAIM_PAGE,
-  );
+  const namedTenant = request.tenant !== undefined && request.tenant !== DEFAULT_TENANT;
   const handlers = handlerFilter(request);
   const claimed: JobRecord[] = [];
   let cursor = { priority: Number.MAX_SAFE_INTEGER, seq: 0 };
@@ -97,17 +91,14 @@ function claimCandidates(
     const limit = scanned === 0 ? wanted : Math.max(wanted - claimed.length, 16);
     const rows = (
       blocked.size === 0 && handlers === null && request.tenant === undefined
-        ? limit <= LITERAL_CLAIM_LIMIT
-          ? stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq)
-          : stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq, limit)
-        : page.all(
+        ? stmt(claimPagePlain(limit)).all(queue, request.now, cursor.priority, cursor.seq)
+        : stmt(claimPage(namedTenant, limit)).all(
             queue,
             request.now,
             cursor.priority,
             cursor.seq,
             JSON.stringify([...blocked]),
             handlers,
-            limit,
             request.tenant ?? null,
           )
     ) as Row[];

@@ -64,6 +64,10 @@ export class GroupCommit {
 
   /** When set, a committed group is answered only once this made it durable. */
   readonly #sync: WalSync | undefined;
+  /** `SELECT total_changes()`: rows changed on this connection so far. */
+  readonly #totalChanges: StatementSync;
+  /** total_changes() when the open group began. */
+  #changesAtOpen = 0;
 
   constructor(db: DatabaseSync, options: { maxWrites?: number; sync?: WalSync } = {}) {
     this.#db = db;
@@ -71,6 +75,11 @@ export class GroupCommit {
     this.#release = db.prepare('RELEASE ojs_write');
     this.#maxWrites = options.maxWrites ?? 10_000;
     this.#sync = options.sync;
+    this.#totalChanges = db.prepare('SELECT total_changes() AS n');
+  }
+
+  #changes(): number {
+    return (this.#totalChanges.get() as { n: number }).n;
   }
 
   /**
@@ -157,6 +166,7 @@ export class GroupCommit {
     if (this.#group !== null) return this.#group;
     if (openGroup !== null && openGroup !== this) openGroup.flush();
     this.#db.exec('BEGIN IMMEDIATE');
+    this.#changesAtOpen = this.#changes();
     openGroup = this;
     const group: Waiter[] = [];
     this.#group = group;
@@ -202,8 +212,10 @@ export class GroupCommit {
     if (openGroup === this) openGroup = null;
     const hooks = this.#beforeCommit;
     this.#beforeCommit = [];
+    let wrote = true;
     try {
       for (const hook of hooks) hook();
+      wrote = this.#changes() !== this.#changesAtOpen;
       this.#db.exec('COMMIT');
     } catch (error) {
       try {
@@ -216,7 +228,14 @@ export class GroupCommit {
       return;
     }
     for (const waiter of committedOnly) waiter.resolve();
-    if (this.#sync !== undefined) this.#sync.afterCommit(group);
-    else for (const waiter of group) waiter.resolve();
+    const sync = this.#sync;
+    if (sync === undefined) for (const waiter of group) waiter.resolve();
+    else if (wrote) sync.afterCommit(group);
+    // A group that changed no row (a claim or a promotion that found
+    // nothing, as every idle tick and waiting fetch does) appended nothing
+    // to the WAL: its writes were reads, answered as reads are (after a
+    // sync only if what they saw may not be on disk yet), not after an
+    // fdatasync of their own.
+    else for (const waiter of group) sync.afterRead(waiter);
   }
 }

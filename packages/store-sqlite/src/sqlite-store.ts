@@ -801,7 +801,7 @@ export class SqliteStore implements Store {
 
   async findExpiringWorkflowJobs(now: number, limit: number): Promise<JobRecord[]> {
     return this.#read(() =>
-      (this.#stmt(sql.EXPIRING_WORKFLOW_JOBS).all(now, limit) as Row[]).map(
+      (this.#stmt(sql.withLimit(sql.EXPIRING_WORKFLOW_JOBS, limit)).all(now) as Row[]).map(
         (row) => parseJob(row)!,
       ),
     );
@@ -809,7 +809,7 @@ export class SqliteStore implements Store {
 
   async findExpiredLeases(now: number, limit: number): Promise<JobRecord[]> {
     return this.#read(() => {
-      const rows = this.#stmt(sql.EXPIRED_LEASES).all(now, limit) as Row[];
+      const rows = this.#stmt(sql.withLimit(sql.EXPIRED_LEASES, limit)).all(now) as Row[];
       return rows.map((row) => parseJob(row)!);
     });
   }
@@ -1179,7 +1179,7 @@ export class SqliteStore implements Store {
 
   async dueWebhookDeliveries(now: number, limit: number): Promise<WebhookDelivery[]> {
     return this.#read(() =>
-      (this.#stmt(sql.DUE_WEBHOOK_DELIVERIES).all(now, limit) as Row[]).map(
+      (this.#stmt(sql.withLimit(sql.DUE_WEBHOOK_DELIVERIES, limit)).all(now) as Row[]).map(
         (row) => JSON.parse(row.doc as string) as WebhookDelivery,
       ),
     );

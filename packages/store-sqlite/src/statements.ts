@@ -138,13 +138,14 @@ export const EXPIRING_JOBS = `SELECT doc FROM ojs_jobs INDEXED BY ojs_jobs_expir
   LIMIT 1000`;
 
 /**
- * ? = now (ms), ? = limit. Unstarted workflow jobs past expires_at: the
- * engine expires them with their workflow's advancement.
+ * ? = now (ms); the limit is written in (withLimit). Unstarted workflow
+ * jobs past expires_at: the engine expires them with their workflow's
+ * advancement.
  */
 export const EXPIRING_WORKFLOW_JOBS = `SELECT doc FROM ojs_jobs INDEXED BY ojs_jobs_expiry
   WHERE expires_at IS NOT NULL AND expires_at <= ?
   AND state IN ('scheduled', 'available', 'pending', 'retryable') AND workflow_id IS NOT NULL
-  ORDER BY expires_at LIMIT ?`;
+  ORDER BY expires_at`;
 
 /*
  * The background scans (expiry, promotion, lease reaping) run every 100 ms
@@ -158,9 +159,12 @@ export const DUE_JOBS = `SELECT doc FROM ojs_jobs INDEXED BY ojs_jobs_due
   WHERE state IN ('scheduled', 'retryable') AND run_at <= ?
   ORDER BY run_at LIMIT 1000`;
 
-/** ? = now (ms), ? = limit. Active jobs whose deadline (lease or execution timeout) has passed. */
+/**
+ * ? = now (ms); the limit is written in (withLimit). Active jobs whose
+ * deadline (lease or execution timeout) has passed.
+ */
 export const EXPIRED_LEASES =
-  "SELECT doc FROM ojs_jobs INDEXED BY ojs_jobs_lease WHERE state = 'active' AND deadline <= ? ORDER BY deadline LIMIT ?";
+  "SELECT doc FROM ojs_jobs INDEXED BY ojs_jobs_lease WHERE state = 'active' AND deadline <= ? ORDER BY deadline";
 
 /** The dead-letter filter: all queues, or (? = queue) one. */
 const deadLetter = (byQueue: boolean) =>
@@ -207,11 +211,11 @@ export const ACTIVE_WITH_KEY =
  * cannot hide eligible jobs behind it; ?6 handlers, null (no version
  * routing) or a JSON array of {type, any, lo, hi} (rows.ts handlerFilter):
  * a job is admitted when a handler of its type admits its version
- * (unversioned jobs: any); ?7 the limit; ?8 the tenant (ClaimRequest.tenant)
- * or null for every tenant.
+ * (unversioned jobs: any); ?7 the tenant (ClaimRequest.tenant) or null
+ * for every tenant. The limit is written in (claimPage, withLimit).
  * Reads only: each candidate is then claimed with CLAIM_JOB, guarded.
  */
-export const CLAIM_PAGE = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state = 'available'
+const CLAIM_PAGE = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state = 'available'
     AND (expires_at IS NULL OR expires_at > ?2)
     AND (priority < ?3 OR (priority = ?3 AND seq > ?4))
     AND (rate_key IS NULL OR rate_key NOT IN (SELECT value FROM json_each(?5)))
@@ -221,56 +225,73 @@ export const CLAIM_PAGE = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state =
          AND (ojs_jobs.version_num IS NULL OR h.value ->> 'any' = 1
               OR ((h.value ->> 'lo' IS NULL OR ojs_jobs.version_num >= h.value ->> 'lo')
                   AND (h.value ->> 'hi' IS NULL OR ojs_jobs.version_num < h.value ->> 'hi')))))
-    AND (?8 IS NULL OR tenant_id IS nullif(?8, '${DEFAULT_TENANT}'))
-  ORDER BY priority DESC, seq ASC LIMIT ?7`;
+    AND (?7 IS NULL OR tenant_id IS nullif(?7, '${DEFAULT_TENANT}'))
+  ORDER BY priority DESC, seq ASC`;
 
 /**
- * CLAIM_PAGE of a named tenant (?8): `tenant_id = ?8` lets the planner walk
+ * CLAIM_PAGE of a named tenant (?7): `tenant_id = ?7` lets the planner walk
  * the partial index ojs_jobs_tenant (tenant, queue, state, priority, seq)
  * instead of the queue's every available job.
  */
-export const CLAIM_PAGE_TENANT = CLAIM_PAGE.replace(
-  `(?8 IS NULL OR tenant_id IS nullif(?8, '${DEFAULT_TENANT}'))`,
-  'tenant_id = ?8',
+const CLAIM_PAGE_TENANT = CLAIM_PAGE.replace(
+  `(?7 IS NULL OR tenant_id IS nullif(?7, '${DEFAULT_TENANT}'))`,
+  'tenant_id = ?7',
 );
+
+/** CLAIM_PAGE (or CLAIM_PAGE_TENANT, `tenant`) with its limit. */
+export function claimPage(tenant: boolean, limit: number): string {
+  return withLimit(tenant ? CLAIM_PAGE_TENANT : CLAIM_PAGE, limit);
+}
 
 /**
  * CLAIM_PAGE without the blocked keys and the handler filter, for the
  * common claim that has neither: ?1 queue, ?2 now, ?3 priority and ?4 seq
- * (the cursor), then the limit (claimPagePlain). The full statement builds
- * its json_each lists on every run even when they are empty: 25 against
- * 10 us for a page of an empty queue.
+ * (the cursor); the limit is written in (claimPagePlain). The full
+ * statement builds its json_each lists on every run even when they are
+ * empty: 25 against 10 us for a page of an empty queue.
  */
 const CLAIM_PAGE_PLAIN = `SELECT doc FROM ojs_jobs WHERE queue = ?1 AND state = 'available'
     AND (expires_at IS NULL OR expires_at > ?2)
     AND (priority < ?3 OR (priority = ?3 AND seq > ?4))
   ORDER BY priority DESC, seq ASC`;
 
-/** Page sizes up to this are written into the text of CLAIM_PAGE_PLAIN (claimPagePlain). */
-export const LITERAL_CLAIM_LIMIT = 16;
-
-/**
- * CLAIM_PAGE_PLAIN with its LIMIT: a literal up to LITERAL_CLAIM_LIMIT
- * (a statement text per size, prepared once each), else ?5. A bound LIMIT
- * cost 7 µs per run more than a literal one (10.6 against 3.8 µs for the
- * first available job's page of one row, measured on node:sqlite), most
- * of a FETCH of one job's page; over more than 16 rows it matters less
- * than a statement per size.
- */
+/** CLAIM_PAGE_PLAIN with its limit. */
 export function claimPagePlain(limit: number): string {
-  if (!Number.isInteger(limit) || limit < 1) throw new Error(`bad claim page size ${limit}`);
-  return limit <= LITERAL_CLAIM_LIMIT ? CLAIM_PAGE_PLAIN_TEXTS[limit]! : CLAIM_PAGE_PLAIN_BOUND;
+  return withLimit(CLAIM_PAGE_PLAIN, limit);
 }
 
-/*
- * The texts built once: the store finds its prepared statement by text, and
- * a text built per claim is a new string hashed on every lookup.
+/** The largest LIMIT withLimit writes in (the claim's page is at most a fetch's 1000). */
+export const MAX_LITERAL_LIMIT = 10_000;
+
+const limitedTexts = new Map<string, Map<number, string>>();
+
+/**
+ * `text` with `LIMIT n` written in as a literal, never bound. SQLite's
+ * planner reads a bound LIMIT's value, so binding one marks the statement
+ * expired and every run re-prepares it (parse and plan again): an empty
+ * queue's claim page took 10.4 µs bound against 1.6 µs literal, and the
+ * lease reaper's and the expiry's scans (LIMIT ?, ten times a second)
+ * were 8 % of an idle server's CPU (perf, re-prepares under their step).
+ * Each (text, limit) is built once, so the store, which caches its
+ * statements by text, prepares it once; the limits used are few (a
+ * fetch's count, the scans' constant batch).
  */
-const CLAIM_PAGE_PLAIN_TEXTS = Array.from(
-  { length: LITERAL_CLAIM_LIMIT + 1 },
-  (_, limit) => `${CLAIM_PAGE_PLAIN} LIMIT ${limit}`,
-);
-const CLAIM_PAGE_PLAIN_BOUND = `${CLAIM_PAGE_PLAIN} LIMIT ?5`;
+export function withLimit(text: string, limit: number): string {
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LITERAL_LIMIT) {
+    throw new Error(`bad LIMIT ${limit}: an integer from 1 to ${MAX_LITERAL_LIMIT}`);
+  }
+  let texts = limitedTexts.get(text);
+  if (texts === undefined) {
+    texts = new Map();
+    limitedTexts.set(text, texts);
+  }
+  let limited = texts.get(limit);
+  if (limited === undefined) {
+    limited = `${text} LIMIT ${limit}`;
+    texts.set(limit, limited);
+  }
+  return limited;
+}
 
 /** ? = tenant. Its active jobs (tenant concurrency, served by ojs_jobs_tenant). */
 export const ACTIVE_IN_TENANT = `SELECT count(*) AS n FROM ojs_jobs
@@ -524,9 +545,9 @@ export const TOTAL_CHANGES = 'SELECT total_changes() AS n';
 /** ? = id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc. An id already stored is left as it is. */
 export const INSERT_WEBHOOK_DELIVERY =
   'INSERT INTO ojs_webhook_deliveries (id, subscription_id, tenant_id, state, due_at, settled_at, rev, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING';
-/** ? = now, ? = limit. Soonest first. */
+/** ? = now; the limit is written in (withLimit). Soonest first. */
 export const DUE_WEBHOOK_DELIVERIES =
-  'SELECT doc FROM ojs_webhook_deliveries WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?';
+  'SELECT doc FROM ojs_webhook_deliveries WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at';
 /** ? = state, due_at, settled_at, rev, doc, id, expected rev. */
 export const UPDATE_WEBHOOK_DELIVERY =
   'UPDATE ojs_webhook_deliveries SET state = ?, due_at = ?, settled_at = ?, rev = ?, doc = ? WHERE id = ? AND rev = ?';

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -33,17 +33,30 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function insertOne(store: SqliteStore): Promise<void> {
+async function insertOne(store: SqliteStore): Promise<string> {
   const job = parseEnqueueRequest({ type: 'checkpointer.test', args: [] }, T0, {
     visibilityTimeoutMs: 30_000,
   });
   await store.insertJobs([job], enqueueEvents(job, T0), T0);
+  return job.id;
+}
+
+/**
+ * Resolves once the database file itself (not the WAL) holds `text`: a
+ * checkpoint copied the page in. Polled: a checkpoint announces nothing.
+ */
+async function checkpointedInto(path: string, text: string): Promise<void> {
+  for (let tries = 0; tries < 500; tries++) {
+    if ((await readFile(path)).includes(text)) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.fail(`${text} never reached ${path}`);
 }
 
 /** Runs `fn` on an initialised store, closed after it. */
 async function withStore(
   options: ConstructorParameters<typeof SqliteStore>[0],
-  fn: (store: SqliteStore) => Promise<void>,
+  fn: (store: SqliteStore) => Promise<unknown>,
 ): Promise<void> {
   const store = new SqliteStore(options);
   try {
@@ -76,6 +89,18 @@ describe('the checkpointer thread', () => {
       assert.equal(threads, 0);
       await insertOne(store);
       assert.equal(threads, 1);
+    });
+  });
+
+  it('checkpoints every commit, also the first after ticks it skipped as idle', async () => {
+    const path = join(dir, 'ojs.db');
+    await withStore({ path }, async (store) => {
+      await checkpointedInto(path, await insertOne(store));
+      // Idle ticks (nothing committed) read the data version and skip; a
+      // commit after them changes it and is checkpointed.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await checkpointedInto(path, await insertOne(store));
+      await checkpointedInto(path, await insertOne(store));
     });
   });
 

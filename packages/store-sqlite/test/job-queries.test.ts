@@ -15,7 +15,16 @@ import { after, before, describe, it } from 'node:test';
 import { type JobFilter, parseEnqueueRequest } from '@ojs/core';
 import { countJobsQuery, listJobsQuery, pruneCandidatesQuery } from '../src/job-queries.ts';
 import { SqliteStore } from '../src/sqlite-store.ts';
-import { CLAIM_PAGE, claimPagePlain, FINISHED_SINCE } from '../src/statements.ts';
+import {
+  claimPage,
+  claimPagePlain,
+  DUE_WEBHOOK_DELIVERIES,
+  EXPIRED_LEASES,
+  EXPIRING_WORKFLOW_JOBS,
+  FINISHED_SINCE,
+  MAX_LITERAL_LIMIT,
+  withLimit,
+} from '../src/statements.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 
@@ -113,10 +122,14 @@ describe('job queries on SQLite', () => {
   }
 
   for (const [name, sql, params] of [
-    ['CLAIM_PAGE', CLAIM_PAGE, ['q1', T0, Number.MAX_SAFE_INTEGER, 0, '["k"]', null, 16]],
+    [
+      'CLAIM_PAGE',
+      claimPage(false, 16),
+      ['q1', T0, Number.MAX_SAFE_INTEGER, 0, '["k"]', null, null],
+    ],
     ['CLAIM_PAGE_PLAIN of one job', claimPagePlain(1), ['q1', T0, Number.MAX_SAFE_INTEGER, 0]],
     ['CLAIM_PAGE_PLAIN of 16', claimPagePlain(16), ['q1', T0, Number.MAX_SAFE_INTEGER, 0]],
-    ['CLAIM_PAGE_PLAIN of 50', claimPagePlain(50), ['q1', T0, Number.MAX_SAFE_INTEGER, 0, 50]],
+    ['CLAIM_PAGE_PLAIN of 50', claimPagePlain(50), ['q1', T0, Number.MAX_SAFE_INTEGER, 0]],
   ] as const) {
     it(`${name} reads the claim index in claim order (no sort)`, () => {
       const plan = (
@@ -127,4 +140,33 @@ describe('job queries on SQLite', () => {
       assert.doesNotMatch(text, /TEMP B-TREE/, text);
     });
   }
+});
+
+describe('LIMIT written into the statement', () => {
+  // A bound LIMIT makes SQLite re-prepare the statement on every run (its
+  // planner reads the value): what runs per claim or per background tick
+  // binds none.
+  it('the claim pages, the scans and the due deliveries carry a literal LIMIT', () => {
+    for (const text of [
+      claimPagePlain(1),
+      claimPagePlain(50),
+      claimPagePlain(1000),
+      claimPage(false, 37),
+      claimPage(true, 1000),
+      withLimit(EXPIRED_LEASES, 500),
+      withLimit(EXPIRING_WORKFLOW_JOBS, 100),
+      withLimit(DUE_WEBHOOK_DELIVERIES, 100),
+    ]) {
+      assert.match(text, /LIMIT \d+$/, text);
+      assert.doesNotMatch(text, /LIMIT \?/, text);
+    }
+  });
+
+  it('builds each text once (the store caches statements by text) and refuses a bad limit', () => {
+    assert.equal(withLimit(EXPIRED_LEASES, 500), withLimit(EXPIRED_LEASES, 500));
+    assert.equal(claimPagePlain(50), `${claimPagePlain(50).replace(/ LIMIT 50$/, '')} LIMIT 50`);
+    for (const bad of [0, -1, 1.5, Number.NaN, MAX_LITERAL_LIMIT + 1]) {
+      assert.throws(() => withLimit(EXPIRED_LEASES, bad), /bad LIMIT/);
+    }
+  });
 });

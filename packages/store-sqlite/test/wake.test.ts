@@ -101,3 +101,27 @@ describe('SQLite wake-ups by the WAL watch', () => {
     }
   });
 });
+
+describe('SQLite wake-ups: the poll', () => {
+  it('polls every 5 ms without a WAL watch, every 100 ms as the safety net of one', {
+    skip: process.platform !== 'linux' && 'change events of the WAL are checked on Linux (inotify)',
+  }, async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ojs-wake-poll-'));
+    try {
+      const polled = new WakeWatch(() => 1);
+      const unwatched = polled.subscribe(() => {});
+      assert.equal(polled.pollIntervalMs, 5, 'no WAL path: the poll alone, at its pace');
+      unwatched();
+      const watched = new WakeWatch(() => 1, { walPath: join(dir, 'ojs.db-wal') });
+      const unsubscribe = watched.subscribe(() => {});
+      assert.equal(
+        watched.pollIntervalMs,
+        100,
+        'the folder is watched: the poll is the safety net',
+      );
+      unsubscribe();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

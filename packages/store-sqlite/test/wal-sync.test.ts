@@ -114,6 +114,52 @@ describe('WalSync: durable before answered, without blocking the thread', () => 
     assert.equal(syncs.length, 0);
   });
 
+  it('a group that changed no row (an empty claim or promotion) is answered without a sync of its own', async () => {
+    const first = tracked(insert());
+    await turn();
+    syncs[0]!.callback(null);
+    await turn();
+    assert.equal(first.done, true);
+    // A durable write that found nothing to change: what it read is on disk.
+    const empty = tracked(group.write(() => db.exec('UPDATE t SET x = 2 WHERE x = 99')));
+    await turn();
+    await turn();
+    assert.equal(empty.done, true, 'answered at once');
+    assert.equal(empty.error, undefined);
+    assert.equal(syncs.length, 1, 'no fdatasync for a group that appended nothing to the WAL');
+  });
+
+  it('a group that changed no row still waits for the sync of what it may have seen', async () => {
+    const write = tracked(insert());
+    await turn();
+    assert.equal(syncs.length, 1);
+    // Opened while the sync runs: held until it completes, then committed.
+    const empty = tracked(group.write(() => count(db)));
+    await turn();
+    assert.equal(empty.done, false, 'what it read (the insert) is not on disk yet');
+    syncs[0]!.callback(null);
+    await turn();
+    await turn();
+    assert.equal(write.done, true);
+    assert.equal(empty.done, true, 'answered with the sync that covers the insert');
+    assert.equal(empty.value, 1);
+    assert.equal(syncs.length, 1, 'and needed no sync of its own');
+  });
+
+  it('a group that changed a row and changed it back still syncs (rows changed, not net change)', async () => {
+    const write = tracked(
+      group.write(() => {
+        db.exec('INSERT INTO t VALUES (7)');
+        db.exec('DELETE FROM t WHERE x = 7');
+      }),
+    );
+    await turn();
+    assert.equal(syncs.length, 1, 'the WAL got frames: synced');
+    syncs[0]!.callback(null);
+    await turn();
+    assert.equal(write.done, true);
+  });
+
   it('holds a group opened during a sync open until that sync completes: later writes share its COMMIT', async () => {
     const first = tracked(insert());
     await turn();
