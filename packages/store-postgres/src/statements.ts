@@ -128,24 +128,28 @@ const startedEvent = (id: string) => `jsonb_build_object(
  * the events sharing a `g` (a run of per-job events, rows.ts
  * eventRowsJson) are one row whose `docs` array holds them, an event alone
  * in its `g` a row of one with its own columns. Seqs are assigned in the
- * ORDER BY's order. The array is built by array_agg, which copies each
+ * ORDER BY's order. The columns come from the group's aggregates: the
+ * shared ones (g...) are equal across a run, and the min of a group of one
+ * is its only event's value (joining each run back to its first event
+ * copied every document once more; decision 0125). The array is built by array_agg, which copies each
  * jsonb value: jsonb_agg re-encoded every document and, with the grouping
  * done in SQL, made a row of 50 events cost more than 50 rows did.
  */
 const eventRunCtes = (s: string, source: string) => `events_in AS MATERIALIZED (${source}),
       logged AS (
         INSERT INTO ${s}.events (id, type, queue, job_type, n, doc, docs)
-        SELECT CASE WHEN r.n = 1 THEN f.id END,
-               CASE WHEN r.n = 1 THEN f.type ELSE f.gtype END,
-               CASE WHEN r.n = 1 THEN f.queue ELSE f.gqueue END,
-               CASE WHEN r.n = 1 THEN f.job_type ELSE f.gjob_type END,
+        SELECT CASE WHEN r.n = 1 THEN r.id END,
+               CASE WHEN r.n = 1 THEN r.type ELSE r.gtype END,
+               CASE WHEN r.n = 1 THEN r.queue ELSE r.gqueue END,
+               CASE WHEN r.n = 1 THEN r.job_type ELSE r.gjob_type END,
                r.n,
-               CASE WHEN r.n = 1 THEN f.doc END,
+               CASE WHEN r.n = 1 THEN r.docs[1] END,
                CASE WHEN r.n > 1 THEN r.docs END
-          FROM (SELECT g, count(*)::integer AS n, min(ord) AS first,
+          FROM (SELECT g, count(*)::integer AS n, min(id) AS id, min(type) AS type,
+                       min(queue) AS queue, min(job_type) AS job_type, min(gtype) AS gtype,
+                       min(gqueue) AS gqueue, min(gjob_type) AS gjob_type,
                        array_agg(doc ORDER BY ord) AS docs
                   FROM events_in GROUP BY g) r
-          JOIN events_in f ON f.ord = r.first
          ORDER BY r.g)`;
 
 /** Unstarted jobs (not of a workflow) past expires_at at $1: promotion expires them. */
@@ -189,18 +193,27 @@ const eventRowCtes = (s: string, docs: number, columns: number, where = '') =>
  * (one round trip fewer): $8 holds at least as many fresh event ids as jobs
  * can be claimed, handed out in claim order, which is also the events'
  * order. `ordered` holds the claimed documents.
+ *
+ * A claim's events are always one run (all job.started, all of queue $5:
+ * the pick is of that queue), so `logged` writes them as eventRunCtes
+ * would, without its grouping: one aggregate over the claimed rows gives
+ * the row of the log (decision 0113), a row of one event with its own
+ * columns when one job was claimed, none when none was. (eventRunCtes
+ * materialized the events, sorted them by run, aggregated and joined them
+ * back to the run's first event, each step copying the documents.)
  */
 const claimLoggedCtes = (s: string, picked: string) => `${claimCtes(picked)},
   updated AS (${claimSet(s).replace('RETURNING j.doc,', 'RETURNING j.doc, j.priority, j.seq,')}),
   ordered AS (SELECT doc, xid, row_number() OVER (ORDER BY priority DESC, seq) AS rn FROM updated),
-  ${eventRunCtes(
-    s,
-    `SELECT o.rn AS ord, 0 AS g, ($8::text[])[o.rn] AS id, 'job.started'::text AS type,
-            o.doc->>'queue' AS queue, o.doc->>'type' AS job_type,
-            'job.started'::text AS gtype, $5::text AS gqueue, NULL::text AS gjob_type,
-            ${startedEvent('($8::text[])[o.rn]')} AS doc
-       FROM ordered o`,
-  )}`;
+  logged AS (
+    INSERT INTO ${s}.events (id, type, queue, job_type, n, doc, docs)
+    SELECT CASE WHEN r.n = 1 THEN ($8::text[])[1] END, 'job.started', $5::text,
+           CASE WHEN r.n = 1 THEN r.job_type END, r.n,
+           CASE WHEN r.n = 1 THEN r.docs[1] END,
+           CASE WHEN r.n > 1 THEN r.docs END
+      FROM (SELECT count(*)::integer AS n, min(o.doc->>'type') AS job_type,
+                   array_agg(${startedEvent('($8::text[])[o.rn]')} ORDER BY o.rn) AS docs
+              FROM ordered o HAVING count(*) > 0) r)`;
 
 const claimUpdateLogged = (s: string, picked: string) => `WITH ${claimLoggedCtes(s, picked)}
 SELECT doc, xid FROM ordered ORDER BY rn`;

@@ -27,7 +27,8 @@ interface EventRow {
 const rowsOf = async (pool: pg.Pool, schema: string) =>
   (
     await pool.query<EventRow>(
-      `SELECT seq::text, n, id, type, queue, job_type FROM "${schema}".events ORDER BY seq`,
+      // ORDER BY the column, not the text output of the same name ('10' < '9').
+      `SELECT e.seq::text, n, id, type, queue, job_type FROM "${schema}".events e ORDER BY e.seq`,
     )
   ).rows;
 
@@ -95,6 +96,50 @@ if (reason !== undefined) {
         ['job.enqueued', 'job.started', 'job.completed'].flatMap((type) =>
           (type === 'job.enqueued' ? jobs : claimed).map((j) => [type, j.id]),
         ),
+      );
+    });
+
+    it('a write of one job event is a row of one with its own columns; a claim of nothing writes none', async () => {
+      await store.reset();
+      const [job] = [
+        parseEnqueueRequest({ type: 't1', args: [], options: { queue: 'q1' } }, T0, {
+          visibilityTimeoutMs: 30_000,
+        }),
+      ];
+      await store.insertJobs([job!], [coreJobEvent('job.enqueued', job!, {}, T0)], T0);
+      const [claimed] = await store.claimJobs({
+        queues: ['q1'],
+        count: 5,
+        now: T0,
+        workerId: 'w1',
+      });
+      assert.equal(claimed?.id, job!.id);
+      assert.deepEqual(
+        await store.claimJobs({ queues: ['q1'], count: 5, now: T0, workerId: 'w1' }),
+        [],
+      );
+      await store.settleJobs({
+        items: [
+          {
+            id: claimed!.id,
+            workerId: 'w1',
+            attempt: claimed!.attempt,
+            settlement: { kind: 'complete' as const },
+          },
+        ],
+        now: T0 + 1000,
+      });
+      const { rows } = await pool.query<EventRow & { doc_id: string | null; docs: unknown }>(
+        `SELECT n, id, type, queue, job_type, doc->>'id' AS doc_id, docs FROM "${schema}".events ORDER BY seq`,
+      );
+      const listed = await store.listEvents({ limit: 10 });
+      assert.deepEqual(
+        listed.map((e) => [e.type, e.subject]),
+        ['job.enqueued', 'job.started', 'job.completed'].map((type) => [type, job!.id]),
+      );
+      assert.deepEqual(
+        rows.map((r) => [r.n, r.id, r.type, r.queue, r.job_type, r.doc_id, r.docs]),
+        listed.map((e) => [1, e.id, e.type, 'q1', 't1', e.id, null]),
       );
     });
 
