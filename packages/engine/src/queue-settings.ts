@@ -314,11 +314,18 @@ export class QueueSettingsRegistry {
     const answers: (QueuePressure | OjsError | undefined)[] = new Array(units.length);
     /** Per bounded queue: the depth counted so far and the units refused. */
     const bounded = new Map<string, { depth: number; rejected: number; bound: number }>();
+    // Each queue's settings read once per call: the single PUSHes of one
+    // turn (one unit each) mostly name the same queue.
+    const read = new Map<string, QueueSettings>();
     for (let index = 0; index < units.length; index++) {
       const unit = units[index]!;
       const queue = unit[0]?.queue;
       if (queue === undefined) continue;
-      const settings = await this.settings(queue);
+      let settings = read.get(queue);
+      if (settings === undefined) {
+        settings = await this.settings(queue);
+        read.set(queue, settings);
+      }
       if (settings.default_retry !== undefined) {
         for (const job of unit) {
           if (!explicitRetry.has(job.id)) job.retry = { ...settings.default_retry };

@@ -4,7 +4,7 @@
  * a non-loopback address without keys.
  */
 import { type AuthConfig, matchApiKey, OjsError, type Role } from '@ojs/core';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { PUBLIC_PATHS } from './routes/health.ts';
 
 /** The dashboard's own files (HTML, JS, CSS) carry no data: they load without a key. */
@@ -75,24 +75,29 @@ export function authenticate(request: FastifyRequest, config: AuthConfig): OjsEr
   return match instanceof OjsError ? match : undefined;
 }
 
-export function registerAuth(app: FastifyInstance, config: AuthConfig): void {
-  if (config.keys.length === 0) return;
-  app.addHook('onRequest', async (request) => {
-    // Health and readiness probes carry no key (load balancers, orchestrators).
-    if (request.method === 'GET' && PUBLIC_PATHS.has(request.url.split('?')[0]!)) return;
-    if (isDashboardAsset(request.url)) return;
-    const match = keyOf(request, config);
-    if (match === undefined) return;
-    if (match instanceof OjsError) throw match;
-    request.ojsRole = match.role;
-    if (match.tenant !== undefined) request.ojsKeyTenant = match.tenant;
-    if (!rolesFor(request).includes(match.role)) {
-      throw new OjsError(
-        'permission_denied',
-        `The '${match.role}' role may not call ${request.method} ${request.url.split('?')[0]}.`,
-      );
-    }
-  });
+/**
+ * Authentication and the role check of one request (SEC §15): the 401 or
+ * 403 to answer, else undefined, with the key's role and tenant set on the
+ * request. Called by the binding's one onRequest hook (app.ts), so a
+ * request pays no hook and no promise of its own for it.
+ */
+export function authorize(request: FastifyRequest, config: AuthConfig): OjsError | undefined {
+  if (config.keys.length === 0) return undefined;
+  // Health and readiness probes carry no key (load balancers, orchestrators).
+  if (request.method === 'GET' && PUBLIC_PATHS.has(request.url.split('?')[0]!)) return undefined;
+  if (isDashboardAsset(request.url)) return undefined;
+  const match = keyOf(request, config);
+  if (match === undefined) return undefined;
+  if (match instanceof OjsError) return match;
+  request.ojsRole = match.role;
+  if (match.tenant !== undefined) request.ojsKeyTenant = match.tenant;
+  if (!rolesFor(request).includes(match.role)) {
+    return new OjsError(
+      'permission_denied',
+      `The '${match.role}' role may not call ${request.method} ${request.url.split('?')[0]}.`,
+    );
+  }
+  return undefined;
 }
 
 /** A path under /ojs/admin (the dashboard's static files), not the admin API. */

@@ -20,6 +20,8 @@ export { OJS_MEDIA_TYPE };
 export const OJS_VERSION = '1.0';
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
+/** Any character that String.prototype.trim would keep (the same whitespace set as \s). */
+const NOT_BLANK = /\S/;
 
 /** Honour a client X-Request-Id (HB §19.3 SHOULD) when it is sane; else `req_<uuidv7>`. */
 export function requestIdFrom(header: string | string[] | undefined): string {
@@ -30,6 +32,8 @@ export function requestIdFrom(header: string | string[] | undefined): string {
 /** JSON request media types: the OJS type and its application/json alias, with any parameters. */
 export function isJsonMediaType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
+  // The exact types, as clients send them: no split, no lower-casing.
+  if (contentType === OJS_MEDIA_TYPE || contentType === 'application/json') return true;
   const type = contentType.split(';')[0]!.trim().toLowerCase();
   return type === OJS_MEDIA_TYPE || type === 'application/json';
 }
@@ -40,7 +44,8 @@ export function isJsonMediaType(contentType: string | undefined): boolean {
  * `undefined` (the route decides if that is allowed).
  */
 export function parseJsonBody(text: string): unknown {
-  if (text.trim() === '') return undefined;
+  // (A test, not trim(): no copy of the body.)
+  if (!NOT_BLANK.test(text)) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(text);

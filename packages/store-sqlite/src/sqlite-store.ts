@@ -250,7 +250,10 @@ export class SqliteStore implements Store {
   }
 
   async ping(): Promise<void> {
-    await this.#read(() => this.#stmt(sql.PING).get());
+    // Liveness only: SELECT 1 reads no row, so its answer has nothing to
+    // wait for (no group's COMMIT, no WAL sync, no PRAGMA data_version read
+    // per health probe; decision 0124). A closed store still throws.
+    this.#stmt(sql.PING).get();
   }
 
   /** The statement of this SQL text (statements.ts), prepared once and cached by its text. */
