@@ -34,6 +34,17 @@ export class Rollback<T> {
  */
 let openGroup: GroupCommit | null = null;
 
+/**
+ * Commits the group open in this process, if any: for a connection about
+ * to take the write lock outside any group (a store's migration at init).
+ * A group can stay open across turns (held for the sync in flight), and
+ * node:sqlite would block this thread on a lock only this thread's next
+ * turn releases, until busy_timeout ("database is locked").
+ */
+export function commitOpenGroup(): void {
+  openGroup?.flush();
+}
+
 interface Waiter {
   resolve: () => void;
   reject: (error: unknown) => void;

@@ -52,7 +52,7 @@ import {
   webhookDeliverySettledAt,
 } from '@ojs/core';
 import { type ClaimContext, claimFromQueue } from './claim.ts';
-import { GroupCommit, Rollback } from './group-commit.ts';
+import { commitOpenGroup, GroupCommit, Rollback } from './group-commit.ts';
 import { ADD_JOB_COUNT, JobCountDeltas } from './job-counts.ts';
 import * as queries from './job-queries.ts';
 import { migrate } from './migrate.ts';
@@ -180,6 +180,8 @@ export class SqliteStore implements Store {
     db.exec(sql.synchronous(walSync ? 'NORMAL' : synchronous));
     db.exec(sql.FOREIGN_KEYS_ON);
     db.exec(sql.TEMP_STORE_MEMORY);
+    // Another store of this process may hold the write lock in an open group.
+    commitOpenGroup();
     migrate(db);
     this.#db = db;
     if (walSync) {
