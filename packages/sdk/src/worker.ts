@@ -69,6 +69,7 @@ import {
   LeaseLostError,
   NotFoundError,
   OjsError,
+  PayloadTooLargeError,
   ShutdownError,
   SnoozeError,
   UnsupportedFeatureError,
@@ -188,7 +189,10 @@ export interface WorkerOptions {
    * (manifest `endpoints.ack_batch`). Default true; false: one call per job.
    */
   ackBatch?: boolean;
-  /** Send a batch once this many outcomes are pending (default 100, 1..1000). */
+  /**
+   * Send a batch once this many outcomes are pending (default 1000, 1..1000).
+   * A batch the server refuses as too large is sent again in halves.
+   */
   ackBatchSize?: number;
   /**
    * Prometheus metrics in the application's prom-client Registry
@@ -279,6 +283,8 @@ const MAX_FETCH_COUNT = 1000;
 /** Fetch requests a worker keeps in flight (see #fetchLoop). */
 const FETCHES_IN_FLIGHT = 2;
 const MAX_ACK_BATCH = 1000;
+/** Job ids per heartbeat when the manifest does not say (this server's limit). */
+const MAX_HEARTBEAT_JOBS = 1000;
 const VERSIONING_EXTENSION = 'urn:ojs:ext:experimental:job-versioning';
 
 /** Splits an error's stack into frames, bounded in count and total size. */
@@ -371,6 +377,8 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   /** Decided from the manifest at start; turned off for good if the endpoint is missing. */
   #batchAcks = false;
   #maxFetch = MAX_FETCH_COUNT;
+  /** Job ids one heartbeat may carry (the manifest's `limits.max_heartbeat_jobs`). */
+  #maxHeartbeatJobs = MAX_HEARTBEAT_JOBS;
   /** Jobs in their handler (at most `concurrency`). */
   #running = 0;
   /** Leased jobs waiting for a slot, in fetch order. */
@@ -426,7 +434,14 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       (options.prefetch ?? 'auto') === 'auto'
         ? undefined
         : intOption('prefetch', options.prefetch, 0, MAX_FETCH_COUNT, "'auto' or ");
-    this.#ackBatchSize = intOption('ackBatchSize', options.ackBatchSize ?? 100, 1, MAX_ACK_BATCH);
+    // As large as the server takes (decision 0128): with short jobs a round is
+    // one fetch of hundreds, reported in one request instead of one per 100.
+    this.#ackBatchSize = intOption(
+      'ackBatchSize',
+      options.ackBatchSize ?? MAX_ACK_BATCH,
+      1,
+      MAX_ACK_BATCH,
+    );
     this.#ackBatchDelayMs = options.ackBatchDelayMs ?? 2;
     if (!Number.isFinite(this.#ackBatchDelayMs) || this.#ackBatchDelayMs < 0) {
       throw new TypeError(
@@ -720,6 +735,10 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
     const limit = manifest.limits?.max_fetch_count;
     if (typeof limit === 'number' && Number.isInteger(limit) && limit >= 1) {
       this.#maxFetch = Math.min(MAX_FETCH_COUNT, limit);
+    }
+    const beatLimit = manifest.limits?.max_heartbeat_jobs;
+    if (typeof beatLimit === 'number' && Number.isInteger(beatLimit) && beatLimit >= 1) {
+      this.#maxHeartbeatJobs = beatLimit;
     }
   }
 
@@ -1155,6 +1174,17 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
         for (const report of batch) void this.#reportOne(report);
         return;
       }
+      if (batch.length > 1 && error instanceof PayloadTooLargeError) {
+        // Over the server's body limit (large results): refused before anything
+        // changed, so the halves go again as batches of their own, down to
+        // single calls, which pin the error on a result too large by itself.
+        const half = Math.ceil(batch.length / 2);
+        for (const part of [batch.slice(0, half), batch.slice(half)]) {
+          if (part.length === 1) void this.#reportOne(part[0]!);
+          else void this.#sendBatch(part);
+        }
+        return;
+      }
       if (
         batch.length > 1 &&
         !(error instanceof AuthenticationError) &&
@@ -1269,19 +1299,26 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
   #heartbeat(): Promise<void> {
     if (this.#heartbeatInFlight !== undefined) return this.#heartbeatInFlight;
     if (this.#state === 'idle' || this.#state === 'terminated') return Promise.resolve();
-    const sent = [...this.#active.values()].filter((e) => !e.settled);
     // Jobs whose outcome is still on its way keep their lease too.
     const ids = [...this.#active.keys()];
     const state =
       this.#state === 'terminate' ? 'terminate' : this.#state === 'quiet' ? 'quiet' : 'running';
-    const run = async () => {
+    // A worker leasing ahead, with a round's outcomes on their way, can hold
+    // more jobs than one heartbeat may name (the server refuses the whole
+    // beat, and no lease would be extended): one beat per share of the ids.
+    const chunks: string[][] = [];
+    for (let i = 0; i < ids.length || i === 0; i += this.#maxHeartbeatJobs) {
+      chunks.push(ids.slice(i, i + this.#maxHeartbeatJobs));
+    }
+    const beat = async (chunk: string[]) => {
+      const sent = chunk.map((id) => this.#active.get(id)!).filter((e) => !e.settled);
       let response: HeartbeatResponse;
       try {
         response = await this.transport.heartbeat({
           worker_id: this.workerId,
           state,
-          active_jobs: ids,
-          active_job_ids: ids,
+          active_jobs: chunk,
+          active_job_ids: chunk,
           visibility_timeout_ms: this.#visibilityTimeoutMs,
           hostname: hostname(),
           pid: process.pid,
@@ -1297,9 +1334,11 @@ export class OjsWorker<TMap extends Record<string, unknown[]> = Record<string, u
       }
       this.#applyHeartbeat(response, sent);
     };
-    this.#heartbeatInFlight = run().finally(() => {
-      this.#heartbeatInFlight = undefined;
-    });
+    this.#heartbeatInFlight = Promise.all(chunks.map(beat))
+      .then(() => {})
+      .finally(() => {
+        this.#heartbeatInFlight = undefined;
+      });
     return this.#heartbeatInFlight;
   }
 

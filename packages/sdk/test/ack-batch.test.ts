@@ -11,17 +11,23 @@
  * server state.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Engine } from '@ojs/engine';
 import {
   type AckBatchRequest,
   ConflictError,
   type Job,
-  type OjsClient,
+  OjsClient,
   OjsWorker,
   ValidationError,
   type WorkerOptions,
 } from '@ojs/sdk';
 import { InProcessTransport } from '@ojs/sdk/in-process';
+import { buildApp } from '@ojs/server';
+import { SqliteStore } from '@ojs/store-sqlite';
 import {
   MODES,
   type Mode,
@@ -445,6 +451,50 @@ for (const store of await testStores())
         assert.deepEqual(await completedIds(q2).then((ids) => ids.length), 40);
       });
 
+      it('a worker holding more jobs than one heartbeat may name beats in shares, and every lease is extended', async () => {
+        const q = queue();
+        const w = worker({ queues: [q], concurrency: 8, prefetch: 0, heartbeatIntervalMs: 50 });
+        // The server's limit, as its manifest states it, lowered for the test.
+        const manifest = w.transport.manifest.bind(w.transport);
+        w.transport.manifest = async (options) => {
+          const m = await manifest(options);
+          return { ...m, limits: { ...m.limits, max_heartbeat_jobs: 3 } };
+        };
+        const named: string[][] = [];
+        const extended = new Set<string>();
+        const heartbeat = w.transport.heartbeat.bind(w.transport);
+        w.transport.heartbeat = async (request, options) => {
+          named.push([...request.active_jobs]);
+          const response = await heartbeat(request, options);
+          for (const id of response.jobsExtended ?? []) extended.add(id);
+          return response;
+        };
+        const lost: unknown[] = [];
+        w.on('error', ({ error }) => lost.push(error));
+        const running = new Set<string>();
+        w.register('ab.block', async (ctx) => {
+          running.add(ctx.id);
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          throw ctx.signal.reason;
+        });
+        const jobs = await client.enqueueBatch(
+          Array.from({ length: 8 }, () => ({ type: 'ab.block', args: [], options: { queue: q } })),
+        );
+        await w.start();
+        await waitFor(() => running.size === 8, { what: 'eight jobs running' });
+        const ids = jobs.map((j) => j.id);
+        await waitFor(() => ids.every((id) => extended.has(id)), {
+          what: 'every lease extended by a heartbeat',
+        });
+        assert.ok(
+          named.every((chunk) => chunk.length <= 3),
+          `ids per heartbeat: ${named.map((c) => c.length)}`,
+        );
+        assert.deepEqual(lost, [], 'no heartbeat refused, no lease lost');
+        await w.stop({ timeoutMs: 0 });
+        for (const j of jobs) await client.cancel(j.id);
+      });
+
       if (mode === 'in-process') {
         it('an engine manifest without ack_batch gets single ACK/NACK calls', async () => {
           const q = queue();
@@ -630,6 +680,69 @@ for (const store of await testStores())
       }
     });
   }
+
+describe('batched acknowledgement over the server body limit (http)', () => {
+  it('a batch too large for the server is sent again in halves, not one call per job', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ojs-ack-limit-'));
+    const store = new SqliteStore({ path: join(dir, 'ojs.db'), synchronous: 'NORMAL' });
+    await store.init();
+    const engine = new Engine({ store, testMode: true });
+    // 64 KiB: a batch of 16 results of 10,000 characters is refused (413), 4 of them are not.
+    const app = await buildApp({ testMode: true, logger: false, bodyLimit: 64 * 1024 }, engine);
+    engine.start();
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const address = app.server.address();
+    const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
+    const client = new OjsClient({ url });
+    // Sixteen outcomes in one batch: all sixteen jobs finish in the same turn,
+    // and no delay would send the batch before it is full.
+    const w = new OjsWorker({
+      url,
+      queues: ['big'],
+      concurrency: 16,
+      prefetch: 0,
+      ackBatchSize: 16,
+      ackBatchDelayMs: 600_000,
+      handleSignals: false,
+      logLevel: 'silent',
+    });
+    try {
+      const sent = spy(w);
+      let started = 0;
+      let releaseAll!: () => void;
+      const allStarted = new Promise<void>((resolve) => {
+        releaseAll = resolve;
+      });
+      w.register('ab.big', async () => {
+        if (++started === 16) releaseAll();
+        await allStarted;
+        return 'x'.repeat(10_000);
+      });
+      const jobs = await client.enqueueBatch(
+        Array.from({ length: 16 }, () => ({ type: 'ab.big', args: [], options: { queue: 'big' } })),
+      );
+      const errors: unknown[] = [];
+      w.on('error', ({ error }) => errors.push(error));
+      const done = outcomes(w, 16);
+      await w.start();
+      await done;
+      assert.deepEqual(errors, []);
+      assert.deepEqual(sent.singles, [], 'no job reported on its own');
+      assert.deepEqual(
+        sent.batches.map((b) => b.acks.length),
+        [16, 8, 8, 4, 4, 4, 4],
+        'the refused batch, then its halves, down to batches under the limit',
+      );
+      const states = await Promise.all(jobs.map((j) => client.getJob(j.id)));
+      assert.ok(states.every((j) => j.state === 'completed' && j.attempt === 1));
+    } finally {
+      await w.stop({ timeoutMs: 0 });
+      await app.close();
+      await engine.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('worker options', () => {
   it('rejects out-of-range batching and prefetch options', () => {
