@@ -20,9 +20,11 @@
  *   job could join the batch; otherwise (or after a 404 on the batch path)
  *   one call per job. A refused item (stale attempt, lost lease, unknown
  *   job) is reported on `error` and never retried; a failed call is retried
- *   by the transport.
+ *   by the transport; a batch over the server's body limit goes again in
+ *   halves.
  * - Heartbeat: every `heartbeatIntervalMs` with the worker state and the ids
- *   of its jobs; it extends their leases. The answer's directive is obeyed
+ *   of its jobs (one beat per `limits.max_heartbeat_jobs` of them); it
+ *   extends their leases. The answer's directive is obeyed
  *   (`quiet`: stop fetching; `terminate`: graceful stop), `jobs_cancelled`
  *   aborts those handlers (signal reason JobCancelledError), and a job the
  *   server did not extend (lease lost) is aborted with LeaseLostError.
