@@ -15,6 +15,7 @@
  * durable.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { TOTAL_CHANGES } from './statements.ts';
 import type { WalSync } from './wal-sync.ts';
 
 /** Thrown by a write to roll back its own changes and answer `value`. */
@@ -86,7 +87,7 @@ export class GroupCommit {
     this.#release = db.prepare('RELEASE ojs_write');
     this.#maxWrites = options.maxWrites ?? 10_000;
     this.#sync = options.sync;
-    this.#totalChanges = db.prepare('SELECT total_changes() AS n');
+    this.#totalChanges = db.prepare(TOTAL_CHANGES);
   }
 
   #changes(): number {
