@@ -201,6 +201,16 @@ export interface Store {
    */
   readonly coalescesInserts?: boolean;
   /**
+   * True when `insertJobs` itself wakes this process's `onJobsAvailable`
+   * subscribers once jobs it stored are visible (PostgreSQL: at COMMIT,
+   * before the WAL flush the call still waits for). The engine then does
+   * not wake its waiting fetches again when the call returns: a flush
+   * later, the fetch that took the job is gone, and whoever waits then (a
+   * worker's next long poll) had nothing new to find but claimed anyway,
+   * beside the next enqueue.
+   */
+  readonly wakesOnInsert?: boolean;
+  /**
    * True when `onJobsAvailable` costs work for as long as it is subscribed
    * (SQLite polls `PRAGMA data_version`): the engine then subscribes only
    * while fetches wait. Pushed wake-ups (LISTEN/NOTIFY) leave it unset.

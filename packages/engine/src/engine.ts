@@ -443,10 +443,16 @@ export class Engine implements EngineContext {
     MAX_PUSH_MANY,
   );
 
-  /** Jobs now stored: the observers learn of them, waiting fetches wake, new tenants register. */
+  /**
+   * Jobs now stored: the observers learn of them, waiting fetches wake
+   * (unless the store woke them when the jobs became visible), new tenants
+   * register.
+   */
   async #stored(jobs: JobRecord[]): Promise<void> {
     this.observers.enqueued(jobs);
-    if (jobs.some((job) => job.state === 'available')) this.notifier.notify();
+    if (!this.store.wakesOnInsert && jobs.some((job) => job.state === 'available')) {
+      this.notifier.notify();
+    }
     await this.tenants.noteJobs(jobs);
   }
 
@@ -745,7 +751,7 @@ export class Engine implements EngineContext {
         },
       );
     }
-    this.notifier.notify();
+    if (!this.store.wakesOnInsert) this.notifier.notify();
     const stored = results.map((r) =>
       r.status === 'inserted' ? r.job : (r as { existing: JobRecord }).existing,
     );

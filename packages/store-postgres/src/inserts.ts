@@ -146,8 +146,14 @@ const refusedData = (error: unknown) =>
  * Concurrent enqueues, one statement: the one-statement enqueues of one
  * event-loop turn (every request the server read in that turn) run as one
  * `enqueue` statement: one round trip, one commit, one NOTIFY, instead of
- * one each. Jobs keep the calls' order (their seqs ascend in it); each call
- * gets its own slice of the results. If the group's statement stores
+ * one each. Only while one of its statements runs (or waits for its
+ * flush), though: a call that finds none running and none waiting goes at
+ * once (decision 0129). An idle server's PUSH then does not wait for the
+ * turn, behind the requests read with it (a worker's next FETCH and its
+ * ACK, whose statements went first); a burst from idle costs one statement
+ * more (its first call), and under load a statement is always running.
+ * Jobs keep the calls' order within a statement (their seqs ascend in it);
+ * each call gets its own slice of the results. If the group's statement stores
  * nothing because a job needs judging (an id taken, by the store or by
  * another call of the group), each call runs again on its own, so only
  * that call takes the transaction path. Calls with unique keys are not
@@ -156,13 +162,26 @@ const refusedData = (error: unknown) =>
  */
 export class EnqueueTurn {
   #calls: TurnCall[] = [];
-  readonly #run: Enqueue;
+  /** Statements sent and not answered yet (their flush included). */
+  #running = 0;
+  readonly #statement: Enqueue;
 
   constructor(run: Enqueue) {
-    this.#run = run;
+    this.#statement = run;
   }
 
+  readonly #run: Enqueue = async (jobs, events, now) => {
+    this.#running++;
+    try {
+      return await this.#statement(jobs, events, now);
+    } finally {
+      this.#running--;
+    }
+  };
+
   enqueue(jobs: JobRecord[], events: OjsEvent[], now: number): Promise<InsertResult[] | null> {
+    // Nothing to share a statement with: no statement runs, none waits.
+    if (this.#calls.length === 0 && this.#running === 0) return this.#run(jobs, events, now);
     return new Promise((resolve, reject) => {
       // After the poll phase: the calls of every request read in this turn are in.
       if (this.#calls.length === 0) setImmediate(() => this.#flush());

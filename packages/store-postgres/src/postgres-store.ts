@@ -152,6 +152,12 @@ export class PostgresStore implements Store {
   readonly schema: string;
   /** Enqueues of one event-loop turn are one statement (inserts.ts EnqueueTurn). */
   readonly coalescesInserts = true;
+  /**
+   * insertJobs wakes this process's waiting fetches itself once its jobs
+   * are visible: at COMMIT on the one-statement path (#enqueue), after the
+   * transaction on the other.
+   */
+  readonly wakesOnInsert = true;
   readonly #options: PostgresStoreOptions;
   readonly #pool: pg.Pool;
   readonly #db: Database;
@@ -409,12 +415,22 @@ export class PostgresStore implements Store {
     // A held unique key or a duplicate id: the transaction path judges and reports it.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#transaction(async (tx) => {
+        const results = await this.#transaction(async (tx) => {
           const results = await insertJobsTx(tx, jobs, events, now);
           // Relayed outbox rows go in the same transaction as their jobs.
           if (consume !== undefined) await consumeOutboxTx(tx, consume);
           return results;
         });
+        // Committed (its NOTIFY wakes the other processes): this one's
+        // fetches wake now, not a LISTEN round trip later (wakesOnInsert).
+        // A refused job rolled the whole call back (its 'inserted' are not stored).
+        if (
+          !results.some((r) => r.status === 'duplicate_id' || r.status === 'rejected') &&
+          results.some((r) => r.status === 'inserted' && r.job.state === 'available')
+        ) {
+          this.#listener.wakeLocal();
+        }
+        return results;
       } catch (error) {
         // A concurrent insert of the same id committed first: run again to report duplicate_id.
         if (attempt < MAX_ATTEMPTS && isUniqueViolation(error, 'jobs_pkey')) continue;

@@ -3,6 +3,16 @@
  * own dedicated connection) hears jobs made available through another
  * store's pool, in every way a job can become available, and keeps
  * hearing them after its connection is killed.
+ *
+ * Within one process (`wakesOnInsert`, decision 0129): insertJobs wakes
+ * its own subscribers once its jobs are visible, on the one-statement path
+ * (at COMMIT) and on the transaction path (a unique key judged in a
+ * transaction) alike, so the engine need not wake its fetches again when
+ * the call returns; its own NOTIFY still comes back over LISTEN (other
+ * processes wake on it), and a call rolled back for a refused job wakes
+ * nobody. Counted exactly: PostgreSQL delivers notifications in commit
+ * order, so a barrier NOTIFY sent after the call is heard after the
+ * call's own, and the count is then final.
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it, test } from 'node:test';
@@ -133,6 +143,79 @@ if (reason !== undefined) {
       await listenerStore.listening();
       await writer.insertJobs([newJob()], [], T0);
       await woken('a wake-up on the new connection');
+    });
+  });
+
+  describe('insertJobs wakes its own process at COMMIT', () => {
+    const schema = testSchema('localwake');
+    after(() => dropSchema(schema));
+
+    /**
+     * A store of its own per test, LISTENing before the test writes: no
+     * notification of an earlier test can reach it.
+     */
+    const listening = async () => {
+      const store = await openStore(schema);
+      const counted = { store, wakes: 0 };
+      store.onJobsAvailable(() => counted.wakes++);
+      await store.listening();
+      return counted;
+    };
+    /** NOTIFY from outside, then every wake-up committed before it has been heard. */
+    const barrier = async (counted: { wakes: number }, expected: number) => {
+      await withAdmin((client) => client.query(`NOTIFY "${jobsAvailableChannel(schema)}"`));
+      await eventually(() => counted.wakes >= expected, 5000, `${expected} wake-ups`);
+    };
+
+    it('the one-statement path: woken before the call returns, then by its NOTIFY', async () => {
+      const counted = await listening();
+      try {
+        await counted.store.insertJobs([newJob()], [], T0);
+        assert.ok(counted.wakes >= 1, 'woken at COMMIT, before the answer');
+        await barrier(counted, 3);
+        assert.equal(counted.wakes, 3, 'at COMMIT, its own NOTIFY, the barrier');
+        assert.equal(counted.store.wakesOnInsert, true);
+      } finally {
+        await counted.store.close();
+      }
+    });
+
+    it('the transaction path (a bare unique key, taken over): the same', async () => {
+      const counted = await listening();
+      try {
+        // A unique_key without a policy is never tried in one statement (inserts.ts).
+        const job: JobRecord = { ...newJob(), unique_key: 'local-wake' };
+        const [result] = await counted.store.insertJobs([job], [], T0);
+        assert.equal(result!.status, 'inserted');
+        assert.ok(counted.wakes >= 1, 'woken at COMMIT, before the answer');
+        await barrier(counted, 3);
+        assert.equal(counted.wakes, 3, 'at COMMIT, its own NOTIFY, the barrier');
+      } finally {
+        await counted.store.close();
+      }
+    });
+
+    it('nothing available, or the call rolled back for a refused job: no wake-up', async () => {
+      const taken = newJob();
+      const writer = await openStore(schema);
+      await writer.insertJobs([taken], [], T0);
+      await writer.close();
+      const counted = await listening();
+      try {
+        await counted.store.insertJobs([newJob({ scheduled_at: '+PT1H' })], [], T0);
+        // A new job beside a taken id: the call is refused whole, nothing stored.
+        const results = await counted.store.insertJobs([newJob(), taken], [], T0);
+        assert.deepEqual(
+          results.map((r) => r.status),
+          ['inserted', 'duplicate_id'],
+        );
+        const refused = (results[0] as { job: JobRecord }).job;
+        assert.equal(await counted.store.getJob(refused.id), null);
+        await barrier(counted, 1);
+        assert.equal(counted.wakes, 1, 'the barrier only');
+      } finally {
+        await counted.store.close();
+      }
     });
   });
 }
