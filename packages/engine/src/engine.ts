@@ -444,13 +444,21 @@ export class Engine implements EngineContext {
   );
 
   /**
-   * Jobs now stored: the observers learn of them, waiting fetches wake
-   * (unless the store woke them when the jobs became visible), new tenants
-   * register.
+   * Jobs now stored (a PUSH's, #push): the observers learn of them, waiting
+   * fetches wake, new tenants register. No wake when the fetches were woken
+   * already: by the store when the jobs became visible (wakesOnInsert), or
+   * by #push when it issued the insert (pipelinedWrites). A sync later, the
+   * fetch that took a job is gone, and a fetch waiting now (a worker's next
+   * long poll) would claim for nothing; one that missed the first wake sees
+   * it in the notifier's generation (notifier.ts).
    */
   async #stored(jobs: JobRecord[]): Promise<void> {
     this.observers.enqueued(jobs);
-    if (!this.store.wakesOnInsert && jobs.some((job) => job.state === 'available')) {
+    if (
+      !this.store.wakesOnInsert &&
+      !this.store.pipelinedWrites &&
+      jobs.some((job) => job.state === 'available')
+    ) {
       this.notifier.notify();
     }
     await this.tenants.noteJobs(jobs);
