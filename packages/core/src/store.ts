@@ -119,6 +119,17 @@ export type InsertResult =
   /** Unique conflict with `reject`. */
   | { status: 'rejected'; existing: JobRecord };
 
+/** A refused insert: the id is taken or a unique key is held (`reject`). */
+export type RefusedInsert = Extract<InsertResult, { status: 'duplicate_id' | 'rejected' }>;
+
+/**
+ * A result that refused its job. One refused job means the call stored
+ * none of its jobs: the others' `inserted` results are not stored (the
+ * engine inserts them again without the refused ones).
+ */
+export const isRefusedInsert = (result: InsertResult): result is RefusedInsert =>
+  result.status === 'duplicate_id' || result.status === 'rejected';
+
 export interface QueueInfo {
   name: string;
   paused: boolean;

@@ -32,6 +32,7 @@ import {
   interleaveTakes,
   invalidRequest,
   isExpirable,
+  isRefusedInsert,
   isTerminal,
   JOB_STATES,
   type JobRecord,
@@ -599,12 +600,12 @@ export class Engine implements EngineContext {
         this.notifier.notify();
       }
       const results = await inserting;
-      const refused = results.some((r) => r.status === 'duplicate_id' || r.status === 'rejected');
+      const refused = results.some(isRefusedInsert);
       const retry: typeof pending = [];
       const stored: JobRecord[] = [];
       for (const [k, item] of pending.entries()) {
         const result = results[k]!;
-        if (refused && result.status !== 'duplicate_id' && result.status !== 'rejected') {
+        if (refused && !isRefusedInsert(result)) {
           retry.push(item); // nothing was stored: insert it again without the refused ones
         } else {
           if (result.status === 'inserted') stored.push(result.job);
@@ -746,11 +747,8 @@ export class Engine implements EngineContext {
     if (pressure !== undefined) report.pressure = pressure;
     const events = jobs.flatMap((job) => enqueueEvents(job, now));
     const results = await this.store.insertJobs(jobs, events, now);
-    const refused = results.find((r) => r.status === 'duplicate_id' || r.status === 'rejected');
-    if (
-      refused !== undefined &&
-      (refused.status === 'duplicate_id' || refused.status === 'rejected')
-    ) {
+    const refused = results.find(isRefusedInsert);
+    if (refused !== undefined) {
       throw new OjsError(
         'duplicate',
         `The batch was not stored: job '${refused.existing.id}' already exists or holds a unique key.`,

@@ -16,6 +16,7 @@ import {
   DatabaseClock,
   type EventFilter,
   type InsertResult,
+  isRefusedInsert,
   JOB_STATES,
   type JobFilter,
   type JobPageRequest,
@@ -425,7 +426,7 @@ export class PostgresStore implements Store {
         // fetches wake now, not a LISTEN round trip later (wakesOnInsert).
         // A refused job rolled the whole call back (its 'inserted' are not stored).
         if (
-          !results.some((r) => r.status === 'duplicate_id' || r.status === 'rejected') &&
+          !results.some(isRefusedInsert) &&
           results.some((r) => r.status === 'inserted' && r.job.state === 'available')
         ) {
           this.#listener.wakeLocal();
